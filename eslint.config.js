@@ -1,0 +1,29 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const frameworks = ['express', 'hono', 'hono/*', '@hono/*', 'ioredis', 'node:http', 'http', 'node:https'];
+
+export default tseslint.config(
+  { ignores: ['dist', 'coverage', 'node_modules'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    // The core stays framework-free: only the Redis store (types), the testing toolkit and the CLI
+    // may reach for servers and clients.
+    files: ['src/**/*.ts'],
+    ignores: ['src/stores/redis.ts', 'src/testing/**', 'src/cli/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: frameworks.map((group) => ({ group: [group], message: 'The core is framework-free.' })) },
+      ],
+    },
+  },
+);
