@@ -1,0 +1,102 @@
+/**
+ * The few crypto primitives the core needs: node:crypto where the runtime has it (fast and
+ * synchronous), Web Crypto elsewhere (Bun, Deno and Workers without Node compatibility).
+ * @module
+ */
+
+import type * as NodeCrypto from 'node:crypto';
+
+type NodeCryptoModule = typeof NodeCrypto;
+
+interface ProcessWithBuiltins {
+  getBuiltinModule?: (id: string) => unknown;
+}
+
+let forceWebCrypto = false;
+
+/**
+ * node:crypto without a static import, so bundles for Workers load without it.
+ * `process.getBuiltinModule` exists on Node >= 20.16, Bun and Deno.
+ */
+function loadNodeCrypto(): NodeCryptoModule | undefined {
+  const proc = (globalThis as { process?: ProcessWithBuiltins }).process;
+  try {
+    const mod = proc?.getBuiltinModule?.('node:crypto') as NodeCryptoModule | undefined;
+    return mod && typeof mod.createHmac === 'function' ? mod : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const detected = loadNodeCrypto();
+
+/** node:crypto, or undefined where it is missing (or Web Crypto is forced for tests). */
+export function nodeCrypto(): NodeCryptoModule | undefined {
+  return forceWebCrypto ? undefined : detected;
+}
+
+/**
+ * Force the Web Crypto path even where node:crypto exists, to test it on Node.
+ * @internal
+ */
+export function useWebCryptoOnly(force: boolean): void {
+  forceWebCrypto = force;
+}
+
+function subtle(): SubtleCrypto {
+  const c = (globalThis as { crypto?: Crypto }).crypto;
+  if (!c?.subtle) throw new Error('neither node:crypto nor Web Crypto is available');
+  return c.subtle;
+}
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+/** Lowercase hex of bytes. */
+export function toHex(bytes: Uint8Array): string {
+  let out = '';
+  for (const byte of bytes) out += HEX[byte];
+  return out;
+}
+
+/** Bytes of a hex string of even length, or undefined if it is not hex. */
+export function fromHex(hex: string): Uint8Array | undefined {
+  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) return undefined;
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+const encoder = new TextEncoder();
+
+/** UTF-8 bytes of a string. */
+export function utf8(text: string): Uint8Array<ArrayBuffer> {
+  return encoder.encode(text);
+}
+
+/** SHA-256 of a string, lowercase hex. */
+export async function sha256Hex(text: string): Promise<string> {
+  const node = nodeCrypto();
+  if (node) return node.createHash('sha256').update(text).digest('hex');
+  const digest = await subtle().digest('SHA-256', utf8(text));
+  return toHex(new Uint8Array(digest));
+}
+
+/** A random, unguessable token (lease tokens). */
+export function randomToken(): string {
+  const c = (globalThis as { crypto?: Crypto }).crypto;
+  if (c?.randomUUID) return c.randomUUID();
+  const node = nodeCrypto();
+  if (node) return node.randomUUID();
+  throw new Error('no source of randomness');
+}
+
+/** Import an HMAC-SHA256 key for Web Crypto, once per secret. */
+export async function importHmacKey(secret: string): Promise<CryptoKey> {
+  return subtle().importKey('raw', utf8(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+    'sign',
+    'verify',
+  ]);
+}
+
+/** Web Crypto's subtle, for the HMAC fallback. */
+export { subtle as webSubtle };

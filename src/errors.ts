@@ -1,0 +1,173 @@
+/**
+ * Typed errors of the receiver. Every error has a stable `code`; none ever carries a secret,
+ * a signature, an API key or a session token in its message or its fields.
+ * @module
+ */
+
+import type { Outcome } from './outcome.js';
+
+/** Stable codes of {@link SchoolhooksError}. */
+export type SchoolhooksErrorCode =
+  | 'config'
+  | 'request_rejected'
+  | 'invalid_signature'
+  | 'malformed'
+  | 'stale'
+  | 'invalid_payload'
+  | 'conflict'
+  | 'store_unavailable'
+  | 'handler_failed'
+  | 'timeout';
+
+const BRAND = Symbol.for('schoolhooks.error');
+
+/**
+ * The base class of every error schoolhooks reports.
+ *
+ * @example
+ * ```ts
+ * receiver.onError((error) => {
+ *   if (error.code === 'invalid_payload') console.warn(error.message);
+ * });
+ * ```
+ */
+export class SchoolhooksError extends Error {
+  override name = 'SchoolhooksError';
+  /** A stable, machine-readable code. */
+  readonly code: SchoolhooksErrorCode;
+
+  constructor(code: SchoolhooksErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+}
+
+/**
+ * True for any {@link SchoolhooksError}, even one created by another copy of this package
+ * (another realm, a CJS and an ESM copy side by side).
+ */
+export function isSchoolhooksError(value: unknown): value is SchoolhooksError {
+  return typeof value === 'object' && value !== null && BRAND in value;
+}
+
+/** The receiver was set up wrongly (bad options, or an adapter that lost the raw body). */
+export class ConfigError extends SchoolhooksError {
+  override name = 'ConfigError' as const;
+  constructor(message: string) {
+    super('config', message);
+  }
+}
+
+/** A request was turned away before verification: wrong method, content type or size. */
+export class RequestRejectedError extends SchoolhooksError {
+  override name = 'RequestRejectedError' as const;
+  /** Which check turned it away. */
+  readonly outcome: Extract<Outcome, 'method_not_allowed' | 'unsupported_media_type' | 'too_large'>;
+  constructor(outcome: RequestRejectedError['outcome'], message: string) {
+    super('request_rejected', message);
+    this.outcome = outcome;
+  }
+}
+
+/** The `signature` header is missing, malformed, or matches no configured secret. */
+export class SignatureError extends SchoolhooksError {
+  override name = 'SignatureError' as const;
+  constructor(message: string) {
+    super('invalid_signature', message);
+  }
+}
+
+/** The body is not JSON, or its envelope (event, timestamp, idempotencyKey, data) is invalid. */
+export class MalformedEnvelopeError extends SchoolhooksError {
+  override name = 'MalformedEnvelopeError' as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('malformed', message, options);
+  }
+}
+
+/** The event's timestamp lies outside the accepted window. */
+export class StaleEventError extends SchoolhooksError {
+  override name = 'StaleEventError' as const;
+  /** The event's timestamp, as sent. */
+  readonly timestamp: string;
+  constructor(message: string, timestamp: string) {
+    super('stale', message);
+    this.timestamp = timestamp;
+  }
+}
+
+/** One issue found by schema validation: where it is and what is wrong. */
+export interface PayloadIssue {
+  readonly path: readonly PropertyKey[];
+  readonly code: string;
+  readonly message: string;
+}
+
+/** A fixed-contract event whose `data` does not match its schema. */
+export class PayloadValidationError extends SchoolhooksError {
+  override name = 'PayloadValidationError' as const;
+  /** The event name. */
+  readonly event: string;
+  /** The schema issues (Zod's), without the offending values. */
+  readonly issues: readonly PayloadIssue[];
+  constructor(event: string, issues: readonly PayloadIssue[]) {
+    const first = issues[0];
+    const where = first ? ` at data.${first.path.map(String).join('.')}: ${first.message}` : '';
+    super('invalid_payload', `${event} payload failed validation${where}`);
+    this.event = event;
+    this.issues = issues;
+  }
+}
+
+/** A completed idempotency key came back with a different envelope. */
+export class IdempotencyConflictError extends SchoolhooksError {
+  override name = 'IdempotencyConflictError' as const;
+  readonly idempotencyKey: string;
+  constructor(idempotencyKey: string) {
+    super(
+      'conflict',
+      `idempotencyKey ${idempotencyKey} was already processed with a different payload; not processed again`,
+    );
+    this.idempotencyKey = idempotencyKey;
+  }
+}
+
+/** The idempotency store could not be reached or failed. */
+export class StoreUnavailableError extends SchoolhooksError {
+  override name = 'StoreUnavailableError' as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('store_unavailable', message, options);
+  }
+}
+
+/** A handler threw or rejected; `cause` holds what it threw (an `AggregateError` for several). */
+export class HandlerError extends SchoolhooksError {
+  override name = 'HandlerError' as const;
+  readonly event: string;
+  readonly idempotencyKey: string;
+  constructor(event: string, idempotencyKey: string, cause: unknown) {
+    super('handler_failed', `a handler of ${event} failed (idempotencyKey ${idempotencyKey})`, {
+      cause,
+    });
+    this.event = event;
+    this.idempotencyKey = idempotencyKey;
+  }
+}
+
+/** Handlers were still running when handlerTimeoutMs elapsed. */
+export class HandlerTimeoutError extends SchoolhooksError {
+  override name = 'HandlerTimeoutError' as const;
+  readonly event: string;
+  readonly idempotencyKey: string;
+  readonly timeoutMs: number;
+  constructor(event: string, idempotencyKey: string, timeoutMs: number) {
+    super(
+      'timeout',
+      `handlers of ${event} still running after ${timeoutMs} ms (idempotencyKey ${idempotencyKey})`,
+    );
+    this.event = event;
+    this.idempotencyKey = idempotencyKey;
+    this.timeoutMs = timeoutMs;
+  }
+}
