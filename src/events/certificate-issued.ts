@@ -1,0 +1,27 @@
+/**
+ * `CertificateIssued`: a certificate was issued for completing a course, once per user and course.
+ * @module
+ */
+
+import { z } from 'zod';
+import {
+  certificateSchema,
+  courseSchema,
+  productSchema,
+  statesSchema,
+  userWithProfileSchema,
+} from './entities.js';
+
+/**
+ * `data` of `CertificateIssued` (interface 6): the user with profile, the course, optionally the
+ * product, and the certificate.
+ */
+export const certificateIssuedDataSchema = z.looseObject({
+  user: userWithProfileSchema,
+  course: courseSchema,
+  product: productSchema.optional(),
+  certificate: certificateSchema,
+  states: statesSchema.optional(),
+});
+/** `data` of `CertificateIssued`. */
+export type CertificateIssuedData = z.infer<typeof certificateIssuedDataSchema>;

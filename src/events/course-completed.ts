@@ -1,0 +1,29 @@
+/**
+ * `CourseCompleted`: the user completed the course.
+ * @module
+ */
+
+import { z } from 'zod';
+import {
+  accessSchema,
+  courseSchema,
+  groupSchema,
+  productSchema,
+  statesSchema,
+  userWithProfileSchema,
+} from './entities.js';
+
+/**
+ * `data` of `CourseCompleted` (interface 6): the user with profile and the course; optionally the
+ * product, the access and the groups.
+ */
+export const courseCompletedDataSchema = z.looseObject({
+  user: userWithProfileSchema,
+  course: courseSchema,
+  product: productSchema.optional(),
+  access: accessSchema.optional(),
+  states: statesSchema.optional(),
+  groups: z.array(groupSchema).optional(),
+});
+/** `data` of `CourseCompleted`. */
+export type CourseCompletedData = z.infer<typeof courseCompletedDataSchema>;

@@ -1,0 +1,53 @@
+/**
+ * `CourseProgressChanged`: a lesson's status changed for the user.
+ * @module
+ */
+
+import { z } from 'zod';
+import {
+  accessSchema,
+  courseSchema,
+  groupSchema,
+  looseIdSchema,
+  productSchema,
+  statesSchema,
+  userWithProfileSchema,
+} from './entities.js';
+
+/** The statuses of a lesson's progress (interface 3.1). */
+export const LESSON_PROGRESS_STATUSES = [
+  'NotStarted',
+  'OnTheory',
+  'OnPractice',
+  'OnReview',
+  'OnCorrection',
+  'Completed',
+] as const;
+
+/** A lesson's progress status (interface 3.1). */
+export const lessonProgressStatusSchema = z.enum(LESSON_PROGRESS_STATUSES);
+/** A lesson's progress status. */
+export type LessonProgressStatus = z.infer<typeof lessonProgressStatusSchema>;
+
+/**
+ * `data` of `CourseProgressChanged` (interface 6): the user with profile and the course;
+ * optionally the product, the access, the groups, the lesson's new `status` and its `lessonId`.
+ *
+ * @example
+ * ```ts
+ * const data = courseProgressChangedDataSchema.parse(event.data);
+ * if (data.status === 'Completed') console.log(`lesson ${data.lessonId} done`);
+ * ```
+ */
+export const courseProgressChangedDataSchema = z.looseObject({
+  user: userWithProfileSchema,
+  course: courseSchema,
+  product: productSchema.optional(),
+  access: accessSchema.optional(),
+  states: statesSchema.optional(),
+  groups: z.array(groupSchema).optional(),
+  status: lessonProgressStatusSchema.optional(),
+  lessonId: looseIdSchema.optional(),
+});
+/** `data` of `CourseProgressChanged`. */
+export type CourseProgressChangedData = z.infer<typeof courseProgressChangedDataSchema>;

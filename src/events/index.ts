@@ -1,0 +1,196 @@
+/**
+ * The registry of webhook events: which names have a fixed `data` contract (interface 6), their
+ * schemas, the envelope schema (2.3) and the types handlers are written against.
+ *
+ * @example
+ * ```ts
+ * import { eventDataSchemas, isFixedContractEvent } from './events/index.js';
+ *
+ * if (isFixedContractEvent(envelope.event)) {
+ *   const result = eventDataSchemas[envelope.event].safeParse(envelope.data);
+ * }
+ * ```
+ * @module
+ */
+
+import { z } from 'zod';
+import { certificateIssuedDataSchema } from './certificate-issued.js';
+import { courseCompletedDataSchema } from './course-completed.js';
+import { courseLessonPracticeCompletedDataSchema } from './course-lesson-practice-completed.js';
+import { courseProgressChangedDataSchema } from './course-progress-changed.js';
+import { paymentCompletedDataSchema } from './payment-completed.js';
+import { productEnrolledByInviteLinkDataSchema } from './product-enrolled-by-invite-link.js';
+import { productEnrolledToFreeDataSchema } from './product-enrolled-to-free.js';
+import { productEnrolledViaLmsDataSchema } from './product-enrolled-via-lms.js';
+import { productEnrolledViaPaymentDataSchema } from './product-enrolled-via-payment.js';
+import { userAcquaintedDataSchema } from './user-acquainted.js';
+import { userCreatedViaLmsDataSchema } from './user-created-via-lms.js';
+import { userSignedUpDataSchema } from './user-signed-up.js';
+import { userTgConnectedDataSchema } from './user-tg-connected.js';
+
+/** The events whose `data` has a fixed contract (interface 6); their payloads are validated. */
+export const FIXED_CONTRACT_EVENTS = [
+  'UserSignedUp',
+  'UserAcquainted',
+  'UserTgConnected',
+  'UserCreatedViaLms',
+  'CourseProgressChanged',
+  'CourseCompleted',
+  'CourseLessonPracticeCompleted',
+  'PaymentCompleted',
+  'ProductEnrolledToFree',
+  'ProductEnrolledViaLms',
+  'ProductEnrolledViaPayment',
+  'ProductEnrolledByInviteLink',
+  'CertificateIssued',
+] as const;
+
+/**
+ * Subscribable events whose payload the platform does not guarantee (interface 6, rule 3): they
+ * are verified, deduplicated and dispatched with `data: Record<string, unknown>`.
+ */
+export const UNCONTRACTED_EVENTS = [
+  'UserSignedIn',
+  'UserLoggedOut',
+  'UserJoinedByReferral',
+  'CourseLessonPracticeDetailedSent',
+  'CourseLessonPracticeAutoVerifySent',
+  'ProductRefundCompleted',
+  'ProductAccessSubscriptionEnding7Days',
+  'ProductAccessSubscriptionEnding1Day',
+] as const;
+
+/** The name of an event with a fixed `data` contract. */
+export type FixedEventName = (typeof FIXED_CONTRACT_EVENTS)[number];
+/** The name of a subscribable event without a `data` contract. */
+export type UncontractedEventName = (typeof UNCONTRACTED_EVENTS)[number];
+/** Every event name the interface names. */
+export type KnownEventName = FixedEventName | UncontractedEventName;
+
+/** The schema of `data` for each fixed-contract event. */
+export const eventDataSchemas = {
+  UserSignedUp: userSignedUpDataSchema,
+  UserAcquainted: userAcquaintedDataSchema,
+  UserTgConnected: userTgConnectedDataSchema,
+  UserCreatedViaLms: userCreatedViaLmsDataSchema,
+  CourseProgressChanged: courseProgressChangedDataSchema,
+  CourseCompleted: courseCompletedDataSchema,
+  CourseLessonPracticeCompleted: courseLessonPracticeCompletedDataSchema,
+  PaymentCompleted: paymentCompletedDataSchema,
+  ProductEnrolledToFree: productEnrolledToFreeDataSchema,
+  ProductEnrolledViaLms: productEnrolledViaLmsDataSchema,
+  ProductEnrolledViaPayment: productEnrolledViaPaymentDataSchema,
+  ProductEnrolledByInviteLink: productEnrolledByInviteLinkDataSchema,
+  CertificateIssued: certificateIssuedDataSchema,
+} as const satisfies Record<FixedEventName, z.ZodType>;
+
+/** The parsed `data` of each fixed-contract event. */
+export type EventDataMap = { [N in FixedEventName]: z.output<(typeof eventDataSchemas)[N]> };
+
+/** Data of an event: typed for fixed-contract events, a plain record otherwise. */
+export type EventData<N extends string> = N extends FixedEventName
+  ? EventDataMap[N]
+  : Record<string, unknown>;
+
+/** A verified webhook event; distributive, so WebhookEvent<'A'|'B'> narrows on `event`. */
+export type WebhookEvent<N extends string = KnownEventName> = N extends string
+  ? { event: N; timestamp: string; idempotencyKey: string; data: EventData<N> }
+  : never;
+
+/**
+ * The envelope every delivery carries (interface 2.3). `timestamp` is checked for age by the
+ * receiver, not here; `data` is checked against {@link eventDataSchemas} for fixed-contract events.
+ */
+export const envelopeSchema = z.looseObject({
+  event: z.string().min(1),
+  timestamp: z.string().min(1),
+  idempotencyKey: z.string().min(1),
+  data: z.record(z.string(), z.unknown()),
+});
+/** A parsed envelope, before its `data` is validated. */
+export type Envelope = z.infer<typeof envelopeSchema>;
+
+const FIXED_CONTRACT_EVENT_SET: ReadonlySet<string> = new Set(FIXED_CONTRACT_EVENTS);
+
+/**
+ * True when `name` is an event with a fixed `data` contract. A Set lookup, so names such as
+ * `constructor` or `__proto__` are never mistaken for events.
+ */
+export function isFixedContractEvent(name: string): name is FixedEventName {
+  return FIXED_CONTRACT_EVENT_SET.has(name);
+}
+
+export {
+  accessSchema,
+  acquiringSchema,
+  avatarSchema,
+  certificateSchema,
+  courseSchema,
+  groupSchema,
+  invoiceSchema,
+  lineItemSchema,
+  looseIdSchema,
+  paymentSchema,
+  priceSchema,
+  productSchema,
+  profileSchema,
+  schoolSchema,
+  statesSchema,
+  titleStateSchema,
+  userSchema,
+  userWithProfileSchema,
+  utmParamsSchema,
+} from './entities.js';
+export type {
+  Access,
+  Acquiring,
+  Avatar,
+  Certificate,
+  Course,
+  Group,
+  Invoice,
+  LineItem,
+  LooseId,
+  Payment,
+  Price,
+  Product,
+  Profile,
+  School,
+  States,
+  TitleState,
+  User,
+  UserWithProfile,
+  UtmParams,
+} from './entities.js';
+
+export { certificateIssuedDataSchema } from './certificate-issued.js';
+export { courseCompletedDataSchema } from './course-completed.js';
+export { courseLessonPracticeCompletedDataSchema } from './course-lesson-practice-completed.js';
+export {
+  courseProgressChangedDataSchema,
+  LESSON_PROGRESS_STATUSES,
+  lessonProgressStatusSchema,
+} from './course-progress-changed.js';
+export { paymentCompletedDataSchema } from './payment-completed.js';
+export { productEnrolledByInviteLinkDataSchema } from './product-enrolled-by-invite-link.js';
+export { productEnrolledToFreeDataSchema } from './product-enrolled-to-free.js';
+export { productEnrolledViaLmsDataSchema } from './product-enrolled-via-lms.js';
+export { productEnrolledViaPaymentDataSchema } from './product-enrolled-via-payment.js';
+export { userAcquaintedDataSchema } from './user-acquainted.js';
+export { userCreatedViaLmsDataSchema } from './user-created-via-lms.js';
+export { userSignedUpDataSchema } from './user-signed-up.js';
+export { userTgConnectedDataSchema } from './user-tg-connected.js';
+
+export type { CertificateIssuedData } from './certificate-issued.js';
+export type { CourseCompletedData } from './course-completed.js';
+export type { CourseLessonPracticeCompletedData } from './course-lesson-practice-completed.js';
+export type { CourseProgressChangedData, LessonProgressStatus } from './course-progress-changed.js';
+export type { PaymentCompletedData } from './payment-completed.js';
+export type { ProductEnrolledByInviteLinkData } from './product-enrolled-by-invite-link.js';
+export type { ProductEnrolledToFreeData } from './product-enrolled-to-free.js';
+export type { ProductEnrolledViaLmsData } from './product-enrolled-via-lms.js';
+export type { ProductEnrolledViaPaymentData } from './product-enrolled-via-payment.js';
+export type { UserAcquaintedData } from './user-acquainted.js';
+export type { UserCreatedViaLmsData } from './user-created-via-lms.js';
+export type { UserSignedUpData } from './user-signed-up.js';
+export type { UserTgConnectedData } from './user-tg-connected.js';

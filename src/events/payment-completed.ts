@@ -1,0 +1,25 @@
+/**
+ * `PaymentCompleted`: a payment succeeded with money actually charged (a zero card-binding
+ * payment, status `BindingCompleted`, does not send it).
+ * @module
+ */
+
+import { z } from 'zod';
+import { paymentSchema, statesSchema } from './entities.js';
+
+/**
+ * `data` of `PaymentCompleted` (interface 6): the whole payment tree of 2.5. Its UTM tags are in
+ * `payment.invoice.meta.utmParams`.
+ *
+ * @example
+ * ```ts
+ * const { payment } = paymentCompletedDataSchema.parse(event.data);
+ * console.log(payment.invoice.totalAmount, payment.invoice.currency);
+ * ```
+ */
+export const paymentCompletedDataSchema = z.looseObject({
+  payment: paymentSchema,
+  states: statesSchema.optional(),
+});
+/** `data` of `PaymentCompleted`. */
+export type PaymentCompletedData = z.infer<typeof paymentCompletedDataSchema>;

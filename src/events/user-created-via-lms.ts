@@ -1,0 +1,17 @@
+/**
+ * `UserCreatedViaLms`: an employee created the user in the admin panel, or the API operation
+ * user create (or user upsert, when it creates) did.
+ * @module
+ */
+
+import { z } from 'zod';
+import { profileSchema, statesSchema, userSchema } from './entities.js';
+
+/** `data` of `UserCreatedViaLms` (interface 6): the user and, optionally, the profile. */
+export const userCreatedViaLmsDataSchema = z.looseObject({
+  user: userSchema,
+  profile: profileSchema.optional(),
+  states: statesSchema.optional(),
+});
+/** `data` of `UserCreatedViaLms`. */
+export type UserCreatedViaLmsData = z.infer<typeof userCreatedViaLmsDataSchema>;

@@ -1,0 +1,25 @@
+/**
+ * `UserSignedUp`: the user signed up on their own.
+ * @module
+ */
+
+import { z } from 'zod';
+import { profileSchema, statesSchema, userSchema } from './entities.js';
+
+/**
+ * `data` of `UserSignedUp` (interface 6): the user, their profile (null while not filled in) and
+ * the sign-up UTM tags in `states.utmSignupParams`.
+ *
+ * @example
+ * ```ts
+ * const data = userSignedUpDataSchema.parse(event.data);
+ * const source = data.states?.utmSignupParams?.utm_source;
+ * ```
+ */
+export const userSignedUpDataSchema = z.looseObject({
+  user: userSchema,
+  profile: profileSchema.nullable(),
+  states: statesSchema.optional(),
+});
+/** `data` of `UserSignedUp`. */
+export type UserSignedUpData = z.infer<typeof userSignedUpDataSchema>;

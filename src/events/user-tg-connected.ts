@@ -1,0 +1,20 @@
+/**
+ * `UserTgConnected`: the user linked a messenger account.
+ * @module
+ */
+
+import { z } from 'zod';
+import { profileSchema, statesSchema, userSchema } from './entities.js';
+
+/**
+ * `data` of `UserTgConnected` (interface 6): the user with the current `tgId`, optionally the
+ * profile, and `prevTgId`, the previous tgId or null when there was none.
+ */
+export const userTgConnectedDataSchema = z.looseObject({
+  user: userSchema,
+  profile: profileSchema.optional(),
+  prevTgId: z.number().nullable(),
+  states: statesSchema.optional(),
+});
+/** `data` of `UserTgConnected`. */
+export type UserTgConnectedData = z.infer<typeof userTgConnectedDataSchema>;
