@@ -1,7 +1,16 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const frameworks = ['express', 'hono', 'hono/*', '@hono/*', 'ioredis', 'node:http', 'http', 'node:https'];
+const frameworks = [
+  'express',
+  'hono',
+  'hono/*',
+  '@hono/*',
+  'ioredis',
+  'node:http',
+  'http',
+  'node:https',
+];
 
 export default tseslint.config(
   { ignores: ['dist', 'coverage', 'node_modules'] },
@@ -11,7 +20,10 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
     },
   },
   {
@@ -22,7 +34,12 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: frameworks.map((group) => ({ group: [group], message: 'The core is framework-free.' })) },
+        {
+          patterns: frameworks.map((group) => ({
+            group: [group],
+            message: 'The core is framework-free.',
+          })),
+        },
       ],
     },
   },

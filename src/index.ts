@@ -1,0 +1,53 @@
+/**
+ * schoolhooks: verify, validate, deduplicate and dispatch the school platform's webhooks.
+ * @module schoolhooks
+ */
+
+// The receiver
+export { createReceiver } from './receiver.js';
+export type {
+  ErrorHandler,
+  EventHandler,
+  EventName,
+  HandlerContext,
+  Logger,
+  Receiver,
+  ReceiverOptions,
+  WebhookRequest,
+  WebhookResponseBody,
+  WebhookResult,
+} from './receiver.js';
+export { OUTCOME_STATUS } from './outcome.js';
+export type { Outcome } from './outcome.js';
+export type { HeadersInput, HeadersLike } from './headers.js';
+
+// Signatures
+export { computeSignature, verifySignature } from './signature.js';
+export type { RawBody } from './signature.js';
+
+// Stores (redisStore lives in `schoolhooks/redis`, so the core never loads ioredis)
+export { memoryStore } from './stores/memory.js';
+export type { MemoryStoreOptions } from './stores/memory.js';
+export type { ClaimResult, IdempotencyStore } from './stores/types.js';
+
+// Errors
+export {
+  ConfigError,
+  HandlerError,
+  HandlerTimeoutError,
+  IdempotencyConflictError,
+  isSchoolhooksError,
+  MalformedEnvelopeError,
+  PayloadValidationError,
+  RequestRejectedError,
+  SchoolhooksError,
+  SignatureError,
+  StaleEventError,
+  StoreUnavailableError,
+} from './errors.js';
+export type { PayloadIssue, SchoolhooksErrorCode } from './errors.js';
+
+// Events: schemas, names and types
+export * from './events/index.js';
+export { getUtm, isInviteLinkEnrollment } from './utm.js';
+export type { EventUtm } from './utm.js';

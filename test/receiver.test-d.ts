@@ -1,0 +1,56 @@
+import { describe, expectTypeOf, it } from 'vitest';
+import {
+  createReceiver,
+  type EventData,
+  type HandlerContext,
+  type WebhookEvent,
+} from '../src/index.js';
+
+const receiver = createReceiver({ secret: 'x' });
+
+describe('handler types', () => {
+  it('types on(PaymentCompleted) with the payment tree', () => {
+    receiver.on('PaymentCompleted', (event, context) => {
+      expectTypeOf(event.event).toEqualTypeOf<'PaymentCompleted'>();
+      expectTypeOf(event.data.payment.invoice.totalAmount).toEqualTypeOf<number>();
+      expectTypeOf(event.data.payment.checkoutUrl).toEqualTypeOf<string | null>();
+      expectTypeOf(context).toEqualTypeOf<HandlerContext>();
+    });
+  });
+
+  it('types a list of names as a union that narrows on event', () => {
+    receiver.on(['ProductEnrolledToFree', 'ProductEnrolledByInviteLink'], (event) => {
+      if (event.event === 'ProductEnrolledByInviteLink') {
+        expectTypeOf(event.data.inviteLinkId).toEqualTypeOf<string | number>();
+      }
+    });
+  });
+
+  it('gives events without a contract and unknown names a plain record', () => {
+    receiver.on('UserSignedIn', (event) => {
+      expectTypeOf(event.data).toEqualTypeOf<Record<string, unknown>>();
+    });
+    receiver.on('SomeFutureEvent', (event) => {
+      expectTypeOf(event.data).toEqualTypeOf<Record<string, unknown>>();
+    });
+  });
+
+  it('exports EventData and WebhookEvent by name', () => {
+    expectTypeOf<EventData<'CourseCompleted'>>().toHaveProperty('course');
+    expectTypeOf<WebhookEvent<'PaymentCompleted'>['data']>().toEqualTypeOf<
+      EventData<'PaymentCompleted'>
+    >();
+  });
+
+  it('rejects a handler that misuses the type of a field', () => {
+    receiver.on('PaymentCompleted', (event) => {
+      // @ts-expect-error totalAmount is a number
+      void event.data.payment.invoice.totalAmount.toUpperCase();
+    });
+    receiver.on('UserSignedUp', (event) => {
+      // @ts-expect-error a field the contract does not name is unknown, not any
+      const payment: { id: number } = event.data.payment;
+      void payment;
+    });
+  });
+});

@@ -1,0 +1,59 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { computeSignature, verifySignature } from '../src/index.js';
+import { useWebCryptoOnly } from '../src/crypto.js';
+import { hmacHex, SECRET } from './helpers/signed.js';
+
+const body = '{"event":"UserSignedUp","data":{"name":"Мария 👩‍🎓"}}';
+
+for (const path of ['node:crypto', 'Web Crypto'] as const) {
+  describe(`signatures on ${path}`, () => {
+    afterEach(() => useWebCryptoOnly(false));
+    const use = () => useWebCryptoOnly(path === 'Web Crypto');
+
+    it('computes lowercase hex HMAC-SHA256 with the secret taken literally', async () => {
+      use();
+      const signature = await computeSignature(body, SECRET);
+      expect(signature).toMatch(/^[0-9a-f]{64}$/);
+      expect(signature).toBe(hmacHex(body));
+      expect(await computeSignature(new TextEncoder().encode(body), SECRET)).toBe(signature);
+    });
+
+    it('verifies a string, a Buffer and a Uint8Array of the same bytes', async () => {
+      use();
+      const signature = hmacHex(body);
+      for (const form of [body, Buffer.from(body), new TextEncoder().encode(body)]) {
+        expect(await verifySignature(form, signature, SECRET)).toBe(true);
+      }
+    });
+
+    it('verifies with any secret of a list and rejects one signed by none', async () => {
+      use();
+      expect(await verifySignature(body, hmacHex(body, 'two'), ['one', 'two'])).toBe(true);
+      expect(await verifySignature(body, hmacHex(body, 'three'), ['one', 'two'])).toBe(false);
+    });
+
+    it('rejects a missing, short, prefixed or non-hex signature and a changed body', async () => {
+      use();
+      const good = hmacHex(body);
+      for (const bad of [
+        undefined,
+        null,
+        '',
+        good.slice(0, 63),
+        `sha256=${good}`,
+        `${good}0`,
+        'g'.repeat(64),
+      ]) {
+        expect(await verifySignature(body, bad, SECRET)).toBe(false);
+      }
+      expect(await verifySignature(`${body} `, good, SECRET)).toBe(false);
+    });
+  });
+}
+
+describe('signature inputs', () => {
+  it('refuses an empty secret without echoing anything', async () => {
+    await expect(computeSignature(body, '')).rejects.toThrow(TypeError);
+    await expect(verifySignature(body, hmacHex(body), [])).rejects.toThrow(TypeError);
+  });
+});
