@@ -1,0 +1,217 @@
+/**
+ * Errors of the session-token client. Every one extends {@link SchoolApiError}; none ever carries
+ * the API key or a session token in its message or its fields.
+ * @module
+ */
+
+const BRAND = Symbol.for('schoolhooks.api-error');
+
+/** What every {@link SchoolApiError} is made of. */
+export interface SchoolApiErrorOptions {
+  /** The HTTP status of the platform's answer; `0` when no answer arrived (network, timeout). */
+  status: number;
+  /** The platform's `cause` string (`Forbidden`, `validation`…), or a client code such as `timeout`. */
+  code: string;
+  /** The platform's `message` (an array for validation errors, otherwise one entry). */
+  messages?: readonly string[] | undefined;
+  /** The standard `Error.cause`: what went wrong underneath (a fetch `TypeError`, for instance). */
+  cause?: unknown;
+}
+
+/**
+ * The base class of every error the session-token client throws. It is also thrown as such for
+ * an answer no subclass describes (a 404, a redirect).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await api.createSessionToken({ userId });
+ * } catch (error) {
+ *   if (isSchoolApiError(error)) console.warn(error.status, error.code, error.messages);
+ *   else throw error;
+ * }
+ * ```
+ */
+export class SchoolApiError extends Error {
+  override name: string = 'SchoolApiError';
+  /** The HTTP status; `0` when no answer arrived. */
+  readonly status: number;
+  /** The platform's `cause`, or a client code (`network`, `timeout`, `invalid_response`…). */
+  readonly code: string;
+  /** The platform's messages, with any occurrence of the API key redacted. */
+  readonly messages: readonly string[];
+
+  constructor(message: string, { status, code, messages = [], cause }: SchoolApiErrorOptions) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.status = status;
+    this.code = code;
+    this.messages = Object.freeze([...messages]);
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+}
+
+/**
+ * True for any {@link SchoolApiError}, even one created by another copy of this package (another
+ * realm, a CJS and an ESM copy side by side), where `instanceof` would say false.
+ *
+ * @example
+ * ```ts
+ * if (isSchoolApiError(error) && error.status === 401) rotateApiKey();
+ * ```
+ */
+export function isSchoolApiError(value: unknown): value is SchoolApiError {
+  return typeof value === 'object' && value !== null && BRAND in value;
+}
+
+/**
+ * 401 `Forbidden`: the user is not found for this seller or belongs to another school
+ * ("Forbidden seller resource - seller not entity owner").
+ *
+ * @example
+ * ```ts
+ * if (error instanceof ForeignUserError) return reply(404, 'unknown student');
+ * ```
+ */
+export class ForeignUserError extends SchoolApiError {
+  override name = 'ForeignUserError' as const;
+}
+
+/**
+ * 400 `ForbiddenSchoolMismatch`: the `School-Id` header is not the seller's school. A
+ * configuration error: check `schoolId` against the API keys page.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof SchoolMismatchError) logger.error('schoolId is misconfigured');
+ * ```
+ */
+export class SchoolMismatchError extends SchoolApiError {
+  override name = 'SchoolMismatchError' as const;
+}
+
+/**
+ * 400 `Forbidden`: the user has admin-panel permissions ("User is school admin or manager");
+ * session tokens are issued to students only.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof AdminUserError) return reply(403, 'staff sign in with a password');
+ * ```
+ */
+export class AdminUserError extends SchoolApiError {
+  override name = 'AdminUserError' as const;
+}
+
+/**
+ * 400 `validation` (or any other 400): the platform rejected the request; `messages` lists why,
+ * e.g. `['userId must be an integer number']`.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof ApiValidationError) console.warn(error.messages.join('; '));
+ * ```
+ */
+export class ApiValidationError extends SchoolApiError {
+  override name = 'ApiValidationError' as const;
+}
+
+/**
+ * 401 for any reason but a foreign user: the API key is missing, wrong or revoked.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof AuthenticationError) alertOps('the school API key was rejected');
+ * ```
+ */
+export class AuthenticationError extends SchoolApiError {
+  override name = 'AuthenticationError' as const;
+}
+
+/**
+ * 403: the API key lacks a permission (`SchoolManageUsers`) for this seller.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof PermissionError) alertOps('grant SchoolManageUsers to the API key');
+ * ```
+ */
+export class PermissionError extends SchoolApiError {
+  override name = 'PermissionError' as const;
+}
+
+/** What a {@link RateLimitError} is made of. */
+export interface RateLimitErrorOptions extends SchoolApiErrorOptions {
+  /** When the platform allows the next request, if it said so. */
+  retryAfter?: Date | undefined;
+}
+
+/**
+ * 429: too many requests. Thrown once the retries are spent, or at once when the platform asks
+ * to wait longer than the client's longest backoff.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof RateLimitError) queue.retryAt(error.retryAfter ?? new Date(Date.now() + 60_000));
+ * ```
+ */
+export class RateLimitError extends SchoolApiError {
+  override name = 'RateLimitError' as const;
+  /** From the body's `data.retryAfter` or the `Retry-After` header (seconds or an HTTP date). */
+  readonly retryAfter: Date | undefined;
+
+  constructor(message: string, options: RateLimitErrorOptions) {
+    super(message, options);
+    this.retryAfter = options.retryAfter;
+  }
+}
+
+/**
+ * 5xx: the platform failed. Thrown once the retries are spent.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof ServerError) return reply(503, 'try again shortly');
+ * ```
+ */
+export class ServerError extends SchoolApiError {
+  override name = 'ServerError' as const;
+}
+
+/**
+ * No answer: DNS, connection refused or reset, TLS. `status` is 0, `code` is `network`, and
+ * `cause` holds the underlying fetch error.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof NetworkError) console.warn('platform unreachable', error.cause);
+ * ```
+ */
+export class NetworkError extends SchoolApiError {
+  override name = 'NetworkError' as const;
+}
+
+/**
+ * No complete answer within `timeoutMs` (per attempt). `status` is 0, `code` is `timeout`.
+ * Never retried: the platform may still be creating the session.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof TimeoutError) console.warn(error.message);
+ * ```
+ */
+export class TimeoutError extends SchoolApiError {
+  override name = 'TimeoutError' as const;
+}
+
+/**
+ * A success status whose body is not the documented `{ payload: { isCreated, session } }`;
+ * `code` is `invalid_response` and `messages` name the fields at fault (never their values).
+ *
+ * @example
+ * ```ts
+ * if (error instanceof InvalidResponseError) console.error(error.messages);
+ * ```
+ */
+export class InvalidResponseError extends SchoolApiError {
+  override name = 'InvalidResponseError' as const;
+}

@@ -1,0 +1,30 @@
+/** The session-token client of the school platform and its errors. @module schoolhooks/api */
+
+export { createSchoolApi } from './create-school-api.js';
+export type {
+  CreateSessionTokenOptions,
+  CreateSessionTokenResult,
+  SchoolApi,
+  SchoolApiOptions,
+  SchoolApiView,
+} from './create-school-api.js';
+export { sessionSchema } from './session-schema.js';
+export type { Session } from './session-schema.js';
+export {
+  AdminUserError,
+  ApiValidationError,
+  AuthenticationError,
+  ForeignUserError,
+  InvalidResponseError,
+  isSchoolApiError,
+  NetworkError,
+  PermissionError,
+  RateLimitError,
+  SchoolApiError,
+  SchoolMismatchError,
+  ServerError,
+  TimeoutError,
+} from './errors.js';
+export type { RateLimitErrorOptions, SchoolApiErrorOptions } from './errors.js';
+// Not exported: the error mapping, the retry policy and the response schema; they are internal
+// and may change. The retry policy is described on `retryDelay` and in the README.

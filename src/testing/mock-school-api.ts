@@ -1,0 +1,346 @@
+/**
+ * A local stand-in for the platform's session-token operation (interface 4.1, 5 and 7), served
+ * over real HTTP on 127.0.0.1, with fault injection for retry and timeout tests.
+ * @module
+ */
+
+import { randomBytes, randomUUID } from 'node:crypto';
+import {
+  createServer,
+  STATUS_CODES,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Session } from '../api/session-schema.js';
+
+/** A user of the mock platform. */
+export interface MockSchoolApiUser {
+  id: number;
+  /** The user's school. Default: the seller's school; any other makes the user foreign. */
+  schoolId?: number;
+}
+
+/** Options of {@link createMockSchoolApi}. */
+export interface MockSchoolApiOptions {
+  /** The one API key the mock accepts. Default `'test-api-key'`. */
+  apiKey?: string;
+  /** The seller the key belongs to. Default 1. */
+  sellerId?: number;
+  /** The seller's school. Default 1. */
+  schoolId?: number;
+  /** Users, as ids (of the seller's school) or `{ id, schoolId }`. Default none. */
+  users?: readonly (number | MockSchoolApiUser)[];
+  /** Ids of the school's users with admin-panel permissions; they need not be in `users`. */
+  admins?: readonly number[];
+  /** The key's permissions. Default `['SchoolManageUsers']`; without it every call gets 403. */
+  permissions?: readonly string[];
+  /** The port to listen on. Default 0: a free one. */
+  port?: number;
+}
+
+/** One request as the mock received it. */
+export interface MockSchoolApiRequest {
+  method: string;
+  /** Path and query, as sent. */
+  path: string;
+  /** Header names in lower case; repeated headers joined with `, `. */
+  headers: Record<string, string>;
+  /** The raw body. */
+  body: string;
+}
+
+/** A running mock, returned by {@link createMockSchoolApi}. */
+export interface MockSchoolApi {
+  /** The API root to pass as `baseUrl`, e.g. `http://127.0.0.1:53124`. */
+  readonly url: string;
+  /** Every request received so far, faulted ones included, oldest first. */
+  readonly requests: readonly MockSchoolApiRequest[];
+  /** Copies of the user's sessions, oldest first. */
+  sessions(userId: number): Session[];
+  /**
+   * Answers the next request with `status` (and `body`, `headers`) instead of serving it. The
+   * default body is shaped like interface 7: `{ success: false, code, cause, message, error }`;
+   * a string body is sent as it is (an HTML error page, say).
+   */
+  failNext(status: number, body?: unknown, headers?: Readonly<Record<string, string>>): void;
+  /** Serves the next request (a session may be created) but closes the connection unanswered. */
+  dropNext(): void;
+  /** Waits `ms` before serving the next request. */
+  delayNext(ms: number): void;
+  /** Stops the server, closing open connections. */
+  close(): Promise<void>;
+}
+
+type Fault =
+  | { kind: 'fail'; status: number; body: unknown; headers: Readonly<Record<string, string>> }
+  | { kind: 'drop' }
+  | { kind: 'delay'; ms: number };
+
+interface Answer {
+  status: number;
+  body: unknown;
+}
+
+const ENDPOINT_PATH = '/saas/v2/user/session/auth-token';
+const MAX_BODY_BYTES = 64 * 1024;
+const FOREIGN_USER = 'Forbidden seller resource - seller not entity owner';
+const ADMIN_USER = 'User is school admin or manager';
+
+/**
+ * Starts a mock of the platform's session-token operation on 127.0.0.1. It checks the key,
+ * `Seller-Id` and `School-Id`, the body, the user's school and admin rights in the order a
+ * request meets them, keeps sessions per user (create-or-get, `forceCreate` adds one and ends
+ * none) and answers every error of interface 7 with its documented body.
+ *
+ * @example
+ * ```ts
+ * const mock = await createMockSchoolApi({ users: [5121], admins: [1] });
+ * const api = createSchoolApi({ baseUrl: mock.url, apiKey: 'test-api-key', sellerId: 1, schoolId: 1 });
+ * mock.failNext(503);
+ * const { session } = await api.createSessionToken({ userId: 5121 }); // retried, then served
+ * await mock.close();
+ * ```
+ */
+export async function createMockSchoolApi({
+  apiKey = 'test-api-key',
+  sellerId = 1,
+  schoolId = 1,
+  users = [],
+  admins = [],
+  permissions = ['SchoolManageUsers'],
+  port = 0,
+}: MockSchoolApiOptions = {}): Promise<MockSchoolApi> {
+  const userSchools = new Map<number, number>();
+  for (const user of users) {
+    if (typeof user === 'number') userSchools.set(user, schoolId);
+    else userSchools.set(user.id, user.schoolId ?? schoolId);
+  }
+  for (const id of admins) userSchools.set(id, schoolId);
+  const adminIds = new Set(admins);
+  const sessionsByUser = new Map<number, Session[]>();
+  const requests: MockSchoolApiRequest[] = [];
+  const faults: Fault[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  let lastSessionId = 0;
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      res.destroy(error instanceof Error ? error : undefined);
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readBody(req);
+    const headers = flattenHeaders(req.headers);
+    requests.push({ method: req.method ?? '', path: req.url ?? '', headers, body });
+    const fault = faults.shift();
+    if (fault?.kind === 'delay') await wait(fault.ms);
+    if (fault?.kind === 'fail') {
+      send(res, fault.status, fault.body, fault.headers);
+      return;
+    }
+    const answer = serve(req.method ?? '', req.url ?? '', headers, body);
+    if (fault?.kind === 'drop') {
+      res.socket?.destroy();
+      return;
+    }
+    send(res, answer.status, answer.body);
+  }
+
+  function serve(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    text: string,
+  ): Answer {
+    if (path.split('?')[0] !== ENDPOINT_PATH) return errorAnswer(404, 'NotFound', 'Not Found');
+    if (method !== 'POST') return errorAnswer(405, 'MethodNotAllowed', 'Method Not Allowed');
+    if (headers['authorization'] !== `Bearer ${apiKey}`) {
+      return errorAnswer(401, 'Unauthorized', 'Unauthorized');
+    }
+    const headerSellerId = headers['seller-id'];
+    const headerSchoolId = headers['school-id'];
+    if (!isDigits(headerSellerId)) return validationAnswer('Seller-Id must be an integer number');
+    if (!isDigits(headerSchoolId)) return validationAnswer('School-Id must be an integer number');
+    // The key's permissions are checked against Seller-Id (interface 5).
+    if (Number(headerSellerId) !== sellerId || !permissions.includes('SchoolManageUsers')) {
+      return errorAnswer(403, 'Forbidden', 'Forbidden: permission SchoolManageUsers required');
+    }
+    if (Number(headerSchoolId) !== schoolId) {
+      return errorAnswer(400, 'ForbiddenSchoolMismatch', 'Forbidden school mismatch');
+    }
+    if (!(headers['content-type'] ?? '').toLowerCase().startsWith('application/json')) {
+      return validationAnswer('Content-Type must be application/json');
+    }
+    let input: unknown;
+    try {
+      input = JSON.parse(text);
+    } catch {
+      return validationAnswer('body must be a JSON object');
+    }
+    if (!isRecord(input)) return validationAnswer('body must be a JSON object');
+    const { userId, forceCreate = false } = input;
+    if (typeof userId !== 'number' || !Number.isInteger(userId)) {
+      return validationAnswer('userId must be an integer number');
+    }
+    if (typeof forceCreate !== 'boolean') {
+      return validationAnswer('forceCreate must be a boolean value');
+    }
+    if (userSchools.get(userId) !== schoolId) return errorAnswer(401, 'Forbidden', FOREIGN_USER);
+    if (adminIds.has(userId)) return errorAnswer(400, 'Forbidden', ADMIN_USER);
+
+    const sessions = sessionsByUser.get(userId) ?? [];
+    sessionsByUser.set(userId, sessions);
+    const active = sessions.filter(
+      (session) => session.alive && Date.parse(session.expireAt) > Date.now(),
+    );
+    const latest = active[active.length - 1];
+    if (latest && !forceCreate) return createdAnswer(false, latest);
+    const session = newSession(userId);
+    sessions.push(session);
+    return createdAnswer(true, session);
+  }
+
+  function newSession(userId: number): Session {
+    const now = new Date();
+    const expireAt = new Date(now);
+    expireAt.setUTCFullYear(expireAt.getUTCFullYear() + 2);
+    lastSessionId += 1;
+    return {
+      id: lastSessionId,
+      createdAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+      archivedAt: null,
+      userId,
+      uuid: randomUUID(),
+      deviceUuid: randomUUID(),
+      token: randomBytes(32).toString('base64url'),
+      alive: true,
+      isOnline: false,
+      appLocation: null,
+      appLocationParams: {},
+      language: null,
+      timezone: null,
+      appVersion: null,
+      launcher: 'api',
+      lastActivityAt: now.toISOString(),
+      expireAt: expireAt.toISOString(),
+    };
+  }
+
+  function wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        resolve();
+      }, ms);
+      timers.add(timer);
+    });
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    requests,
+    sessions: (userId) => structuredClone(sessionsByUser.get(userId) ?? []),
+    failNext(status, body = defaultErrorBody(status), headers = {}) {
+      faults.push({ kind: 'fail', status, body, headers });
+    },
+    dropNext() {
+      faults.push({ kind: 'drop' });
+    },
+    delayNext(ms) {
+      faults.push({ kind: 'delay', ms });
+    },
+    close() {
+      // A delayed request is abandoned: its timer would otherwise keep the process alive.
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      return new Promise((resolve, reject) => {
+        server.close((closeError) => (closeError ? reject(closeError) : resolve()));
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+function createdAnswer(isCreated: boolean, session: Session): Answer {
+  return { status: 201, body: { success: true, code: 201, payload: { isCreated, session } } };
+}
+
+function errorAnswer(status: number, cause: string, message: string): Answer {
+  return { status, body: { success: false, code: status, cause, message, error: message } };
+}
+
+function validationAnswer(message: string): Answer {
+  return {
+    status: 400,
+    body: {
+      success: false,
+      code: 400,
+      cause: 'validation',
+      message: [message],
+      error: 'Bad Request',
+    },
+  };
+}
+
+function defaultErrorBody(status: number): unknown {
+  const text = STATUS_CODES[status] ?? 'Error';
+  return {
+    success: false,
+    code: status,
+    cause: text.replace(/[^A-Za-z]/g, ''),
+    message: text,
+    error: text,
+  };
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Readonly<Record<string, string>> = {},
+): void {
+  if (res.destroyed) return;
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
+  res.end(text);
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new Error('request body too large for the mock');
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return flat;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isDigits(value: string | undefined): value is string {
+  return value !== undefined && /^\d+$/.test(value);
+}
