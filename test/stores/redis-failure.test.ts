@@ -1,0 +1,250 @@
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StoreUnavailableError } from '../../src/errors.js';
+import { redisStore } from '../../src/stores/redis.js';
+import type { IdempotencyStore } from '../../src/stores/types.js';
+import {
+  sleep,
+  startRedisCluster,
+  startRedisServer,
+  type RedisClusterProcess,
+  type RedisServerProcess,
+} from '../helpers/redis.js';
+import { describeStoreContract } from './contract.js';
+
+const TIMEOUT_MS = 300;
+// "Within about commandTimeoutMs": the timeout plus scheduling slack.
+const BOUND_MS = TIMEOUT_MS + 500;
+const PREFIX = 'failure:';
+
+let server: RedisServerProcess;
+let client: Redis;
+let store: IdempotencyStore;
+let cluster: RedisClusterProcess;
+let clusterClient: Cluster;
+
+beforeAll(async () => {
+  // Assigned one by one, so afterAll stops whichever started even if the other failed.
+  await Promise.all([
+    startRedisServer().then((started) => (server = started)),
+    startRedisCluster().then((started) => (cluster = started)),
+  ]);
+  // ioredis defaults (offline queue on, unfulfilled commands re-sent after a reconnect, 20
+  // retries per request), only with a quicker reconnect so the suite stays short.
+  client = new Redis(server.url, { retryStrategy: (attempt) => Math.min(attempt * 50, 500) });
+  client.on('error', () => {});
+  store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
+  clusterClient = new Cluster([...cluster.nodes]);
+  clusterClient.on('error', () => {});
+  await Promise.all([client.ping(), clusterClient.ping()]);
+}, 30_000);
+
+afterAll(async () => {
+  client?.disconnect();
+  clusterClient?.disconnect();
+  await Promise.all([server?.close(), cluster?.stop()]);
+});
+
+describe('redisStore when Redis fails', () => {
+  it('fails within about commandTimeoutMs while Redis is down, and never runs those claims later', async () => {
+    await server.stop();
+    const keys: string[] = [];
+    const elapsed: Record<string, number[]> = {};
+    const endAt = Date.now() + 1500;
+    // Straight after the stop (the socket may still look "ready"), then while ioredis reconnects.
+    while (Date.now() < endAt) {
+      const key = `down-${randomUUID()}`;
+      keys.push(key);
+      const status = client.status;
+      const { error, elapsedMs } = await timed(store.claim(key, 60_000));
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(elapsedMs).toBeLessThan(BOUND_MS);
+      (elapsed[status] ??= []).push(elapsedMs);
+      await sleep(50);
+    }
+    // While the client is not ready (reconnecting, or connecting to a server that refuses), a
+    // claim fails at once rather than waiting in ioredis's offline queue.
+    const notReady = Object.entries(elapsed).flatMap(([status, ms]) =>
+      status === 'ready' ? [] : ms,
+    );
+    expect(notReady.length).toBeGreaterThan(3);
+    expect(Math.max(...notReady)).toBeLessThan(100);
+    const [key = ''] = keys;
+    for (const call of [store.complete(key, 'token', 60_000, 'fp'), store.release(key, 'token')]) {
+      const { error, elapsedMs } = await timed(call);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(elapsedMs).toBeLessThan(BOUND_MS);
+    }
+
+    await server.start();
+    await untilReady(client);
+    // The fresh server has run nothing but what the client sent since it came back: no SET.
+    expect(await commandCalls(client, 'set')).toBe(0);
+    expect(await client.exists(...keys.map(redisKey))).toBe(0);
+    // The same store instance works again; no state of its own was broken.
+    expect((await store.claim(key, 60_000)).state).toBe('claimed');
+  });
+
+  it('lets nothing of a claim that timed out on a frozen Redis land when it wakes up', async () => {
+    // Redis knows the script, so the late claim really runs there and the script refuses it.
+    await store.claim(`warm-${randomUUID()}`, 1000);
+    await client.config('RESETSTAT');
+    const key = `frozen-${randomUUID()}`;
+    server.pause();
+    try {
+      // The connection stays "ready": the claim is written to the socket and waits there.
+      const { error, elapsedMs } = await timed(store.claim(key, 60_000));
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(elapsedMs).toBeLessThan(BOUND_MS);
+      expect(client.status).toBe('ready');
+    } finally {
+      server.resume();
+    }
+    // Same connection, so Redis runs this PING after the claim script it had buffered.
+    await client.ping();
+    expect(await commandCalls(client, 'evalsha')).toBe(1);
+    expect(await commandCalls(client, 'set')).toBe(0);
+    expect(await client.exists(redisKey(key))).toBe(0);
+  });
+
+  it('lets nothing of a claim that ioredis re-sends after a reconnect land', async () => {
+    const key = `resent-${randomUUID()}`;
+    server.pause();
+    const { error, elapsedMs } = await timed(store.claim(key, 60_000));
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect(elapsedMs).toBeLessThan(BOUND_MS);
+    // The claim sits in ioredis's queue of sent-but-unanswered commands; killing the server
+    // drops the connection, and ioredis re-sends that queue once it is ready again.
+    await server.kill();
+    await server.start();
+    await untilReady(client);
+    await client.ping();
+    // It was re-sent, met NOSCRIPT on the fresh server, and its EVAL retry was never sent.
+    expect(await commandCalls(client, 'evalsha')).toBe(1);
+    expect(await commandCalls(client, 'eval')).toBe(0);
+    expect(await commandCalls(client, 'set')).toBe(0);
+    expect(await client.exists(redisKey(key))).toBe(0);
+    expect((await store.claim(key, 60_000)).state).toBe('claimed');
+  });
+
+  it('fails at once on a client that was closed', async () => {
+    const closed = new Redis(server.url);
+    await closed.ping();
+    await closed.quit();
+    await until(() => closed.status === 'end');
+    const { error, elapsedMs } = await timed(
+      redisStore({ client: closed, commandTimeoutMs: TIMEOUT_MS }).claim('k', 1000),
+    );
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as Error).message).toMatch(/not ready \(status: end\)/);
+    expect(elapsedMs).toBeLessThan(100);
+  });
+
+  it('puts no password of the client URL into its errors', async () => {
+    const port = server.port;
+    const secret = 'hunter2-very-secret';
+    const authed = new Redis(`redis://user:${secret}@127.0.0.1:${port}`, {
+      retryStrategy: () => null,
+    });
+    authed.on('error', () => {});
+    const { error } = await timed(
+      redisStore({ client: authed, commandTimeoutMs: TIMEOUT_MS }).claim('k', 1000),
+    );
+    authed.disconnect();
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    const seen = JSON.stringify(error, Object.getOwnPropertyNames(error));
+    const cause = (error as Error).cause;
+    expect(seen + String(cause) + JSON.stringify(cause)).not.toContain(secret);
+  });
+
+  it('loads its scripts again after Redis forgets them (SCRIPT FLUSH)', async () => {
+    const key = `noscript-${randomUUID()}`;
+    const claim = await store.claim(key, 60_000);
+    if (claim.state !== 'claimed') throw new Error('expected a claim');
+    await client.script('FLUSH');
+    await store.complete(key, claim.token, 60_000, 'fp');
+    await client.script('FLUSH');
+    expect(await store.claim(key, 60_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+  });
+
+  it('refuses complete and release from a token whose lease expired and was taken over', async () => {
+    const key = `stale-${randomUUID()}`;
+    const first = await store.claim(key, 100);
+    await sleep(200);
+    const second = await store.claim(key, 60_000);
+    if (first.state !== 'claimed' || second.state !== 'claimed') throw new Error('expected claims');
+    const before = await client.pttl(redisKey(key));
+    await store.complete(key, first.token, 999_999, 'stale');
+    await store.release(key, first.token);
+    expect(await client.get(redisKey(key))).toBe(`L:${second.token}`);
+    expect(await client.pttl(redisKey(key))).toBeLessThanOrEqual(before);
+    await store.complete(key, second.token, 60_000, 'fp');
+    expect(await client.get(redisKey(key))).toBe('D:fp');
+  });
+});
+
+describe('redisStore on a Redis Cluster', () => {
+  it('puts each key in the slot of its idempotency key alone, and spreads keys over the nodes', async () => {
+    const prefix = `cluster-${randomUUID()}:`;
+    const clusterStore = redisStore({ client: clusterClient, prefix, namespace: 'ns' });
+    const keys = [
+      ...Array.from({ length: 60 }, (_, i) => `spread-${i}`),
+      'a{b}c',
+      '{',
+      '}{x}',
+      '%',
+    ];
+    for (const key of keys) expect((await clusterStore.claim(key, 60_000)).state).toBe('claimed');
+    for (const key of keys) {
+      const escaped = key.replace(/%/g, '%25').replace(/\{/g, '%7B').replace(/\}/g, '%7D');
+      const stored = `${prefix}ns:{${escaped}}`;
+      expect(await clusterClient.exists(stored)).toBe(1);
+      expect(await clusterClient.cluster('KEYSLOT', stored)).toBe(
+        await clusterClient.cluster('KEYSLOT', escaped),
+      );
+    }
+    const sizes = await Promise.all(clusterClient.nodes('master').map((node) => node.dbsize()));
+    expect(sizes).toHaveLength(3);
+    for (const size of sizes) expect(size).toBeGreaterThan(0);
+  });
+});
+
+describeStoreContract('redisStore on a Redis Cluster', async () => ({
+  store: redisStore({ client: clusterClient, prefix: `contract-${randomUUID()}:` }),
+  cleanup: async () => {},
+}));
+
+function redisKey(key: string): string {
+  return `${PREFIX}{${key}}`;
+}
+
+async function timed(promise: Promise<unknown>): Promise<{ error: unknown; elapsedMs: number }> {
+  const started = performance.now();
+  try {
+    await promise;
+    return { error: undefined, elapsedMs: performance.now() - started };
+  } catch (error) {
+    return { error, elapsedMs: performance.now() - started };
+  }
+}
+
+async function untilReady(redis: Redis): Promise<void> {
+  await until(() => redis.status === 'ready');
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met within 10 s');
+    await sleep(20);
+  }
+}
+
+/** How many times Redis ran `command` (directly or from a script) since its stats were reset. */
+async function commandCalls(redis: Redis, command: string): Promise<number> {
+  const stats = await redis.info('commandstats');
+  const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats);
+  return match ? Number(match[1]) : 0;
+}

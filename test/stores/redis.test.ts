@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ConfigError } from '../../src/errors.js';
+import { redisStore, type RedisStoreOptions } from '../../src/stores/redis.js';
+import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { describeStoreContract, type StoreUnderTest } from './contract.js';
+
+// One prefix per run, so parallel runs against a shared Redis never meet.
+const PREFIX = `schoolhooks-test:${randomUUID()}:`;
+
+let redis: TestRedis;
+let client: Redis;
+
+beforeAll(async () => {
+  redis = await useTestRedis();
+  client = new Redis(redis.url);
+});
+
+afterAll(async () => {
+  if (client) {
+    await deleteKeys(client, `${PREFIX}*`);
+    client.disconnect();
+  }
+  await redis?.close();
+});
+
+function makeStore(options: Omit<RedisStoreOptions, 'client'>): () => Promise<StoreUnderTest> {
+  return async () => ({ store: redisStore({ client, ...options }), cleanup: async () => {} });
+}
+
+describeStoreContract('redisStore', makeStore({ prefix: PREFIX }));
+describeStoreContract(
+  'redisStore with a namespace',
+  makeStore({ prefix: PREFIX, namespace: 'n1' }),
+);
+
+describe('redisStore', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('lays keys out as prefix, namespace and the idempotency key as a hash tag', async () => {
+    const key = `layout-${randomUUID()}`;
+    await redisStore({ client, prefix: PREFIX }).claim(key, 10_000);
+    await redisStore({ client, prefix: PREFIX, namespace: 'crm' }).claim(key, 10_000);
+    await redisStore({ client, prefix: PREFIX }).claim(`${key}{a}%`, 10_000);
+    expect(await client.exists(`${PREFIX}{${key}}`)).toBe(1);
+    expect(await client.exists(`${PREFIX}crm:{${key}}`)).toBe(1);
+    expect(await client.exists(`${PREFIX}{${key}%7Ba%7D%25}`)).toBe(1);
+    expect(await client.pttl(`${PREFIX}{${key}}`)).toBeGreaterThan(9_000);
+  });
+
+  it('uses the default prefix schoolhooks:', async () => {
+    const key = `default-prefix-${randomUUID()}`;
+    const store = redisStore({ client });
+    const claim = await store.claim(key, 10_000);
+    expect(await client.exists(`schoolhooks:{${key}}`)).toBe(1);
+    if (claim.state === 'claimed') await store.release(key, claim.token);
+    expect(await client.exists(`schoolhooks:{${key}}`)).toBe(0);
+  });
+
+  it('keeps two namespaces on one Redis apart', async () => {
+    const crm = redisStore({ client, prefix: PREFIX, namespace: 'crm' });
+    const mail = redisStore({ client, prefix: PREFIX, namespace: 'mail' });
+    const plain = redisStore({ client, prefix: PREFIX });
+    const key = `ns-${randomUUID()}`;
+    const claim = await crm.claim(key, 10_000);
+    expect((await mail.claim(key, 10_000)).state).toBe('claimed');
+    if (claim.state === 'claimed') await crm.complete(key, claim.token, 60_000, 'fp');
+    expect(await crm.claim(key, 10_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+    expect(await mail.claim(key, 10_000)).toEqual({ state: 'in_flight' });
+    expect((await plain.claim(key, 10_000)).state).toBe('claimed');
+  });
+
+  it('sees the claims of another store (another process) on the same prefix', async () => {
+    const other = new Redis(redis.url);
+    try {
+      const key = `shared-${randomUUID()}`;
+      const claim = await redisStore({ client, prefix: PREFIX }).claim(key, 10_000);
+      const elsewhere = redisStore({ client: other, prefix: PREFIX });
+      expect(await elsewhere.claim(key, 10_000)).toEqual({ state: 'in_flight' });
+      if (claim.state === 'claimed') {
+        await redisStore({ client, prefix: PREFIX }).complete(key, claim.token, 60_000, 'fp');
+      }
+      expect(await elsewhere.claim(key, 10_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+    } finally {
+      other.disconnect();
+    }
+  });
+
+  it('starts a lazyConnect client instead of failing forever', async () => {
+    const lazy = new Redis(redis.url, { lazyConnect: true });
+    try {
+      expect(lazy.status).toBe('wait');
+      const store = redisStore({ client: lazy, prefix: PREFIX });
+      expect((await store.claim(`lazy-${randomUUID()}`, 10_000)).state).toBe('claimed');
+    } finally {
+      lazy.disconnect();
+    }
+  });
+
+  it('waits for a client that is still connecting, within commandTimeoutMs', async () => {
+    const fresh = new Redis(redis.url);
+    try {
+      expect(fresh.status).toBe('connecting');
+      const store = redisStore({ client: fresh, prefix: PREFIX });
+      expect((await store.claim(`fresh-${randomUUID()}`, 10_000)).state).toBe('claimed');
+    } finally {
+      fresh.disconnect();
+    }
+  });
+
+  it.each([
+    ['behind', -5_000],
+    ['ahead of', 5_000],
+  ])('claims while this process’s clock is 5 s %s Redis’s', async (_, skew) => {
+    const realNow = Date.now.bind(Date);
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + skew);
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 500 });
+    for (let i = 0; i < 3; i++) {
+      expect((await store.claim(`skew-${randomUUID()}`, 10_000)).state).toBe('claimed');
+    }
+  });
+
+  it('refuses a prefix or namespace with braces, and a commandTimeoutMs that is not positive', () => {
+    expect(() => redisStore({ client, prefix: 'a{b}:' })).toThrow(ConfigError);
+    expect(() => redisStore({ client, namespace: '{x}' })).toThrow(ConfigError);
+    expect(() => redisStore({ client, commandTimeoutMs: 0 })).toThrow(ConfigError);
+    expect(() => redisStore({ client, commandTimeoutMs: Number.NaN })).toThrow(ConfigError);
+  });
+
+  it('imports nothing but types from ioredis', async () => {
+    const source = await readFile(new URL('../../src/stores/redis.ts', import.meta.url), 'utf8');
+    const imports = source.match(/^import .* from 'ioredis';$/gm) ?? [];
+    expect(imports).toEqual(["import type { Cluster, Redis } from 'ioredis';"]);
+  });
+});
+
+async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    if (keys.length > 0) await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+}
