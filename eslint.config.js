@@ -27,6 +27,17 @@ export default tseslint.config(
     },
   },
   {
+    files: ['examples/**/*.js', 'scripts/**/*.mjs', 'test/**/*.mjs', 'bench/**/*.mjs'],
+    languageOptions: {
+      globals: {
+        console: 'readonly',
+        process: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+      },
+    },
+  },
+  {
     // The core stays framework-free: only the Redis store (types), the testing toolkit and the CLI
     // may reach for servers and clients.
     files: ['src/**/*.ts'],

@@ -20,6 +20,8 @@ export type {
 export { OUTCOME_STATUS } from './outcome.js';
 export type { Outcome } from './outcome.js';
 export type { HeadersInput, HeadersLike } from './headers.js';
+export { nodeBodyReader, requestBodyReader } from './body.js';
+export type { BodyReader, NodeBodyStream } from './body.js';
 
 // Signatures
 export { computeSignature, verifySignature } from './signature.js';

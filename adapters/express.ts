@@ -1,0 +1,67 @@
+/**
+ * The Express adapter: a middleware that answers webhook deliveries on its route.
+ * @module schoolhooks/express
+ */
+
+import type { Request, RequestHandler } from 'express';
+import { nodeBodyReader } from '../src/body.js';
+import type { Receiver, WebhookRequest } from '../src/receiver.js';
+
+/** What body parsers leave on a request; `rawBody` is set by {@link rawBodySaver}. */
+interface ParsedRequest {
+  body?: unknown;
+  rawBody?: unknown;
+}
+
+/**
+ * Answer webhook deliveries on an Express route. Mount it before any JSON body parser, or keep
+ * the raw bytes with {@link rawBodySaver}: the signature covers the bytes as sent, so a body that
+ * was parsed and thrown away is answered 500 `body_unavailable` (and a ConfigError goes to
+ * onError), never verified against a re-serialisation.
+ *
+ * @example
+ * ```ts
+ * import express from 'express';
+ * import { createReceiver } from 'schoolhooks';
+ * import { expressMiddleware } from 'schoolhooks/express';
+ *
+ * const receiver = createReceiver({ secret: process.env.SCHOOL_WEBHOOK_SECRET! });
+ * receiver.on('PaymentCompleted', async (event) => grantAccess(event.data.payment));
+ *
+ * const app = express();
+ * app.post('/webhooks/school', expressMiddleware(receiver)); // before app.use(express.json())
+ * app.use(express.json());
+ * ```
+ */
+export function expressMiddleware(receiver: Receiver): RequestHandler {
+  return async function schoolhooksMiddleware(req, res) {
+    const { status, body } = await receiver.handle({
+      method: req.method,
+      headers: req.headers,
+      body: rawBodyOf(req),
+    });
+    res.status(status).json(body);
+  };
+}
+
+/**
+ * The `verify` option of `express.json()` for apps that parse JSON before the webhook route: it
+ * keeps the raw bytes as `req.rawBody`, which {@link expressMiddleware} then verifies.
+ *
+ * @example
+ * ```ts
+ * app.use(express.json({ verify: rawBodySaver }));
+ * app.post('/webhooks/school', expressMiddleware(receiver));
+ * ```
+ */
+export function rawBodySaver(req: object, _res: unknown, buf: Uint8Array): void {
+  (req as ParsedRequest).rawBody = buf;
+}
+
+function rawBodyOf(req: Request): WebhookRequest['body'] {
+  const { rawBody, body } = req as ParsedRequest;
+  if (rawBody instanceof Uint8Array) return rawBody; // express.json({ verify: rawBodySaver })
+  if (body instanceof Uint8Array) return body; // express.raw({ type: 'application/json' })
+  // No parser ran: read the stream. If one consumed it, the reader says so (body_unavailable).
+  return nodeBodyReader(req);
+}

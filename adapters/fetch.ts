@@ -1,0 +1,39 @@
+/**
+ * The Fetch API adapter: a `(request: Request) => Promise<Response>` handler for Bun, Deno,
+ * Cloudflare Workers, Next.js route handlers and any server that speaks `Request`/`Response`.
+ * @module schoolhooks/fetch
+ */
+
+import { requestBodyReader } from '../src/body.js';
+import type { Receiver } from '../src/receiver.js';
+
+/**
+ * Answer webhook deliveries with a Fetch handler. The body is read from the `Request` only once
+ * the method and content type passed, and never past `maxBodyBytes`.
+ *
+ * @example
+ * ```ts
+ * import { createReceiver } from 'schoolhooks';
+ * import { fetchHandler } from 'schoolhooks/fetch';
+ *
+ * const receiver = createReceiver({ secret: process.env.SCHOOL_WEBHOOK_SECRET! });
+ * receiver.on('PaymentCompleted', async (event) => grantAccess(event.data.payment));
+ *
+ * // Next.js App Router: app/webhooks/school/route.ts
+ * export const POST = fetchHandler(receiver);
+ * // Bun: Bun.serve({ fetch: fetchHandler(receiver) }); Workers: export default { fetch: fetchHandler(receiver) }
+ * ```
+ */
+export function fetchHandler(receiver: Receiver): (request: Request) => Promise<Response> {
+  return async function schoolhooksFetchHandler(request) {
+    const { status, body } = await receiver.handle({
+      method: request.method,
+      headers: request.headers,
+      body: requestBodyReader(request),
+    });
+    return new Response(JSON.stringify(body), {
+      status,
+      headers: { 'content-type': 'application/json' },
+    });
+  };
+}

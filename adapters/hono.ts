@@ -1,0 +1,40 @@
+/**
+ * The Hono adapter: a route handler, on every runtime Hono runs on.
+ * @module schoolhooks/hono
+ */
+
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { requestBodyReader } from '../src/body.js';
+import type { Receiver } from '../src/receiver.js';
+
+/**
+ * Answer webhook deliveries on a Hono route. The raw bytes come from `c.req.raw`, read only once
+ * the method and content type passed and never past `maxBodyBytes`; a body already read by an
+ * earlier middleware (`c.req.json()`) is answered 500 `body_unavailable`, never re-serialised.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from 'hono';
+ * import { createReceiver } from 'schoolhooks';
+ * import { honoHandler } from 'schoolhooks/hono';
+ *
+ * const receiver = createReceiver({ secret: process.env.SCHOOL_WEBHOOK_SECRET! });
+ * receiver.on('UserSignedUp', async (event) => welcome(event.data.user));
+ *
+ * const app = new Hono();
+ * app.post('/webhooks/school', honoHandler(receiver));
+ * ```
+ */
+export function honoHandler(receiver: Receiver): (c: Context) => Promise<Response> {
+  return async function schoolhooksHonoHandler(c) {
+    const request = c.req.raw;
+    const { status, body } = await receiver.handle({
+      method: request.method,
+      headers: request.headers,
+      body: requestBodyReader(request),
+    });
+    // Every status the receiver answers with carries a body.
+    return c.json(body, status as ContentfulStatusCode);
+  };
+}

@@ -1,0 +1,56 @@
+/**
+ * The node:http adapter: a request listener for `http.createServer`, `https.createServer` or any
+ * server that hands out Node's request and response objects.
+ * @module schoolhooks/node
+ */
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { nodeBodyReader } from '../src/body.js';
+import type { Receiver } from '../src/receiver.js';
+
+/** Options of {@link nodeListener}. */
+export interface NodeListenerOptions {
+  /** The only path answered, query string aside; any other is answered 404. Default: every path. */
+  path?: string;
+}
+
+/**
+ * Answer webhook deliveries with a node:http request listener.
+ *
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http';
+ * import { createReceiver } from 'schoolhooks';
+ * import { nodeListener } from 'schoolhooks/node';
+ *
+ * const receiver = createReceiver({ secret: process.env.SCHOOL_WEBHOOK_SECRET! });
+ * receiver.on('CourseCompleted', async (event) => congratulate(event.data.user));
+ *
+ * createServer(nodeListener(receiver, { path: '/webhooks/school' })).listen(3000);
+ * ```
+ */
+export function nodeListener(
+  receiver: Receiver,
+  { path }: NodeListenerOptions = {},
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  return async function schoolhooksListener(req, res) {
+    if (path !== undefined && req.url?.split('?', 1)[0] !== path) {
+      return send(res, 404, { ok: false, error: 'not_found' });
+    }
+    const { status, body } = await receiver.handle({
+      method: req.method,
+      headers: req.headers,
+      body: nodeBodyReader(req),
+    });
+    send(res, status, body);
+  };
+}
+
+function send(res: ServerResponse, status: number, body: object): void {
+  const json = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(json),
+  });
+  res.end(json);
+}

@@ -1,0 +1,123 @@
+import { serve } from '@hono/node-server';
+import type { Server } from 'node:http';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { fetchHandler } from '../../adapters/fetch.js';
+import { useWebCryptoOnly } from '../../src/crypto.js';
+import { createReceiver } from '../../src/index.js';
+import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
+import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+
+adapterSuite('fetch on @hono/node-server', (receiver) =>
+  listen(serve({ fetch: fetchHandler(receiver), hostname: '127.0.0.1', port: 0 }) as Server),
+);
+
+const WEBHOOK_URL = 'http://localhost/webhooks';
+
+async function answerOf(response: Response) {
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    body: (await response.json()) as unknown,
+  };
+}
+
+describe('fetchHandler called with a Request', () => {
+  it('processes a delivery and answers JSON', async () => {
+    const handle = fetchHandler(createReceiver({ secret: SECRET }).onAny(() => {}));
+    const delivery = createTestDelivery();
+    const response = await handle(new Request(WEBHOOK_URL, { method: 'POST', ...delivery }));
+    expectAnswer(await answerOf(response), 200, {
+      ok: true,
+      outcome: 'processed',
+      idempotencyKey: delivery.idempotencyKey,
+    });
+  });
+
+  it('answers 413 to a streamed body over the limit without reading all of it', async () => {
+    const handle = fetchHandler(createReceiver({ secret: SECRET, maxBodyBytes: 1024 }));
+    let pulls = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulls++;
+        controller.enqueue(new Uint8Array(512));
+      },
+    });
+    const request = new Request(WEBHOOK_URL, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', signature: 'a'.repeat(64) },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    expectAnswer(await answerOf(await handle(request)), 413, { ok: false, outcome: 'too_large' });
+    // An endless body: reading stopped just past the limit.
+    expect(pulls).toBeLessThan(6);
+  });
+
+  it('answers 400 malformed when the body stream breaks', async () => {
+    const handle = fetchHandler(createReceiver({ secret: SECRET }));
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.error(new Error('connection reset'));
+      },
+    });
+    const request = new Request(WEBHOOK_URL, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', signature: 'a'.repeat(64) },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    expectAnswer(await answerOf(await handle(request)), 400, { ok: false, outcome: 'malformed' });
+  });
+
+  it('answers 500 body_unavailable when the body was already read', async () => {
+    const handle = fetchHandler(createReceiver({ secret: SECRET }));
+    const delivery = createTestDelivery();
+    const request = new Request(WEBHOOK_URL, { method: 'POST', ...delivery });
+    await request.text();
+    expectAnswer(await answerOf(await handle(request)), 500, {
+      ok: false,
+      outcome: 'body_unavailable',
+    });
+  });
+});
+
+describe('fetchHandler on Web Crypto alone (Bun, Deno, Workers)', () => {
+  let server: AdapterServer | undefined;
+  beforeEach(() => useWebCryptoOnly(true));
+  afterEach(async () => {
+    useWebCryptoOnly(false);
+    vi.restoreAllMocks();
+    await server?.close();
+  });
+
+  async function start() {
+    const verify = vi.spyOn(globalThis.crypto.subtle, 'verify');
+    const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
+    server = await listen(
+      serve({ fetch: fetchHandler(receiver), hostname: '127.0.0.1', port: 0 }) as Server,
+    );
+    return { url: server.url, verify };
+  }
+
+  it('answers 200 processed, verified by crypto.subtle', async () => {
+    const { url, verify } = await start();
+    const delivery = createTestDelivery();
+    expectAnswer(await post(url, delivery), 200, {
+      ok: true,
+      outcome: 'processed',
+      idempotencyKey: delivery.idempotencyKey,
+    });
+    expect(verify).toHaveBeenCalled();
+  });
+
+  it('answers 401 invalid_signature to a wrong signature', async () => {
+    const { url, verify } = await start();
+    const delivery = createTestDelivery();
+    const headers = { ...delivery.headers, signature: sign(delivery.body, 'another secret') };
+    expectAnswer(await post(url, { body: delivery.body, headers }), 401, {
+      ok: false,
+      outcome: 'invalid_signature',
+    });
+    expect(verify).toHaveBeenCalled();
+  });
+});

@@ -1,0 +1,50 @@
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import type { Server } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { honoHandler } from '../../adapters/hono.js';
+import { ConfigError, createReceiver, type SchoolhooksError } from '../../src/index.js';
+import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
+import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+
+function serveApp(app: Hono, path = '/webhooks'): Promise<AdapterServer> {
+  return listen(serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }) as Server, path);
+}
+
+adapterSuite('hono on @hono/node-server', (receiver) =>
+  serveApp(new Hono().all('/webhooks', honoHandler(receiver))),
+);
+
+describe('honoHandler in a Hono app', () => {
+  let server: AdapterServer | undefined;
+  afterEach(() => server?.close());
+
+  it('works on a sub-app route', async () => {
+    const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
+    const hooks = new Hono().post('/school', honoHandler(receiver));
+    server = await serveApp(new Hono().route('/webhooks', hooks), '/webhooks/school');
+    const delivery = createTestDelivery();
+    expectAnswer(await post(server.url, delivery), 200, {
+      ok: true,
+      outcome: 'processed',
+      idempotencyKey: delivery.idempotencyKey,
+    });
+  });
+
+  it('answers 500 body_unavailable when a middleware already read the body', async () => {
+    const errors: SchoolhooksError[] = [];
+    const receiver = createReceiver({ secret: SECRET }).onError((error) => void errors.push(error));
+    const app = new Hono();
+    app.use(async (c, next) => {
+      await c.req.json();
+      await next();
+    });
+    app.post('/webhooks', honoHandler(receiver));
+    server = await serveApp(app);
+    expectAnswer(await post(server.url, createTestDelivery()), 500, {
+      ok: false,
+      outcome: 'body_unavailable',
+    });
+    expect(errors[0]).toBeInstanceOf(ConfigError);
+  });
+});

@@ -1,0 +1,51 @@
+import { createServer } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { nodeListener } from '../../adapters/node.js';
+import { createReceiver } from '../../src/index.js';
+import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
+import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+
+adapterSuite('node:http', (receiver) =>
+  listen(createServer(nodeListener(receiver, { path: '/webhooks' })).listen(0, '127.0.0.1')),
+);
+
+describe('nodeListener paths', () => {
+  let server: AdapterServer | undefined;
+  afterEach(() => server?.close());
+
+  async function start(path?: string): Promise<string> {
+    const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
+    const listener = nodeListener(receiver, path === undefined ? {} : { path });
+    server = await listen(createServer(listener).listen(0, '127.0.0.1'), '');
+    return server.url;
+  }
+
+  it('answers 404 with a JSON body on any other path', async () => {
+    const origin = await start('/webhooks');
+    const delivery = createTestDelivery();
+    const answer = await post(`${origin}/other`, delivery);
+    expect(answer.contentType).toMatch(/^application\/json\b/);
+    expect(answer).toMatchObject({ status: 404, body: { ok: false, error: 'not_found' } });
+    expectAnswer(await post(`${origin}/webhooks`, delivery), 200, {
+      ok: true,
+      outcome: 'processed',
+      idempotencyKey: delivery.idempotencyKey,
+    });
+  });
+
+  it('ignores the query string when matching the path', async () => {
+    const origin = await start('/webhooks');
+    const delivery = createTestDelivery();
+    expectAnswer(await post(`${origin}/webhooks?source=school&x=1`, delivery), 200, {
+      ok: true,
+      outcome: 'processed',
+      idempotencyKey: delivery.idempotencyKey,
+    });
+  });
+
+  it('answers on every path when no path is given', async () => {
+    const origin = await start();
+    const delivery = createTestDelivery();
+    expect((await post(`${origin}/anything/at/all`, delivery)).status).toBe(200);
+  });
+});

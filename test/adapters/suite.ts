@@ -1,0 +1,512 @@
+/**
+ * One integration suite for every adapter: each case starts a real server on 127.0.0.1, sends
+ * real HTTP requests, and checks the status and JSON body of every row of DESIGN section 3.
+ */
+
+import { once } from 'node:events';
+import { request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  createReceiver,
+  MalformedEnvelopeError,
+  memoryStore,
+  PayloadValidationError,
+  StoreUnavailableError,
+  type IdempotencyStore,
+  type Receiver,
+  type ReceiverOptions,
+  type SchoolhooksError,
+} from '../../src/index.js';
+import {
+  createTestDelivery,
+  deferred,
+  fixtureDelivery,
+  SECRET,
+  sign,
+  signedHeaders,
+  type Delivery,
+} from '../helpers/deliveries.js';
+
+/** A server running one adapter on loopback. */
+export interface AdapterServer {
+  /** Where the adapter answers. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Start a real server whose webhook route is answered by `receiver` through one adapter. */
+export type ServeAdapter = (receiver: Receiver) => Promise<AdapterServer>;
+
+/** What came back: the status, the content type and the parsed JSON body. */
+export interface Answer {
+  status: number;
+  contentType: string | null;
+  body: unknown;
+}
+
+const MiB = 1024 * 1024;
+
+/** Wait until `server` listens on loopback and describe it; `close` drops open connections. */
+export async function listen(server: Server, path = '/webhooks'): Promise<AdapterServer> {
+  if (!server.listening) await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}${path}`,
+    close: () =>
+      new Promise((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}
+
+/** Send a request with the global fetch. */
+export async function post(
+  url: string,
+  { body, headers }: { body?: BodyInit; headers?: Record<string, string> },
+  method = 'POST',
+): Promise<Answer> {
+  const response = await fetch(url, { method, ...(headers && { headers }), ...(body && { body }) });
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    body: JSON.parse(await response.text()),
+  };
+}
+
+/** How {@link sendRaw} sends. */
+export interface RawSend {
+  method?: string;
+  headers: Record<string, string | number>;
+  /** Written one by one; without a content-length header they go out chunked. */
+  chunks: readonly (string | Uint8Array)[];
+  /** A pause after each chunk, for a slow client. */
+  pauseMs?: number;
+  /** false: never finish the request, to prove the answer did not wait for the rest of it. */
+  end?: boolean;
+}
+
+/** Send a request with node:http, chunk by chunk; resolves with the answer, or fails after 5 s. */
+export function sendRaw(
+  url: string,
+  { method = 'POST', headers, chunks, pauseMs = 0, end = true }: RawSend,
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const req = httpRequest(url, { method, headers, agent: false });
+    const timer = setTimeout(() => {
+      req.destroy();
+      reject(new Error('no answer within 5 s'));
+    }, 5000);
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (part: Buffer) => parts.push(part));
+      res.on('end', () => {
+        answered = true;
+        clearTimeout(timer);
+        if (!end) req.destroy();
+        resolve({
+          status: res.statusCode ?? 0,
+          contentType: res.headers['content-type'] ?? null,
+          body: JSON.parse(Buffer.concat(parts).toString('utf8')),
+        });
+      });
+    });
+    // Once answered, a server that drops the rest of an unfinished body may reset the socket.
+    req.on('error', (error) => {
+      if (answered) return;
+      clearTimeout(timer);
+      reject(error);
+    });
+    void (async () => {
+      for (const chunk of chunks) {
+        if (answered || req.destroyed) return;
+        req.write(chunk);
+        if (pauseMs > 0) await sleep(pauseMs);
+      }
+      if (end && !req.destroyed) req.end();
+    })();
+  });
+}
+
+/** Check the status, the JSON content type and the whole body of an answer. */
+export function expectAnswer(answer: Answer, status: number, body: Record<string, unknown>): void {
+  expect(answer.contentType).toMatch(/^application\/json\b/);
+  expect({ status: answer.status, body: answer.body }).toEqual({ status, body });
+}
+
+const processed = (delivery: Delivery) => ({
+  ok: true,
+  outcome: 'processed',
+  idempotencyKey: delivery.idempotencyKey,
+});
+
+/** A delivery whose data carries `bytes` of padding. */
+function largeDelivery(bytes: number): Delivery {
+  return createTestDelivery('UserSignedIn', { user: { id: 1 }, padding: 'x'.repeat(bytes) });
+}
+
+/** Run the whole suite against one adapter. */
+export function adapterSuite(name: string, serve: ServeAdapter): void {
+  describe(`${name} adapter on a real server`, () => {
+    const servers: AdapterServer[] = [];
+    afterEach(async () => {
+      await Promise.all(servers.splice(0).map((server) => server.close()));
+    });
+
+    async function start(
+      options: Omit<ReceiverOptions, 'secret'> = {},
+      setup: (receiver: Receiver) => void = () => {},
+    ): Promise<{ url: string; errors: SchoolhooksError[] }> {
+      const errors: SchoolhooksError[] = [];
+      const receiver = createReceiver({ secret: SECRET, ...options });
+      receiver.onError((error) => {
+        errors.push(error);
+      });
+      setup(receiver);
+      const server = await serve(receiver);
+      servers.push(server);
+      return { url: server.url, errors };
+    }
+
+    describe('the status table', () => {
+      it('answers 405 method_not_allowed to a GET', async () => {
+        const { url } = await start();
+        expectAnswer(await post(url, {}, 'GET'), 405, { ok: false, outcome: 'method_not_allowed' });
+      });
+
+      it('answers 405 to a PUT before reading its body', async () => {
+        const { url } = await start();
+        const answer = await sendRaw(url, {
+          method: 'PUT',
+          headers: { ...signedHeaders('{}'), 'content-length': 5 * MiB },
+          chunks: [new Uint8Array(64 * 1024)],
+          end: false,
+        });
+        expectAnswer(answer, 405, { ok: false, outcome: 'method_not_allowed' });
+      });
+
+      it('answers 415 unsupported_media_type to a text/plain body before reading it', async () => {
+        const { url } = await start();
+        const delivery = createTestDelivery();
+        const headers = { ...delivery.headers, 'content-type': 'text/plain' };
+        expectAnswer(await post(url, { ...delivery, headers }), 415, {
+          ok: false,
+          outcome: 'unsupported_media_type',
+        });
+        const unfinished = await sendRaw(url, {
+          headers,
+          chunks: [delivery.body.slice(0, 10)],
+          end: false,
+        });
+        expectAnswer(unfinished, 415, { ok: false, outcome: 'unsupported_media_type' });
+      });
+
+      it('answers 413 too_large to a body over maxBodyBytes', async () => {
+        const { url } = await start({ maxBodyBytes: 1024 });
+        expectAnswer(await post(url, largeDelivery(1024)), 413, {
+          ok: false,
+          outcome: 'too_large',
+        });
+      });
+
+      it.each([
+        ['missing', undefined],
+        ['not 64 hex characters', 'abc123'],
+        ['signed with another secret', 'other'],
+      ])('answers 401 invalid_signature when the signature is %s', async (_case, signature) => {
+        const { url, errors } = await start();
+        const delivery = createTestDelivery();
+        const headers: Record<string, string> = { 'content-type': 'application/json' };
+        if (signature === 'other') headers.signature = sign(delivery.body, 'another secret');
+        else if (signature !== undefined) headers.signature = signature;
+        expectAnswer(await post(url, { body: delivery.body, headers }), 401, {
+          ok: false,
+          outcome: 'invalid_signature',
+        });
+        expect(errors.map((error) => error.code)).toEqual(['invalid_signature']);
+      });
+
+      it.each([
+        ['a body that is not JSON', 'not json'],
+        ['an envelope without idempotencyKey', JSON.stringify({ event: 'A', data: {} })],
+      ])('answers 400 malformed to %s', async (_case, body) => {
+        const { url } = await start();
+        expectAnswer(await post(url, { body, headers: signedHeaders(body) }), 400, {
+          ok: false,
+          outcome: 'malformed',
+        });
+      });
+
+      it('answers 422 stale to an event older than maxEventAgeMs', async () => {
+        const { url } = await start();
+        const timestamp = new Date(Date.now() - 73 * 3600_000).toISOString();
+        const delivery = createTestDelivery('UserSignedIn', {}, { timestamp });
+        expectAnswer(await post(url, delivery), 422, {
+          ok: false,
+          outcome: 'stale',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+      });
+
+      it('answers 422 invalid_payload to a UserSignedUp without user', async () => {
+        const { url, errors } = await start();
+        const delivery = fixtureDelivery('UserSignedUp', (data) => delete data.user);
+        expectAnswer(await post(url, delivery), 422, {
+          ok: false,
+          outcome: 'invalid_payload',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+        expect(errors[0]).toBeInstanceOf(PayloadValidationError);
+      });
+
+      it('answers 200 processed and hands the handler the parsed event', async () => {
+        const amounts: number[] = [];
+        const { url } = await start({}, (receiver) =>
+          receiver.on('PaymentCompleted', (event) => {
+            amounts.push(event.data.payment.invoice.totalAmount);
+          }),
+        );
+        const delivery = fixtureDelivery('PaymentCompleted');
+        expectAnswer(await post(url, delivery), 200, processed(delivery));
+        expect(amounts).toEqual([
+          (JSON.parse(delivery.body) as { data: { payment: { invoice: { totalAmount: number } } } })
+            .data.payment.invoice.totalAmount,
+        ]);
+      });
+
+      it('answers 200 duplicate to a retry of a processed event', async () => {
+        let runs = 0;
+        const { url } = await start({}, (receiver) => receiver.onAny(() => void runs++));
+        const delivery = createTestDelivery();
+        expectAnswer(await post(url, delivery), 200, processed(delivery));
+        expectAnswer(await post(url, delivery), 200, {
+          ok: true,
+          outcome: 'duplicate',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+        expect(runs).toBe(1);
+      });
+
+      it('answers 409 conflict to the same key with a different body', async () => {
+        const { url } = await start({}, (receiver) => receiver.onAny(() => {}));
+        const first = createTestDelivery('UserSignedIn', { user: { id: 1 } });
+        const other = createTestDelivery('UserSignedIn', { user: { id: 2 } }, first);
+        expectAnswer(await post(url, first), 200, processed(first));
+        expectAnswer(await post(url, other), 409, {
+          ok: false,
+          outcome: 'conflict',
+          idempotencyKey: first.idempotencyKey,
+        });
+      });
+
+      it('answers 409 in_flight while a handler still runs the same key', async () => {
+        const started = deferred();
+        const gate = deferred();
+        const { url } = await start({}, (receiver) =>
+          receiver.onAny(async () => {
+            started.resolve();
+            await gate.promise;
+          }),
+        );
+        const delivery = createTestDelivery();
+        const first = post(url, delivery);
+        await started.promise;
+        expectAnswer(await post(url, delivery), 409, {
+          ok: false,
+          outcome: 'in_flight',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+        gate.resolve();
+        expectAnswer(await first, 200, processed(delivery));
+      });
+
+      it('answers 503 store_unavailable when the store cannot claim', async () => {
+        const store: IdempotencyStore = {
+          ...memoryStore(),
+          claim: () => Promise.reject(new Error('connection refused')),
+        };
+        const { url, errors } = await start({ store }, (receiver) => receiver.onAny(() => {}));
+        const delivery = createTestDelivery();
+        expectAnswer(await post(url, delivery), 503, {
+          ok: false,
+          outcome: 'store_unavailable',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+        expect(errors[0]).toBeInstanceOf(StoreUnavailableError);
+      });
+
+      it('answers 200 ignored to an event nobody handles', async () => {
+        const { url } = await start();
+        const delivery = createTestDelivery();
+        expectAnswer(await post(url, delivery), 200, {
+          ok: true,
+          outcome: 'ignored',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+      });
+
+      it('answers 500 handler_failed when a handler throws, and processes the retry', async () => {
+        let runs = 0;
+        const { url } = await start({}, (receiver) =>
+          receiver.onAny(() => {
+            if (++runs === 1) throw new Error('database down');
+          }),
+        );
+        const delivery = createTestDelivery();
+        expectAnswer(await post(url, delivery), 500, {
+          ok: false,
+          outcome: 'handler_failed',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+        expectAnswer(await post(url, delivery), 200, processed(delivery));
+        expect(runs).toBe(2);
+      });
+
+      it('answers 503 timeout while handlers outlive handlerTimeoutMs', async () => {
+        const gate = deferred();
+        const { url } = await start({ handlerTimeoutMs: 50 }, (receiver) =>
+          receiver.onAny(() => gate.promise),
+        );
+        const delivery = createTestDelivery();
+        expectAnswer(await post(url, delivery), 503, {
+          ok: false,
+          outcome: 'timeout',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+        gate.resolve();
+      });
+
+      it('answers 200 processed when the store fails to record completion', async () => {
+        const store: IdempotencyStore = {
+          ...memoryStore(),
+          complete: () => Promise.reject(new Error('connection reset')),
+        };
+        const { url, errors } = await start({ store }, (receiver) => receiver.onAny(() => {}));
+        const delivery = createTestDelivery();
+        expectAnswer(await post(url, delivery), 200, processed(delivery));
+        expect(errors[0]).toBeInstanceOf(StoreUnavailableError);
+      });
+    });
+
+    describe('bodies', () => {
+      it('processes a 5 MB body when maxBodyBytes allows 8 MiB', async () => {
+        const { url } = await start({ maxBodyBytes: 8 * MiB }, (receiver) =>
+          receiver.onAny(() => {}),
+        );
+        const delivery = largeDelivery(5 * MiB);
+        expectAnswer(await post(url, delivery), 200, processed(delivery));
+      });
+
+      it('answers 413 to a 5 MB body with content-length before the client sent it', async () => {
+        const { url } = await start();
+        const delivery = largeDelivery(5 * MiB);
+        const answer = await sendRaw(url, {
+          headers: { ...delivery.headers, 'content-length': Buffer.byteLength(delivery.body) },
+          chunks: [delivery.body.slice(0, 256 * 1024)],
+          end: false,
+        });
+        expectAnswer(answer, 413, { ok: false, outcome: 'too_large' });
+      });
+
+      it('answers 413 to a chunked 5 MB body once past the limit, without waiting for the rest', async () => {
+        const { url } = await start();
+        const delivery = largeDelivery(5 * MiB);
+        const answer = await sendRaw(url, {
+          headers: delivery.headers,
+          chunks: [delivery.body.slice(0, 2 * MiB)],
+          end: false,
+        });
+        expectAnswer(answer, 413, { ok: false, outcome: 'too_large' });
+      });
+
+      it('answers 413 to a whole 5 MB body sent with fetch', async () => {
+        const { url } = await start();
+        expectAnswer(await post(url, largeDelivery(5 * MiB)), 413, {
+          ok: false,
+          outcome: 'too_large',
+        });
+      });
+
+      it('answers 413 to a complete chunked body over the limit', async () => {
+        const { url } = await start({ maxBodyBytes: 1024 });
+        const { body, headers } = largeDelivery(2048);
+        const chunks = [body.slice(0, 700), body.slice(700, 1400), body.slice(1400)];
+        expectAnswer(await sendRaw(url, { headers, chunks }), 413, {
+          ok: false,
+          outcome: 'too_large',
+        });
+      });
+
+      it('processes a body trickled in by a slow client', async () => {
+        const { url } = await start({}, (receiver) => receiver.onAny(() => {}));
+        const delivery = createTestDelivery();
+        const size = Math.ceil(delivery.body.length / 8);
+        const chunks = Array.from({ length: 8 }, (_, i) =>
+          delivery.body.slice(i * size, (i + 1) * size),
+        );
+        const answer = await sendRaw(url, { headers: delivery.headers, chunks, pauseMs: 40 });
+        expectAnswer(answer, 200, processed(delivery));
+      });
+
+      it('reads header names in any letter case', async () => {
+        const { url } = await start({}, (receiver) => receiver.onAny(() => {}));
+        const delivery = createTestDelivery();
+        const headers = {
+          'Content-Type': 'Application/JSON; charset=utf-8',
+          SIGNATURE: delivery.headers.signature ?? '',
+        };
+        const answer = await sendRaw(url, { headers, chunks: [delivery.body] });
+        expectAnswer(answer, 200, processed(delivery));
+      });
+      it('reports a body cut off by a client that went away, and stays up', async () => {
+        const { url, errors } = await start({}, (receiver) => receiver.onAny(() => {}));
+        const delivery = createTestDelivery();
+        const client = httpRequest(url, { method: 'POST', headers: delivery.headers });
+        client.on('error', () => {});
+        client.write(delivery.body.slice(0, 20));
+        await vi.waitFor(() => expect(client.socket?.writableLength).toBe(0));
+        client.destroy();
+        await vi.waitFor(() => expect(errors[0]).toBeInstanceOf(MalformedEnvelopeError));
+        expect(errors[0]?.message).toMatch(/could not be read/);
+        expectAnswer(await post(url, delivery), 200, processed(delivery));
+      });
+    });
+
+    describe('concurrency', () => {
+      it('processes 100 concurrent deliveries of distinct keys', async () => {
+        let runs = 0;
+        const { url } = await start({}, (receiver) => receiver.onAny(() => void runs++));
+        const deliveries = Array.from({ length: 100 }, () => createTestDelivery());
+        await Promise.all(
+          deliveries.map(async (delivery) =>
+            expectAnswer(await post(url, delivery), 200, processed(delivery)),
+          ),
+        );
+        expect(runs).toBe(100);
+      });
+
+      it('runs the handler once for 50 concurrent copies of one delivery', async () => {
+        let runs = 0;
+        const { url } = await start({}, (receiver) =>
+          receiver.onAny(async () => {
+            runs++;
+            await sleep(20);
+          }),
+        );
+        const delivery = createTestDelivery();
+        const answers = await Promise.all(Array.from({ length: 50 }, () => post(url, delivery)));
+        const answered = answers.map(
+          (answer) => `${answer.status} ${(answer.body as { outcome: string }).outcome}`,
+        );
+        expect(answered.filter((line) => line === '200 processed')).toHaveLength(1);
+        for (const line of answered) {
+          expect(['200 processed', '200 duplicate', '409 in_flight']).toContain(line);
+        }
+        expect(runs).toBe(1);
+      });
+    });
+  });
+}
