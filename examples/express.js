@@ -1,6 +1,5 @@
 // An Express server that receives the school platform's webhooks.
 // Run: npm run build && SCHOOL_WEBHOOK_SECRET=<endpoint secretKey> node examples/express.js
-/* global console, process */
 import express from 'express';
 import { createReceiver } from 'schoolhooks';
 import { expressMiddleware } from 'schoolhooks/express';

@@ -1,7 +1,6 @@
 // The Fetch API handler (the one for Bun, Deno, Workers and Next.js), served here on Node by
 // @hono/node-server.
 // Run: npm run build && SCHOOL_WEBHOOK_SECRET=<endpoint secretKey> node examples/fetch.js
-/* global console, process, Response, URL */
 import { serve } from '@hono/node-server';
 import { createReceiver } from 'schoolhooks';
 import { fetchHandler } from 'schoolhooks/fetch';

@@ -1,6 +1,5 @@
 // A Hono app on Node (@hono/node-server) that receives the school platform's webhooks.
 // Run: npm run build && SCHOOL_WEBHOOK_SECRET=<endpoint secretKey> node examples/hono.js
-/* global console, process */
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { createReceiver } from 'schoolhooks';

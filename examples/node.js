@@ -1,6 +1,5 @@
 // A bare node:http server that receives the school platform's webhooks.
 // Run: npm run build && SCHOOL_WEBHOOK_SECRET=<endpoint secretKey> node examples/node.js
-/* global console, process */
 import { createServer } from 'node:http';
 import { createReceiver } from 'schoolhooks';
 import { nodeListener } from 'schoolhooks/node';
