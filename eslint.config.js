@@ -33,6 +33,8 @@ export default tseslint.config(
         console: 'readonly',
         process: 'readonly',
         URL: 'readonly',
+        Request: 'readonly',
+        Response: 'readonly',
         setTimeout: 'readonly',
       },
     },
