@@ -1,0 +1,41 @@
+#!/usr/bin/env node
+/**
+ * The `schoolhooks` bin: listen, send, replay, sign, verify, simulate, schema. Runs
+ * {@link main} on the real process.
+ * @module schoolhooks/cli
+ */
+
+import { EXIT, messageOf, type CliIo } from './command.js';
+import { main } from './main.js';
+
+/** The real process's I/O. */
+function processIo(): CliIo {
+  return {
+    out: (text) => void process.stdout.write(`${text}\n`),
+    err: (text) => void process.stderr.write(`${text}\n`),
+    async readStdin() {
+      const chunks: Buffer[] = [];
+      for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks);
+    },
+    stdinIsTty: process.stdin.isTTY === true,
+    env: process.env,
+    // Installed on demand: a SIGINT listener replaces Node's default of exiting at once.
+    untilStopped: () =>
+      new Promise<void>((resolve) => {
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+      }),
+  };
+}
+
+// No top-level await: the CommonJS build of this file must load too.
+main(process.argv.slice(2), processIo()).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`schoolhooks: ${messageOf(error)}\n`);
+    process.exitCode = EXIT.failure;
+  },
+);

@@ -1,0 +1,144 @@
+/**
+ * `schoolhooks listen`: a development receiver that prints each delivery.
+ * @module
+ */
+
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseArgs } from 'node:util';
+import { nodeListener } from '../../adapters/node.js';
+import { getHeader } from '../headers.js';
+import { createReceiver, type Receiver, type WebhookRequest } from '../receiver.js';
+import { EXIT, parseOrUsage, UsageError, type CliCommand, type CliIo } from './command.js';
+import { SIGNATURE_CAUSES } from './signature-causes.js';
+import { SECRET_HELP, secretSource, secretsFrom } from './secret.js';
+import { summarizeEvent } from './summarize-event.js';
+
+/** Outcomes reached only after the signature verified: the body may be read and named. */
+const VERIFIED_OUTCOMES: ReadonlySet<string> = new Set([
+  'processed',
+  'duplicate',
+  'ignored',
+  'stale',
+  'invalid_payload',
+  'conflict',
+  'in_flight',
+  'store_unavailable',
+  'handler_failed',
+  'timeout',
+]);
+
+/** The `listen` command. */
+export const listenCommand: CliCommand = {
+  name: 'listen',
+  summary: 'Run a development receiver that prints each verified event',
+  help: `Usage: schoolhooks listen [--port 3000] [--path /] [--secret S]...
+
+Runs a receiver (createReceiver with its defaults and the memory store) on a node:http
+server and prints one line per delivery: the status and outcome, the event, its
+idempotencyKey and a short summary. It answers as a real receiver does: duplicates 200,
+bad signatures 401, invalid payloads 422. On a 401 it prints the likely causes.
+Stops on Ctrl-C.
+
+Options:
+  --port N        Port to listen on (default 3000; 0 picks a free one)
+  --host H        Address to bind (default: every address)
+  --path P        The only path answered, others get 404 (default: every path)
+${SECRET_HELP}
+                  Repeat --secret to accept several (every active endpoint's key)
+  -h, --help      Show this help`,
+  async run(args, io) {
+    const { values } = parseOrUsage(() =>
+      parseArgs({
+        args: [...args],
+        options: {
+          port: { type: 'string', default: '3000' },
+          host: { type: 'string' },
+          path: { type: 'string' },
+          secret: { type: 'string', multiple: true },
+          help: { type: 'boolean', short: 'h' },
+        },
+      }),
+    );
+    if (values.help) {
+      io.out(listenCommand.help);
+      return EXIT.ok;
+    }
+    const port = Number(values.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+      throw new UsageError('--port must be a port number (0 to 65535)');
+    }
+    if (values.path !== undefined && !values.path.startsWith('/')) {
+      throw new UsageError('--path must start with /');
+    }
+    const secrets = secretsFrom(values.secret, io.env);
+
+    const receiver = createReceiver({ secret: secrets });
+    // Every verified event is handled, so the receiver answers `processed` as a real one would.
+    receiver.onAny(() => {});
+    receiver.onError((error) => {
+      if (error.code !== 'invalid_signature') io.err(`  ${error.code}: ${error.message}`);
+    });
+    const server = createServer(
+      nodeListener(printing(receiver, io), values.path === undefined ? {} : { path: values.path }),
+    );
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, values.host, resolve);
+    }).catch((error: unknown) => {
+      throw new UsageError(`cannot listen on port ${port}: ${(error as Error).message}`);
+    });
+    const { port: bound } = server.address() as AddressInfo;
+    io.out(
+      `Listening on http://${values.host ?? 'localhost'}:${bound}${values.path ?? '/'} ` +
+        `(secret from ${secretSource(values.secret)}); Ctrl-C to stop`,
+    );
+    await io.untilStopped();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    return EXIT.ok;
+  },
+};
+
+/** The receiver, printing one line for each delivery it answers. */
+function printing(receiver: Receiver, io: CliIo): Receiver {
+  return {
+    ...receiver,
+    maxBodyBytes: receiver.maxBodyBytes,
+    async handle(request: WebhookRequest) {
+      let raw: unknown = request.body;
+      const { body } = request;
+      const observed: WebhookRequest =
+        typeof body === 'function'
+          ? { ...request, body: async (limit: number) => (raw = await body(limit)) }
+          : request;
+      const result = await receiver.handle(observed);
+      const line = `${result.status} ${result.outcome}`;
+      if (result.outcome === 'invalid_signature') {
+        const missing = getHeader(request.headers, 'signature') === undefined;
+        io.out(`${line}: ${missing ? 'no signature header' : 'the signature matches no secret'}`);
+        if (!missing) io.out(SIGNATURE_CAUSES);
+      } else if (VERIFIED_OUTCOMES.has(result.outcome)) {
+        io.out(`${line} ${describe(raw)}`);
+      } else {
+        io.out(line);
+      }
+      return result;
+    },
+  };
+}
+
+/** `Event key=… summary` of a verified body. */
+function describe(raw: unknown): string {
+  const text =
+    typeof raw === 'string' ? raw : raw instanceof Uint8Array ? new TextDecoder().decode(raw) : '';
+  let envelope: unknown;
+  try {
+    envelope = JSON.parse(text);
+  } catch {
+    return '';
+  }
+  const { event, idempotencyKey, data } = envelope as Record<string, unknown>;
+  const summary = summarizeEvent(data);
+  return `${String(event)} key=${String(idempotencyKey)}${summary ? ` ${summary}` : ''}`;
+}

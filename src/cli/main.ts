@@ -1,0 +1,75 @@
+/**
+ * The `schoolhooks` command line, apart from the process it runs in: arguments in, exit code out.
+ * @module
+ */
+
+import { CliFailure, EXIT, messageOf, UsageError, type CliCommand, type CliIo } from './command.js';
+import { listenCommand } from './listen.js';
+import { replayCommand } from './replay.js';
+import { schemaCommand } from './schema.js';
+import { sendCommand } from './send.js';
+import { signCommand } from './sign.js';
+import { simulateCommand } from './simulate.js';
+import { verifyCommand } from './verify.js';
+
+const COMMANDS: readonly CliCommand[] = [
+  listenCommand,
+  sendCommand,
+  replayCommand,
+  signCommand,
+  verifyCommand,
+  simulateCommand,
+  schemaCommand,
+];
+
+const OVERVIEW = `Usage: schoolhooks <command> [options]
+
+Receive, send and check the school platform's signed webhooks while developing.
+
+Commands:
+${COMMANDS.map((command) => `  ${command.name.padEnd(10)} ${command.summary}`).join('\n')}
+
+The secret is the endpoint's secretKey: --secret, or the SCHOOL_WEBHOOK_SECRET variable.
+Run 'schoolhooks <command> --help' for a command's options.
+Exit codes: 0 ok, 1 failure, 2 usage error.`;
+
+/**
+ * Run the CLI with `args` (what follows `schoolhooks`) on `io`; resolves to the exit code:
+ * 0 ok, 1 failure, 2 usage.
+ *
+ * @example
+ * ```ts
+ * process.exitCode = await main(process.argv.slice(2), io);
+ * ```
+ */
+export async function main(args: readonly string[], io: CliIo): Promise<number> {
+  const [name, ...rest] = args;
+  if (name === undefined) {
+    io.err(OVERVIEW);
+    return EXIT.usage;
+  }
+  if (name === '--help' || name === '-h' || name === 'help') {
+    const topic = COMMANDS.find((command) => command.name === rest[0]);
+    io.out(topic?.help ?? OVERVIEW);
+    return EXIT.ok;
+  }
+  const command = COMMANDS.find((candidate) => candidate.name === name);
+  if (!command) {
+    io.err(`schoolhooks: unknown command '${name}'\n\n${OVERVIEW}`);
+    return EXIT.usage;
+  }
+  try {
+    return await command.run(rest, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(
+        `schoolhooks ${command.name}: ${error.message}\nRun 'schoolhooks ${command.name} --help' for usage.`,
+      );
+      return EXIT.usage;
+    }
+    // A CliFailure is an expected failure, told as it is; anything else is a bug to report.
+    const prefix = error instanceof CliFailure ? '' : 'unexpected error: ';
+    io.err(`schoolhooks ${command.name}: ${prefix}${messageOf(error)}`);
+    return EXIT.failure;
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * `schoolhooks replay`: every JSON file of a folder, each as `send` would send it.
+ * @module
+ */
+
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { EXIT, parseOrUsage, UsageError, type CliCommand } from './command.js';
+import { fileBody } from './delivery-body.js';
+import { isHttpUrl, postDelivery } from './post-delivery.js';
+import { SECRET_HELP, secretFrom } from './secret.js';
+
+/** What a folder's manifest.json says one file should get (as fixtures/invalid/manifest.json). */
+interface Expectation {
+  file: string;
+  status: number;
+  outcome?: string;
+}
+
+const MANIFEST = 'manifest.json';
+
+/** The `replay` command. */
+export const replayCommand: CliCommand = {
+  name: 'replay',
+  summary: 'Send every JSON file in a folder to a URL',
+  help: `Usage: schoolhooks replay <folder> --url URL [--secret S] [--raw]
+
+Sends each *.json file of the folder, in name order, as 'send' sends a file: a JSON
+object is stamped now and a non-empty idempotencyKey replaced, so a fixture is neither
+stale nor a duplicate; anything else goes as it is. Prints one line per file.
+
+A ${MANIFEST} in the folder ([{ "file", "status", "outcome" }], as in fixtures/invalid)
+names the answer each file expects; its files are sent too, whatever their extension.
+Exit code 0 when every answer is the expected one (otherwise 200, 201 or 202), 1 if not.
+
+Options:
+  --url URL       Where to POST (required)
+${SECRET_HELP}
+  --raw           Send every file's bytes exactly as they are, only signed
+  -h, --help      Show this help`,
+  async run(args, io) {
+    const { values, positionals } = parseOrUsage(() =>
+      parseArgs({
+        args: [...args],
+        options: {
+          url: { type: 'string' },
+          secret: { type: 'string' },
+          raw: { type: 'boolean' },
+          help: { type: 'boolean', short: 'h' },
+        },
+        allowPositionals: true,
+      }),
+    );
+    if (values.help) {
+      io.out(replayCommand.help);
+      return EXIT.ok;
+    }
+    const [folder, ...extra] = positionals;
+    if (folder === undefined || extra.length > 0) throw new UsageError('name one folder to replay');
+    if (values.url === undefined) throw new UsageError('--url is required');
+    if (!isHttpUrl(values.url)) throw new UsageError('--url must be an http:// or https:// URL');
+    const secret = secretFrom(values.secret, io.env);
+
+    const expectations = await readManifest(folder);
+    const files = await filesOf(folder, expectations);
+    if (files.length === 0) throw new UsageError(`${folder} holds no JSON files`);
+
+    let mismatches = 0;
+    for (const file of files) {
+      const expected = expectations.get(file);
+      const { body } = await fileBody(join(folder, file), { raw: values.raw });
+      const result = await postDelivery(values.url, body, secret);
+      const met = expected
+        ? result.status === expected.status &&
+          (expected.outcome === undefined || result.outcome === expected.outcome)
+        : result.ok;
+      if (!met) mismatches++;
+      const got = `${result.status}${result.outcome ? ` ${result.outcome}` : ''}`;
+      const want = expected
+        ? ` (expected ${expected.status}${expected.outcome ? ` ${expected.outcome}` : ''})`
+        : '';
+      io.out(`${met ? 'ok  ' : 'FAIL'} ${got.padEnd(24)} ${file}${met ? '' : want}`);
+    }
+    io.out(
+      `${files.length} files, ${files.length - mismatches} answered as expected, ${mismatches} not`,
+    );
+    return mismatches === 0 ? EXIT.ok : EXIT.failure;
+  },
+};
+
+async function filesOf(
+  folder: string,
+  expectations: ReadonlyMap<string, Expectation>,
+): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(folder);
+  } catch {
+    throw new UsageError(`${folder}: not a folder that can be read`);
+  }
+  const chosen = new Set(names.filter((name) => name.endsWith('.json') && name !== MANIFEST));
+  for (const name of expectations.keys()) if (names.includes(name)) chosen.add(name);
+  return [...chosen].sort();
+}
+
+async function readManifest(folder: string): Promise<Map<string, Expectation>> {
+  let text: string;
+  try {
+    text = await readFile(join(folder, MANIFEST), 'utf8');
+  } catch {
+    return new Map();
+  }
+  let entries: unknown;
+  try {
+    entries = JSON.parse(text);
+  } catch {
+    throw new UsageError(`${join(folder, MANIFEST)} is not JSON`);
+  }
+  if (!Array.isArray(entries) || !entries.every(isExpectation)) {
+    throw new UsageError(`${join(folder, MANIFEST)} must be a list of { file, status, outcome? }`);
+  }
+  return new Map(entries.map((entry) => [entry.file, entry]));
+}
+
+function isExpectation(value: unknown): value is Expectation {
+  if (typeof value !== 'object' || value === null) return false;
+  const { file, status, outcome } = value as Record<string, unknown>;
+  return (
+    typeof file === 'string' &&
+    !file.includes('/') &&
+    !file.includes('\\') &&
+    Number.isInteger(status) &&
+    (outcome === undefined || typeof outcome === 'string')
+  );
+}

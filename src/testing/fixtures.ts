@@ -1,0 +1,83 @@
+/**
+ * Fixture factories: realistic, schema-valid `data` for every fixed-contract event, with typed
+ * deep-partial overrides.
+ * @module
+ */
+
+import { FIXED_CONTRACT_EVENTS, type EventData, type FixedEventName } from '../events/index.js';
+import { FIXTURE_ENVELOPES } from './fixture-envelopes.js';
+
+/**
+ * `T` with every object property optional, recursively. Arrays are not partial: an override
+ * replaces an array whole, so it is given whole.
+ */
+export type DeepPartial<T> = T extends readonly unknown[]
+  ? T
+  : T extends object
+    ? { [K in keyof T]?: DeepPartial<T[K]> }
+    : T;
+
+/** Builds one event's `data`: the fixture, deep-merged with `overrides`. */
+export type FixtureFactory<N extends FixedEventName> = (
+  overrides?: DeepPartial<EventData<N>>,
+) => EventData<N>;
+
+/** One {@link FixtureFactory} per fixed-contract event. */
+export type Fixtures = { readonly [N in FixedEventName]: FixtureFactory<N> };
+
+/**
+ * One factory per fixed-contract event, each returning a fresh copy of that event's fixture
+ * `data` (`fixtures/<EventName>.json`) deep-merged with the overrides: objects merge key by key,
+ * arrays and every other value replace what was there, `null` sets null.
+ *
+ * @example
+ * ```ts
+ * import { fixtures } from 'schoolhooks/testing';
+ *
+ * const data = fixtures.PaymentCompleted({ payment: { invoice: { totalAmount: 4900, currency: 'EUR' } } });
+ * const free = fixtures.ProductEnrolledToFree({ states: { utmEnrollParams: { utm_source: 'newsletter' } } });
+ * ```
+ */
+export const fixtures: Fixtures = Object.freeze(
+  Object.fromEntries(FIXED_CONTRACT_EVENTS.map((name) => [name, factoryOf(name)])),
+) as Fixtures;
+
+/** A fresh copy of the fixture `data` of `name`. @internal */
+export function fixtureData<N extends FixedEventName>(name: N): EventData<N> {
+  return structuredClone(FIXTURE_ENVELOPES[name].data) as EventData<N>;
+}
+
+function factoryOf<N extends FixedEventName>(name: N): FixtureFactory<N> {
+  // Named after the event, so a stack trace says which factory it was.
+  const factory = {
+    [name](overrides?: DeepPartial<EventData<N>>): EventData<N> {
+      const data = fixtureData(name);
+      return overrides === undefined ? data : (deepMerge(data, overrides) as EventData<N>);
+    },
+  }[name];
+  return factory as FixtureFactory<N>;
+}
+
+/** Merge `override` into `base` (already a private copy): plain objects key by key, the rest replaced. */
+function deepMerge(base: unknown, override: unknown): unknown {
+  if (override === undefined) return base;
+  if (!isPlainObject(base) || !isPlainObject(override)) return structuredClone(override);
+  const merged: Record<string, unknown> = base;
+  for (const [key, value] of Object.entries(override)) {
+    if (value === undefined) continue;
+    // defineProperty, not assignment: an override key `__proto__` stays a plain key.
+    Object.defineProperty(merged, key, {
+      value: deepMerge(Object.hasOwn(merged, key) ? merged[key] : undefined, value),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return merged;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}

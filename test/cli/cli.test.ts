@@ -1,0 +1,340 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CliIo } from '../../src/cli/command.js';
+import { main } from '../../src/cli/main.js';
+import { FIXED_CONTRACT_EVENTS, UNCONTRACTED_EVENTS } from '../../src/index.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = join(ROOT, 'src/cli/index.ts');
+const SECRET = 'Pq4wE7rT0yU3iO6pA9sD2fG5hJ8kL1zX4cV7bN0mQ3wE6rT9yU2iO5pA8sD1fG4h';
+const COMMANDS = ['listen', 'send', 'replay', 'sign', 'verify', 'simulate', 'schema'];
+const withSecret = { SCHOOL_WEBHOOK_SECRET: SECRET };
+const BODY = '{"event":"UserSignedUp","timestamp":"2025-01-01T00:00:00.000Z"}\n';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function hmac(body: string | Buffer, secret = SECRET): string {
+  return createHmac('sha256', secret).update(body).digest('hex');
+}
+
+/** Start the bin as the user would: `node --import tsx src/cli/index.ts …`, with no inherited secret. */
+function start(args: readonly string[], env: Record<string, string> = {}): ChildProcess {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
+  if (!('SCHOOL_WEBHOOK_SECRET' in env)) delete childEnv.SCHOOL_WEBHOOK_SECRET;
+  return spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env: childEnv });
+}
+
+/** Run the bin to its end with `input` on stdin. */
+function bin(
+  args: readonly string[],
+  { input = '', env }: { input?: string; env?: Record<string, string> } = {},
+): Promise<Run> {
+  const child = start(args, env);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdin?.end(input);
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Run the CLI in this process: the same `main` the bin runs, on an I/O the test holds. */
+async function cli(
+  args: readonly string[],
+  { input = '', env = {} }: { input?: string; env?: Record<string, string> } = {},
+): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIo = {
+    out: (text) => void (stdout += `${text}\n`),
+    err: (text) => void (stderr += `${text}\n`),
+    readStdin: async () => new TextEncoder().encode(input),
+    stdinIsTty: false,
+    env,
+    untilStopped: () => new Promise(() => {}),
+  };
+  const code = await main(args, io);
+  return { code, stdout, stderr };
+}
+
+describe('the bin, as a child process', () => {
+  it('prints every command with --help and exits 0', async () => {
+    const { code, stdout } = await bin(['--help']);
+    expect(code).toBe(0);
+    for (const name of COMMANDS) expect(stdout).toContain(`  ${name}`);
+  });
+
+  it('sign | verify: what sign prints for stdin, verify accepts; a bad signature exits 1', async () => {
+    const signed = await bin(['sign'], { input: BODY, env: withSecret });
+    expect(signed).toEqual({ code: 0, stdout: `${hmac(BODY)}\n`, stderr: '' });
+    const [good, bad] = await Promise.all([
+      bin(['verify', '--signature', signed.stdout.trim()], { input: BODY, env: withSecret }),
+      bin(['verify', '--signature', hmac(BODY, 'another-secret')], {
+        input: BODY,
+        env: withSecret,
+      }),
+    ]);
+    expect(good.code).toBe(0);
+    expect(good.stdout).toContain('valid');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('does not match');
+    expect(bad.stdout + bad.stderr).not.toContain(SECRET);
+  });
+
+  it('exits 2 without a secret', async () => {
+    const { code, stderr } = await bin(['sign'], { input: BODY });
+    expect(code).toBe(2);
+    expect(stderr).toContain('no secret: pass --secret or set SCHOOL_WEBHOOK_SECRET');
+  });
+
+  it('schema prints valid JSON', async () => {
+    const { code, stdout } = await bin(['schema', 'CourseCompleted']);
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ title: 'CourseCompleted', type: 'object' });
+  });
+});
+
+describe('against a running listen', () => {
+  let listener: ChildProcess;
+  let url = '';
+  let output = '';
+  let folder = '';
+
+  /** Wait until listen has printed `text`. */
+  async function printed(text: string): Promise<void> {
+    for (let i = 0; i < 400 && !output.includes(text); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(output).toContain(text);
+  }
+
+  beforeAll(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'schoolhooks-cli-'));
+    listener = start(['listen', '--port', '0', '--path', '/hooks'], withSecret);
+    listener.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    listener.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await printed('Listening on');
+    url = `http://127.0.0.1:${/:(\d+)\/hooks/.exec(output)?.[1]}/hooks`;
+  });
+
+  afterAll(async () => {
+    await rm(folder, { recursive: true, force: true });
+    if (listener.exitCode !== null) return;
+    const exited = new Promise<number | null>((resolve) => listener.once('close', resolve));
+    listener.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(output).not.toContain(SECRET);
+  });
+
+  it('receives a fixture from the send bin and prints the verified event', async () => {
+    const { code, stdout } = await bin(['send', 'PaymentCompleted', '--url', url], {
+      env: withSecret,
+    });
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^200 PaymentCompleted\n\{"ok":true,"outcome":"processed"/);
+    const key = /"idempotencyKey":"([^"]+)"/.exec(stdout)?.[1] ?? 'none';
+    await printed(`200 processed PaymentCompleted key=${key} user `);
+  });
+
+  it('the simulate bin delivers every event through injected faults', async () => {
+    const { code, stdout } = await bin(
+      ['simulate', '--url', url, '--events', '26', '--faults', '0.3', '--seed', '5'],
+      { env: withSecret },
+    );
+    expect(stdout).toMatch(
+      /26 events, \d+ requests over .* of platform time: 26 delivered, 0 failed/,
+    );
+    expect(stdout).toMatch(/attempt 2 /);
+    expect(code).toBe(0);
+  });
+
+  it('the replay bin gets every answer the manifest of fixtures/invalid expects', async () => {
+    const { code, stdout } = await bin(['replay', 'fixtures/invalid', '--url', url], {
+      env: withSecret,
+    });
+    const manifest = JSON.parse(
+      await readFile(join(ROOT, 'fixtures/invalid/manifest.json'), 'utf8'),
+    ) as unknown[];
+    expect(stdout).toContain(
+      `${manifest.length} files, ${manifest.length} answered as expected, 0 not`,
+    );
+    expect(code).toBe(0);
+  });
+
+  it('exits 1 on a 401, and listen prints the likely causes', async () => {
+    const { code, stdout } = await cli(['send', 'UserSignedUp', '--url', url], {
+      env: { SCHOOL_WEBHOOK_SECRET: 'not-the-endpoint-secret' },
+    });
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/^401 UserSignedUp/);
+    await printed('401 invalid_signature: the signature matches no secret');
+    await printed('temporary key');
+    await printed('a proxy or framework changed the body');
+  });
+
+  it('answers the same key and timestamp twice as a duplicate', async () => {
+    const args = ['send', 'UserSignedUp', '--url', url, '--key', 'cli-dup-1'];
+    const timestamp = ['--timestamp', new Date().toISOString()];
+    const first = await cli([...args, ...timestamp], { env: withSecret });
+    const second = await cli([...args, ...timestamp], { env: withSecret });
+    expect(first.stdout).toContain('"outcome":"processed"');
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain('"outcome":"duplicate"');
+    await printed('200 duplicate UserSignedUp key=cli-dup-1');
+  });
+
+  it('sends a data file as the event given by --event', async () => {
+    const file = join(folder, 'signed-in.json');
+    await writeFile(file, JSON.stringify({ user: { id: 5 } }));
+    const { code, stdout } = await cli(['send', file, '--event', 'UserSignedIn', '--url', url], {
+      env: withSecret,
+    });
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^200 UserSignedIn/);
+    await printed('200 processed UserSignedIn');
+  });
+
+  it('replays a folder of envelopes, each re-stamped so none is stale or a duplicate', async () => {
+    const first = await cli(['replay', 'fixtures', '--url', url], { env: withSecret });
+    const again = await cli(['replay', 'fixtures', '--url', url], { env: withSecret });
+    expect(first.stdout).toContain('13 files, 13 answered as expected, 0 not');
+    expect(again.stdout.match(/ok {3}200 processed/g)).toHaveLength(13);
+  });
+
+  it('replay exits 1 when an answer is not the expected one', async () => {
+    const { code, stdout } = await cli(['replay', 'fixtures/invalid', '--url', url, '--raw'], {
+      env: withSecret,
+    });
+    // Sent as they are, the invalid payloads are older than 72 h: 422 stale, not invalid_payload.
+    expect(stdout).toMatch(
+      /FAIL 422 stale +payment-completed-missing-invoice\.json \(expected 422 invalid_payload\)/,
+    );
+    expect(code).toBe(1);
+  });
+});
+
+describe('usage', () => {
+  it.each(COMMANDS)('%s --help prints its usage and exits 0', async (name) => {
+    const { code, stdout } = await cli([name, '--help']);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(new RegExp(`^Usage: schoolhooks ${name}`));
+  });
+
+  it('exits 2 with no command, an unknown command or an unknown option', async () => {
+    const none = await cli([]);
+    const unknown = await cli(['lsiten']);
+    const option = await cli(['schema', '--colour']);
+    expect([none.code, unknown.code, option.code]).toEqual([2, 2, 2]);
+    expect(none.stderr).toContain('Usage: schoolhooks <command>');
+    expect(unknown.stderr).toContain("unknown command 'lsiten'");
+    expect(option.stderr).toContain("Unknown option '--colour'");
+    expect(option.stderr).toContain("Run 'schoolhooks schema --help'");
+  });
+
+  it('never echoes a secret passed where it does not belong', async () => {
+    const { code, stdout, stderr } = await cli(['sign', SECRET], { input: BODY, env: withSecret });
+    expect(code).toBe(2);
+    expect(stdout + stderr).not.toContain(SECRET);
+  });
+
+  it('send exits 2 without --url, for an unknown event, or without a secret', async () => {
+    const noUrl = await cli(['send', 'UserSignedUp'], { env: withSecret });
+    const unknown = await cli(['send', 'NoSuchEvent', '--url', 'http://127.0.0.1:9/'], {
+      env: withSecret,
+    });
+    const noSecret = await cli(['send', 'UserSignedUp', '--url', 'http://127.0.0.1:9/']);
+    expect([noUrl.code, unknown.code, noSecret.code]).toEqual([2, 2, 2]);
+    expect(noUrl.stderr).toContain('--url is required');
+    expect(unknown.stderr).toContain('NoSuchEvent: no such file, and not an event name');
+  });
+});
+
+describe('verify', () => {
+  it('accepts a match with any of several secrets', async () => {
+    const { code } = await cli(
+      ['verify', '--signature', hmac(BODY), '--secret', 'old-secret', '--secret', SECRET],
+      { input: BODY },
+    );
+    expect(code).toBe(0);
+  });
+
+  it('takes the body byte for byte: a trailing newline changes the signature', async () => {
+    const { code } = await cli(['verify', '--signature', hmac(BODY.trimEnd())], {
+      input: BODY,
+      env: withSecret,
+    });
+    expect(code).toBe(1);
+  });
+
+  it('exits 1 on a signature that is not 64 hex characters', async () => {
+    const { code, stderr } = await cli(['verify', '--signature', `sha256=${hmac(BODY)}`], {
+      input: BODY,
+      env: withSecret,
+    });
+    expect(code).toBe(1);
+    expect(stderr).toContain('64 hex characters');
+  });
+
+  it('exits 2 without --signature', async () => {
+    const { code, stderr } = await cli(['verify'], { input: BODY, env: withSecret });
+    expect(code).toBe(2);
+    expect(stderr).toContain('--signature is required');
+  });
+});
+
+describe('schema', () => {
+  it('prints the envelope and data of one event', async () => {
+    const { code, stdout } = await cli(['schema', 'PaymentCompleted']);
+    expect(code).toBe(0);
+    const schema = JSON.parse(stdout) as {
+      $schema: string;
+      required: string[];
+      properties: Record<string, { const?: string; properties?: Record<string, unknown> }>;
+    };
+    expect(schema.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
+    expect(schema.properties.event?.const).toBe('PaymentCompleted');
+    expect(schema.required).toEqual(['event', 'timestamp', 'idempotencyKey', 'data']);
+    expect(Object.keys(schema.properties.data?.properties ?? {})).toContain('payment');
+  });
+
+  it('prints every event in $defs without a name', async () => {
+    const { code, stdout } = await cli(['schema']);
+    expect(code).toBe(0);
+    const schema = JSON.parse(stdout) as { $defs: Record<string, unknown>; oneOf: unknown[] };
+    const names = [...FIXED_CONTRACT_EVENTS, ...UNCONTRACTED_EVENTS];
+    expect(Object.keys(schema.$defs).sort()).toEqual(names.sort());
+    expect(schema.oneOf).toHaveLength(names.length);
+  });
+
+  it('exits 2 for a name that is not an event', async () => {
+    const { code, stderr } = await cli(['schema', 'PaymentComplete']);
+    expect(code).toBe(2);
+    expect(stderr).toContain('PaymentComplete is not an event');
+  });
+});
+
+describe('simulate against nothing', () => {
+  it('exits 1 when no event could be delivered, after the whole retry schedule', async () => {
+    const { code, stdout } = await cli(
+      ['simulate', '--url', 'http://127.0.0.1:9/', '--events', '1'],
+      { env: withSecret },
+    );
+    expect(code).toBe(1);
+    expect(stdout).toContain('+4:46:00');
+    expect(stdout).toContain(
+      '1 event, 5 requests over 4:46:00 of platform time: 0 delivered, 1 failed',
+    );
+  });
+});

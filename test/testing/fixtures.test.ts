@@ -1,0 +1,159 @@
+import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import {
+  createReceiver,
+  eventDataSchemas,
+  FIXED_CONTRACT_EVENTS,
+  verifySignature,
+  type EventData,
+} from '../../src/index.js';
+import { createDelivery, fixtures, signBody } from '../../src/testing/index.js';
+
+const SECRET = 'c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00';
+
+function fixtureFile(name: string): { event: string; data: unknown } {
+  return JSON.parse(readFileSync(new URL(`../../fixtures/${name}.json`, import.meta.url), 'utf8'));
+}
+
+describe('fixtures', () => {
+  it('has one factory per fixed-contract event', () => {
+    expect(Object.keys(fixtures).sort()).toEqual([...FIXED_CONTRACT_EVENTS].sort());
+  });
+
+  it.each(FIXED_CONTRACT_EVENTS)('%s: the data of fixtures/%s.json, passing its schema', (name) => {
+    const data = fixtures[name]();
+    expect(data).toEqual(fixtureFile(name).data);
+    expect(eventDataSchemas[name].safeParse(data).error).toBeUndefined();
+  });
+
+  it('hands out a fresh copy every time', () => {
+    const first = fixtures.PaymentCompleted();
+    first.payment.invoice.totalAmount = -1;
+    first.payment.invoice.products.length = 0;
+    const second = fixtures.PaymentCompleted();
+    expect(second.payment.invoice.totalAmount).not.toBe(-1);
+    expect(second.payment.invoice.products.length).toBeGreaterThan(0);
+  });
+
+  it('deep-merges overrides, keeping every field they do not name', () => {
+    const base = fixtures.PaymentCompleted();
+    const data = fixtures.PaymentCompleted({
+      payment: {
+        invoice: { totalAmount: 4900, currency: 'EUR', user: { email: 'x@example.com' } },
+      },
+    });
+    expect(data.payment.invoice.totalAmount).toBe(4900);
+    expect(data.payment.invoice.currency).toBe('EUR');
+    expect(data.payment.invoice.user.email).toBe('x@example.com');
+    expect(data.payment.invoice.user.profile).toEqual(base.payment.invoice.user.profile);
+    expect(data.payment.acquiring).toEqual(base.payment.acquiring);
+    expect(eventDataSchemas.PaymentCompleted.safeParse(data).success).toBe(true);
+  });
+
+  it('replaces arrays whole and sets null where null is given', () => {
+    const data = fixtures.CourseProgressChanged({ groups: [{ id: 7 }] });
+    expect(data.groups).toEqual([{ id: 7 }]);
+    const signedUp = fixtures.UserSignedUp({ profile: null, user: { tgId: null } });
+    expect(signedUp.profile).toBeNull();
+    expect(signedUp.user.tgId).toBeNull();
+    expect(eventDataSchemas.UserSignedUp.safeParse(signedUp).success).toBe(true);
+  });
+
+  it('lets an override break the schema on purpose', () => {
+    const data = fixtures.PaymentCompleted({
+      payment: { invoice: { totalAmount: '4900' as unknown as number } },
+    });
+    expect(eventDataSchemas.PaymentCompleted.safeParse(data).success).toBe(false);
+  });
+
+  it('keeps an override key __proto__ a plain key', () => {
+    const overrides = JSON.parse('{"user":{"__proto__":{"polluted":true}}}') as object;
+    const data = fixtures.UserSignedUp(overrides);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.getPrototypeOf(data.user)).toBe(Object.prototype);
+  });
+
+  it('types factories and their overrides from the schemas', () => {
+    expectTypeOf(fixtures.CourseCompleted()).toEqualTypeOf<EventData<'CourseCompleted'>>();
+    expectTypeOf(fixtures.PaymentCompleted().payment.invoice.totalAmount).toBeNumber();
+    // @ts-expect-error -- totalAmount is a number
+    fixtures.PaymentCompleted({ payment: { invoice: { totalAmount: '1' } } });
+    // @ts-expect-error -- an array override is given whole, not as a partial item
+    fixtures.PaymentCompleted({ payment: { invoice: { products: [{ totalPrice: 1 }] } } });
+    // @ts-expect-error -- the user is not nullable
+    fixtures.UserSignedUp({ user: null });
+  });
+});
+
+describe('signBody', () => {
+  it('is the lowercase hex HMAC-SHA256 of the body, keyed by the secret as it is', () => {
+    const body = '{"event":"UserSignedUp"}';
+    const expected = createHmac('sha256', SECRET).update(body).digest('hex');
+    expect(signBody(body, SECRET)).toBe(expected);
+    expect(signBody(new TextEncoder().encode(body), SECRET)).toBe(expected);
+    // Not hex-decoded, though it looks like hex.
+    expect(signBody(body, SECRET)).not.toBe(
+      createHmac('sha256', Buffer.from(SECRET, 'hex')).update(body).digest('hex'),
+    );
+    expect(signBody(body, SECRET)).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('refuses an empty secret without echoing anything', () => {
+    expect(() => signBody('{}', '')).toThrow(/non-empty string/);
+  });
+});
+
+describe('createDelivery', () => {
+  it('builds the envelope of the fixture and signs it so the core verifies it', async () => {
+    const { body, headers } = createDelivery('PaymentCompleted', undefined, { secret: SECRET });
+    expect(headers['content-type']).toBe('application/json');
+    expect(await verifySignature(body, headers.signature, SECRET)).toBe(true);
+    expect(await verifySignature(body, headers.signature, `${SECRET.slice(1)}x`)).toBe(false);
+    const envelope = JSON.parse(body) as Record<string, unknown>;
+    expect(Object.keys(envelope)).toEqual(['event', 'timestamp', 'idempotencyKey', 'data']);
+    expect(envelope.event).toBe('PaymentCompleted');
+    expect(envelope.data).toEqual(fixtures.PaymentCompleted());
+    expect(envelope.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
+    expect(Math.abs(Date.parse(envelope.timestamp as string) - Date.now())).toBeLessThan(5_000);
+  });
+
+  it('uses the data, key and timestamp it is given', () => {
+    const data = fixtures.UserTgConnected({ prevTgId: 42 });
+    const { body } = createDelivery('UserTgConnected', data, {
+      secret: SECRET,
+      idempotencyKey: 'key-1',
+      timestamp: new Date('2025-05-01T12:00:00Z'),
+    });
+    expect(JSON.parse(body)).toEqual({
+      event: 'UserTgConnected',
+      timestamp: '2025-05-01T12:00:00.000Z',
+      idempotencyKey: 'key-1',
+      data,
+    });
+  });
+
+  it('needs data for an event without a fixture', () => {
+    const { body } = createDelivery('UserSignedIn', { user: { id: 1 } }, { secret: SECRET });
+    expect(JSON.parse(body)).toMatchObject({ event: 'UserSignedIn', data: { user: { id: 1 } } });
+    // @ts-expect-error -- UserSignedIn has no fixture, so its data is required
+    expect(() => createDelivery('UserSignedIn', undefined, { secret: SECRET })).toThrow(
+      /no fixture/,
+    );
+  });
+
+  it('types data from the event name', () => {
+    // @ts-expect-error -- the data of another event
+    createDelivery('PaymentCompleted', fixtures.UserSignedUp(), { secret: SECRET });
+  });
+
+  it('is processed by a receiver as it is', async () => {
+    const receiver = createReceiver({ secret: SECRET });
+    const seen: number[] = [];
+    receiver.on('CertificateIssued', (event) => void seen.push(event.data.certificate.id));
+    const delivery = createDelivery('CertificateIssued', undefined, { secret: SECRET });
+    const result = await receiver.handle({ method: 'POST', ...delivery });
+    expect(result.outcome).toBe('processed');
+    expect(seen).toEqual([fixtures.CertificateIssued().certificate.id]);
+  });
+});
