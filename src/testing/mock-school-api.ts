@@ -30,7 +30,10 @@ export interface MockSchoolApiOptions {
   sellerId?: number;
   /** The seller's school. Default 1. */
   schoolId?: number;
-  /** Users, as ids (of the seller's school) or `{ id, schoolId }`. Default none. */
+  /**
+   * Users, as ids (of the seller's school) or `{ id, schoolId }`; any other id is a foreign user.
+   * Default: not given, so every positive id is a student of the seller's school.
+   */
   users?: readonly (number | MockSchoolApiUser)[];
   /** Ids of the school's users with admin-panel permissions; they need not be in `users`. */
   admins?: readonly number[];
@@ -107,13 +110,13 @@ export async function createMockSchoolApi({
   apiKey = 'test-api-key',
   sellerId = 1,
   schoolId = 1,
-  users = [],
+  users,
   admins = [],
   permissions = ['SchoolManageUsers'],
   port = 0,
 }: MockSchoolApiOptions = {}): Promise<MockSchoolApi> {
   const userSchools = new Map<number, number>();
-  for (const user of users) {
+  for (const user of users ?? []) {
     if (typeof user === 'number') userSchools.set(user, schoolId);
     else userSchools.set(user.id, user.schoolId ?? schoolId);
   }
@@ -188,7 +191,8 @@ export async function createMockSchoolApi({
     if (typeof forceCreate !== 'boolean') {
       return validationAnswer('forceCreate must be a boolean value');
     }
-    if (userSchools.get(userId) !== schoolId) return errorAnswer(401, 'Forbidden', FOREIGN_USER);
+    const home = userSchools.get(userId) ?? (users === undefined ? schoolId : undefined);
+    if (home !== schoolId) return errorAnswer(401, 'Forbidden', FOREIGN_USER);
     if (adminIds.has(userId)) return errorAnswer(400, 'Forbidden', ADMIN_USER);
 
     const sessions = sessionsByUser.get(userId) ?? [];

@@ -288,3 +288,27 @@ describe('createMockSchoolApi', () => {
     expect(await pending).toBeInstanceOf(TypeError);
   });
 });
+
+describe('createMockSchoolApi() with no options', () => {
+  it('treats every positive id as a student of school 1, with the key test-api-key', async () => {
+    const bare = await createMockSchoolApi();
+    try {
+      const response = await fetch(`${bare.url}${PATH}`, {
+        method: 'POST',
+        headers: {
+          authorization: 'Bearer test-api-key',
+          'seller-id': '1',
+          'school-id': '1',
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ userId: 987 }),
+      });
+      expect(response.status).toBe(201);
+      const json = (await response.json()) as { payload: { isCreated: boolean } };
+      expect(json.payload.isCreated).toBe(true);
+      expect(bare.sessions(987)).toHaveLength(1);
+    } finally {
+      await bare.close();
+    }
+  });
+});
