@@ -1,0 +1,137 @@
+/**
+ * The core and the adapters import express, hono, ioredis and node:http for their types only
+ * (DESIGN 1 and 2): importing `schoolhooks` must never load a framework the user did not install.
+ * Read with the TypeScript parser, so type-only imports are told apart from imports that survive
+ * compilation.
+ */
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..', '..');
+
+/** Modules only types may come from: the optional peers, their subpaths, and Node's HTTP servers. */
+const FORBIDDEN =
+  /^(?:express|hono|ioredis|@hono\/[^/]+|(?:node:)?https?|(?:node:)?http2)(?:\/.*)?$/;
+
+/** Where servers and clients are allowed: the Redis store (DESIGN 1), the toolkit and the CLI. */
+const EXEMPT = ['src/stores/redis.ts', 'src/testing/', 'src/cli/'];
+
+/** The TypeScript files of `src/` and `adapters/` that must stay framework-free, repo-relative. */
+function coreFiles(): string[] {
+  return ['src', 'adapters']
+    .flatMap((dir) =>
+      readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' }).map((file) =>
+        relative(root, join(root, dir, file))
+          .split('\\')
+          .join('/'),
+      ),
+    )
+    .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))
+    .filter((file) => !EXEMPT.some((exempt) => file === exempt || file.startsWith(exempt)))
+    .sort();
+}
+
+/**
+ * The module specifiers a file loads at runtime. Under `verbatimModuleSyntax` only a whole
+ * `import type` / `export type` disappears: `import { type A } from 'x'` still compiles to
+ * `import {} from 'x'`, which loads `x`.
+ */
+function runtimeImports(source: string, fileName = 'file.ts'): string[] {
+  const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly) {
+      found.push(specifier(node.moduleSpecifier));
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && !node.isTypeOnly) {
+      found.push(specifier(node.moduleSpecifier));
+    } else if (
+      ts.isImportEqualsDeclaration(node) &&
+      !node.isTypeOnly &&
+      ts.isExternalModuleReference(node.moduleReference)
+    ) {
+      found.push(specifier(node.moduleReference.expression));
+    } else if (ts.isCallExpression(node) && node.arguments.length > 0) {
+      const isImport = node.expression.kind === ts.SyntaxKind.ImportKeyword;
+      const isRequire = ts.isIdentifier(node.expression) && node.expression.text === 'require';
+      if (isImport || isRequire) found.push(specifier(node.arguments[0]!));
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(file);
+  return found;
+}
+
+function specifier(node: ts.Node): string {
+  // A computed specifier cannot be checked: report it, so it is seen and judged.
+  return ts.isStringLiteralLike(node) ? node.text : `<computed: ${node.getText()}>`;
+}
+
+function forbiddenImports(source: string, fileName?: string): string[] {
+  return runtimeImports(source, fileName).filter(
+    (name) => FORBIDDEN.test(name) || name.startsWith('<computed'),
+  );
+}
+
+describe('the core and the adapters', () => {
+  const files = coreFiles();
+
+  it('are all scanned, the exempt files aside', () => {
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'src/index.ts',
+        'src/receiver.ts',
+        'src/body.ts',
+        'adapters/express.ts',
+        'adapters/hono.ts',
+        'adapters/node.ts',
+        'adapters/fetch.ts',
+      ]),
+    );
+    expect(files.filter((file) => EXEMPT.some((exempt) => file.startsWith(exempt)))).toEqual([]);
+  });
+
+  it.each(files)('%s imports no framework or HTTP server at runtime', (file) => {
+    expect(forbiddenImports(readFileSync(join(root, file), 'utf8'), file)).toEqual([]);
+  });
+});
+
+describe('the import scanner', () => {
+  it.each([
+    "import express from 'express';",
+    "import { type Context } from 'hono';",
+    "import 'ioredis';",
+    "import * as http from 'node:http';",
+    "import { request } from 'https';",
+    "export { Hono } from 'hono';",
+    "export * from 'hono/utils/http-status';",
+    "import { serve } from '@hono/node-server';",
+    "const http = await import('node:http');",
+    "const { Redis } = require('ioredis');",
+    "import Redis = require('ioredis');",
+  ])('flags %s', (source) => {
+    expect(forbiddenImports(source)).toHaveLength(1);
+  });
+
+  it.each([
+    "import type { Request } from 'express';",
+    "import type * as Hono from 'hono';",
+    "export type { Context } from 'hono';",
+    "type RedisModule = typeof import('ioredis');",
+    "import type { IncomingMessage } from 'node:http';",
+    "import { z } from 'zod';",
+    "import { nodeBodyReader } from '../src/express.js';",
+    "import 'expressive';",
+    "import { createHmac } from 'node:crypto';",
+  ])('lets %s through', (source) => {
+    expect(forbiddenImports(source)).toEqual([]);
+  });
+
+  it('flags an import whose specifier it cannot read', () => {
+    expect(forbiddenImports('const name = "hono"; await import(name);')).toEqual([
+      '<computed: name>',
+    ]);
+  });
+});
