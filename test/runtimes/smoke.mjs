@@ -6,7 +6,6 @@
  * @module
  */
 
-
 /** A secret shaped like the platform's: 64 characters that look like hex, used as they are. */
 export const SECRET = '5f0c8e2a91d4b7363e6a0f9c2b17d8e45f0c8e2a91d4b7363e6a0f9c2b17d8e4';
 
