@@ -73,10 +73,23 @@ let exitHookInstalled = false;
  * unless `args` turn it on (`--appendonly yes`); its directory is kept across `stop` and `start`,
  * so a persistent one comes back with its data.
  */
-export async function startRedisServer({
+export async function startRedisServer(
+  options: RedisServerOptions = {},
+): Promise<RedisServerProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRedisServerOnce(options);
+    } catch (error) {
+      // A free port can be taken between the check and the bind: try another one.
+      if (options.port !== undefined || attempt === 3) throw error;
+    }
+  }
+}
+
+async function startRedisServerOnce({
   port,
   args = [],
-}: RedisServerOptions = {}): Promise<RedisServerProcess> {
+}: RedisServerOptions): Promise<RedisServerProcess> {
   const chosen = port ?? (await freePort());
   const dir = await mkdtemp(join(tmpdir(), 'schoolhooks-redis-'));
   const url = `redis://127.0.0.1:${chosen}`;
@@ -100,9 +113,11 @@ export async function startRedisServer({
         dir,
         ...args,
       ]);
-      if (!(await waitForPing(url, 5000))) {
+      if (!(await waitForPing(url, 5000, child.pid))) {
         await server.stop();
-        throw new Error(`redis-server on port ${chosen} did not answer PING within 5 s`);
+        throw new Error(
+          `redis-server on port ${chosen} did not answer PING within 5 s (or the port is taken)`,
+        );
       }
     },
     async stop() {
@@ -146,6 +161,17 @@ export interface RedisClusterProcess {
  * `redis-cli --cluster create` and waits for `cluster_state:ok` (about 2–3 s).
  */
 export async function startRedisCluster(): Promise<RedisClusterProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRedisClusterOnce();
+    } catch (error) {
+      // A free port can be taken between the check and the bind: try other ones.
+      if (attempt === 3) throw error;
+    }
+  }
+}
+
+async function startRedisClusterOnce(): Promise<RedisClusterProcess> {
   const dir = await mkdtemp(join(tmpdir(), 'schoolhooks-cluster-'));
   const children: ChildProcess[] = [];
   const stop = async (): Promise<void> => {
@@ -181,8 +207,8 @@ export async function startRedisCluster(): Promise<RedisClusterProcess> {
         ]),
       );
     }
-    for (const port of ports) {
-      if (!(await waitForPing(`redis://127.0.0.1:${port}`, 5000))) {
+    for (const [index, port] of ports.entries()) {
+      if (!(await waitForPing(`redis://127.0.0.1:${port}`, 5000, children[index]?.pid))) {
         throw new Error(`cluster node on port ${port} did not answer PING`);
       }
     }
@@ -261,13 +287,31 @@ async function isFree(port: number): Promise<boolean> {
   });
 }
 
-async function waitForPing(url: string, timeoutMs: number): Promise<boolean> {
+async function waitForPing(url: string, timeoutMs: number, pid?: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (await ping(url, 200)) return true;
+    if (await ping(url, 200)) return pid === undefined || (await servedBy(url, pid));
     await sleep(25);
   }
   return false;
+}
+
+/**
+ * True when the Redis answering at `url` is the process `pid`. Ports are picked free but not
+ * reserved: another suite's server can take one first, and a PING alone would then be answered
+ * by the wrong server (a cluster node answering MOVED, say).
+ */
+async function servedBy(url: string, pid: number): Promise<boolean> {
+  const client = new Redis(url, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => {});
+  try {
+    const info = await client.info('server');
+    return new RegExp(`^process_id:${pid}\\r?$`, 'm').test(info);
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
 }
 
 /** Spawns redis-server and resolves once the process is running (not yet answering). */

@@ -26,11 +26,10 @@ let cluster: RedisClusterProcess;
 let clusterClient: Cluster;
 
 beforeAll(async () => {
-  // Assigned one by one, so afterAll stops whichever started even if the other failed.
-  await Promise.all([
-    startRedisServer().then((started) => (server = started)),
-    startRedisCluster().then((started) => (cluster = started)),
-  ]);
+  // One after the other: the cluster then sees the server's port taken (its bus port is port +
+  // 10000), and afterAll stops whichever started even if the other failed.
+  server = await startRedisServer();
+  cluster = await startRedisCluster();
   // ioredis defaults (offline queue on, unfulfilled commands re-sent after a reconnect, 20
   // retries per request), only with a quicker reconnect so the suite stays short.
   client = new Redis(server.url, { retryStrategy: (attempt) => Math.min(attempt * 50, 500) });
