@@ -3,6 +3,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // CI also writes the results as JSON, for .ci/run's one-line summary.
+    reporters: process.env.CI === 'true' ? ['default', 'json'] : ['default'],
+    outputFile: { json: '.ci-results/vitest.json' },
     testTimeout: 30_000,
     hookTimeout: 30_000,
     typecheck: { enabled: true, include: ['test/**/*.test-d.ts'] },
