@@ -60,10 +60,24 @@ export function toHex(bytes: Uint8Array): string {
 
 /** Bytes of a hex string of even length, or undefined if it is not hex. */
 export function fromHex(hex: string): Uint8Array | undefined {
-  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) return undefined;
+  if (hex.length % 2 !== 0) return undefined;
   const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  // One pass that checks and decodes: this runs on every signature header.
+  for (let i = 0; i < out.length; i++) {
+    const high = nibble(hex.charCodeAt(2 * i));
+    const low = nibble(hex.charCodeAt(2 * i + 1));
+    if ((high | low) < 0) return undefined;
+    out[i] = (high << 4) | low;
+  }
   return out;
+}
+
+/** The value of one hex digit, or -1. */
+function nibble(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48; // 0-9
+  const lower = code | 0x20;
+  if (lower >= 97 && lower <= 102) return lower - 87; // a-f, A-F
+  return -1;
 }
 
 const encoder = new TextEncoder();

@@ -29,9 +29,13 @@ export interface RedisStoreOptions {
   commandTimeoutMs?: number;
 }
 
-/** One store call in progress: `deadline` on this process's clock; `signal` aborts at it. */
+/**
+ * One store call in progress: `deadline` on this process's clock; `aborted` (and `signal`, made
+ * on first use) once it has passed.
+ */
 interface Call {
   readonly deadline: number;
+  readonly aborted: boolean;
   readonly signal: AbortSignal;
 }
 
@@ -175,7 +179,7 @@ export function redisStore({
           // caller gave up writes nothing. The last 10% absorbs the error of the clock estimate.
           const cutoff = call.deadline - commandTimeoutMs / 10;
           for (let retried = false; ; retried = true) {
-            await connected(call);
+            if (client.status !== 'ready') await connected(call);
             const sentAt = Date.now();
             const args = [lease, px, cutoff + clockOffsetMs];
             const reply = await evalScript(CLAIM, redisKey, args, call);
@@ -184,7 +188,7 @@ export function redisStore({
             // Redis read its clock between sentAt and receivedAt, so a sample is off by at most
             // half the round trip: keep quick ones, and any `late` answer that came back in
             // time, which proves the estimate wrong (this process's clock was set, or drifted).
-            const late = outcome === 'late' && !call.signal.aborted;
+            const late = outcome === 'late' && !call.aborted;
             if (late || receivedAt - sentAt <= commandTimeoutMs / 20) {
               clockOffsetMs = redisNow - (sentAt + receivedAt) / 2;
             }
@@ -220,21 +224,37 @@ export function redisStore({
 
   /**
    * Runs `operation` with a deadline `commandTimeoutMs` from now and rejects with
-   * `StoreUnavailableError` at the deadline or on any failure. At the deadline `call.signal`
-   * aborts, so the operation sends nothing more; `onLate` sees a result that arrives after the
-   * caller was already told it failed.
+   * `StoreUnavailableError` at the deadline or on any failure. At the deadline the call aborts,
+   * so the operation sends nothing more; `onLate` sees a result that arrives after the caller
+   * was already told it failed.
    */
   async function bounded<T>(
     name: string,
     operation: (call: Call) => Promise<T>,
     onLate?: (result: T) => void,
   ): Promise<T> {
-    const controller = new AbortController();
-    const work = operation({ deadline: Date.now() + commandTimeoutMs, signal: controller.signal });
+    let aborted = false;
+    let controller: AbortController | undefined;
+    const work = operation({
+      deadline: Date.now() + commandTimeoutMs,
+      get aborted() {
+        return aborted;
+      },
+      // Only a call that waits for the client to connect listens; an AbortController per call
+      // would cost more than the rest of the call's JavaScript.
+      get signal() {
+        if (!controller) {
+          controller = new AbortController();
+          if (aborted) controller.abort();
+        }
+        return controller.signal;
+      },
+    });
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        controller.abort();
+        aborted = true;
+        controller?.abort();
         reject(
           new StoreUnavailableError(`Redis did not answer ${name} within ${commandTimeoutMs} ms`),
         );
@@ -262,7 +282,7 @@ export function redisStore({
     args: readonly (string | number)[],
     call: Call,
   ): Promise<unknown> {
-    await connected(call);
+    if (client.status !== 'ready') await connected(call);
     try {
       return await sendNow(() => client.evalsha(sha, 1, key, ...args), call);
     } catch (error) {
@@ -272,9 +292,9 @@ export function redisStore({
   }
 
   /** Sends `command` only if, at this very tick, the client is ready and the call is live. */
-  function sendNow(command: () => Promise<unknown>, { signal }: Call): Promise<unknown> {
+  function sendNow(command: () => Promise<unknown>, call: Call): Promise<unknown> {
     if (client.status !== 'ready') return Promise.reject(notReady());
-    if (signal.aborted) return Promise.reject(new Error('the call timed out'));
+    if (call.aborted) return Promise.reject(new Error('the call timed out'));
     return command();
   }
 
@@ -283,16 +303,16 @@ export function redisStore({
    * or a `lazyConnect` client, which this starts) is waited for until the attempt succeeds,
    * fails or the call times out; one that is reconnecting, closing or closed fails at once.
    */
-  async function connected({ signal }: Call): Promise<void> {
+  async function connected(call: Call): Promise<void> {
     for (;;) {
       const { status } = client;
       if (status === 'ready') return;
       if (status === 'wait') client.connect().catch(noop);
       else if (status !== 'connecting' && status !== 'connect') throw notReady();
-      if (signal.aborted) throw notReady();
+      if (call.aborted) throw notReady();
       await Promise.race([
         nextStatusChange(),
-        new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve())),
+        new Promise<void>((resolve) => call.signal.addEventListener('abort', () => resolve())),
       ]);
     }
   }
