@@ -9,7 +9,6 @@ export type {
   ErrorHandler,
   EventHandler,
   EventName,
-  HandlerContext,
   Logger,
   Receiver,
   ReceiverOptions,
@@ -17,6 +16,7 @@ export type {
   WebhookResponseBody,
   WebhookResult,
 } from './receiver.js';
+export type { HandlerContext } from './run-handlers.js';
 export { OUTCOME_STATUS } from './outcome.js';
 export type { Outcome } from './outcome.js';
 export type { HeadersInput, HeadersLike } from './headers.js';

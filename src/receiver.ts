@@ -26,6 +26,7 @@ import {
 } from './events/index.js';
 import { declaredLength, type BodyReader } from './body.js';
 import { fingerprintEnvelope } from './fingerprint.js';
+import { runHandlers, type AnyHandler, type HandlerContext } from './run-handlers.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import { OUTCOME_STATUS, type Outcome } from './outcome.js';
 import { createVerifier, type RawBody } from './signature.js';
@@ -97,14 +98,6 @@ export interface WebhookResult {
   body: WebhookResponseBody;
 }
 
-/** What a handler gets besides the event. */
-export interface HandlerContext {
-  /** The delivery's idempotencyKey (also `event.idempotencyKey`). */
-  idempotencyKey: string;
-  /** Aborted when handlerTimeoutMs elapses; the delivery is then answered 503 and retried later. */
-  signal: AbortSignal;
-}
-
 /** A handler of one or several events; it may return a promise. */
 export type EventHandler<N extends string = EventName> = (
   event: WebhookEvent<N>,
@@ -127,8 +120,6 @@ export interface Receiver {
   /** The largest body accepted, for adapters to stop reading at the limit. */
   readonly maxBodyBytes: number;
 }
-
-type AnyHandler = (event: WebhookEvent<string>, context: HandlerContext) => unknown;
 
 /**
  * Create a webhook receiver.
@@ -224,7 +215,7 @@ export function createReceiver({
 
   async function handle(request: WebhookRequest): Promise<WebhookResult> {
     const { method, headers } = request;
-    if (method !== undefined && method.toUpperCase() !== 'POST') {
+    if (method !== undefined && method !== 'POST' && method.toUpperCase() !== 'POST') {
       return reject(
         'method_not_allowed',
         `method ${String(method).slice(0, 16)} is not allowed; use POST`,
@@ -327,10 +318,7 @@ export function createReceiver({
       return answer('in_flight', idempotencyKey);
     }
     if (claim.state === 'done') {
-      if (
-        claim.fingerprint !== undefined &&
-        claim.fingerprint !== (await fingerprintEnvelope(envelope))
-      ) {
+      if (claim.fingerprint !== undefined && claim.fingerprint !== fingerprintEnvelope(envelope)) {
         reportError(new IdempotencyConflictError(idempotencyKey));
         logger?.error({ ...log, outcome: 'conflict' }, 'webhook idempotencyKey reused');
         return answer('conflict', idempotencyKey);
@@ -340,14 +328,11 @@ export function createReceiver({
     }
 
     const { token } = claim;
+    // Taken before any handler runs: a handler that changes event.data must not change it.
+    const fingerprint = fingerprintEnvelope(envelope);
     const complete = async (): Promise<void> => {
       try {
-        await store.complete(
-          idempotencyKey,
-          token,
-          dedupTtlMs,
-          await fingerprintEnvelope(envelope),
-        );
+        await store.complete(idempotencyKey, token, dedupTtlMs, fingerprint);
       } catch (cause) {
         reportError(
           new StoreUnavailableError('the idempotency store failed to record completion', { cause }),
@@ -373,22 +358,22 @@ export function createReceiver({
     }
 
     const event = { ...envelope, data } as WebhookEvent<string>;
-    const run = runHandlers(chosen, event, idempotencyKey, handlerTimeoutMs);
-    const settled = await run.outcome;
-    if (settled === 'timeout') {
+    const run = runHandlers(chosen, event, handlerTimeoutMs);
+    const first = await run.first;
+    if (first === 'timeout') {
       reportError(new HandlerTimeoutError(eventName, idempotencyKey, handlerTimeoutMs));
       logger?.warn({ ...log, outcome: 'timeout' }, 'webhook handlers timed out');
       // They go on: success completes the key, failure releases it for the next retry.
-      void run.done.then(async (failure) => {
-        if (failure === undefined) return complete();
-        reportError(new HandlerError(eventName, idempotencyKey, failure));
+      void run.settled.then(async (settled) => {
+        if (settled.ok) return complete();
+        reportError(new HandlerError(eventName, idempotencyKey, settled.error));
         return release();
       });
       return answer('timeout', idempotencyKey);
     }
-    if (settled !== undefined) {
+    if (!first.ok) {
       await release();
-      reportError(new HandlerError(eventName, idempotencyKey, settled));
+      reportError(new HandlerError(eventName, idempotencyKey, first.error));
       logger?.error({ ...log, outcome: 'handler_failed' }, 'webhook handler failed');
       return answer('handler_failed', idempotencyKey);
     }
@@ -429,41 +414,6 @@ export function createReceiver({
   return receiver;
 }
 
-interface HandlerRun {
-  /** undefined when all succeeded, the failure (an AggregateError for several), or 'timeout'. */
-  outcome: Promise<unknown>;
-  /** Settles when every handler has finished: undefined or the failure. */
-  done: Promise<unknown>;
-}
-
-function runHandlers(
-  chosen: readonly AnyHandler[],
-  event: WebhookEvent<string>,
-  idempotencyKey: string,
-  timeoutMs: number,
-): HandlerRun {
-  const controller = new AbortController();
-  const context: HandlerContext = { idempotencyKey, signal: controller.signal };
-  const done = Promise.allSettled(chosen.map(async (handler) => handler(event, context))).then(
-    (results) => {
-      const errors = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
-      if (errors.length === 0) return undefined;
-      return errors.length === 1
-        ? errors[0]
-        : new AggregateError(errors, `${errors.length} handlers failed`);
-    },
-  );
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => {
-      controller.abort(new Error('handler timeout'));
-      resolve('timeout');
-    }, timeoutMs);
-  });
-  const outcome = Promise.race([done, timeout]).finally(() => clearTimeout(timer));
-  return { outcome, done };
-}
-
 function rawBodyOf(body: unknown): Uint8Array | string | undefined {
   if (typeof body === 'string' || body instanceof Uint8Array) return body;
   if (body instanceof ArrayBuffer) return new Uint8Array(body);
@@ -471,6 +421,7 @@ function rawBodyOf(body: unknown): Uint8Array | string | undefined {
 }
 
 function isJsonContentType(value: string): boolean {
+  if (value === 'application/json') return true;
   const semicolon = value.indexOf(';');
   const mediaType = (semicolon === -1 ? value : value.slice(0, semicolon)).trim().toLowerCase();
   return mediaType === 'application/json';

@@ -313,6 +313,28 @@ describe('receiver.handle: the status table', () => {
     expect(effects).toEqual([request.idempotencyKey]);
   });
 
+  it('counts a handler that rejects with undefined as failed', async () => {
+    const { receiver } = setup();
+    let calls = 0;
+    receiver.on('UserSignedIn', () => {
+      calls += 1;
+      return calls === 1 ? Promise.reject(undefined) : undefined;
+    });
+    const request = signedRequest();
+    expect((await receiver.handle(request)).outcome).toBe('handler_failed');
+    expect((await receiver.handle(request)).outcome).toBe('processed');
+  });
+
+  it('fingerprints the envelope as delivered, even if a handler changes event.data', async () => {
+    const { receiver } = setup();
+    receiver.on('UserSignedIn', (event) => {
+      event.data.changedByHandler = true;
+    });
+    const request = signedRequest();
+    expect((await receiver.handle(request)).outcome).toBe('processed');
+    expect((await receiver.handle(request)).outcome).toBe('duplicate');
+  });
+
   it('gathers the failures of several handlers into one AggregateError', async () => {
     const { receiver, errors } = setup();
     receiver.on('UserSignedIn', () => Promise.reject(new Error('one')));
