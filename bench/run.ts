@@ -1,0 +1,531 @@
+/**
+ * `npm run bench`: every server of bench/servers.ts, each in its own process pinned to core 0,
+ * under autocannon in a separate process pinned to core 1, on both body sizes, repeated and
+ * reported as medians with their spread and as ratios to the hand-written node:http receiver
+ * measured in the same repetition; then the in-process costs; then the targets of the issue.
+ *
+ * Environment: `BENCH_QUICK=1` (one short repetition), `BENCH_REPS`, `BENCH_SECONDS`,
+ * `BENCH_OUT=<file.json>` (all raw figures), `BENCH_ONLY=minimal,node` (a subset of servers),
+ * `BENCH_PROFILE=<dir>` (each server writes a `--cpu-prof` profile there; read one with
+ * `tsx bench/top-self-time.ts <file>`), `REDIS_URL` (default redis://127.0.0.1:6379).
+ * @module
+ */
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BODY_KINDS, FIXTURE_OF, type BodyKind } from './bodies.js';
+import { formatInProcess, type InProcessResult } from './in-process.js';
+import type { LoadRequest, LoadResult } from './load.js';
+import { DIAGNOSTIC_IDS, SERVER_IDS, SERVERS, type ServerId } from './servers.js';
+
+const QUICK = process.env.BENCH_QUICK === '1';
+/** Rounds: each server is measured once per round, and the median round is reported. */
+const REPS = Number(process.env.BENCH_REPS ?? (QUICK ? 1 : 5));
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+/** Requests sent before measuring: enough for V8 to optimise the hot paths of every server. */
+const WARMUP_REQUESTS = QUICK ? 5_000 : 10_000;
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+/** `BENCH_ONLY=minimal,node` measures a subset (for profiling sessions; targets need them all). */
+const ONLY = process.env.BENCH_ONLY?.split(',') as ServerId[] | undefined;
+const MEASURED: readonly ServerId[] = ONLY
+  ? [...SERVER_IDS, ...DIAGNOSTIC_IDS].filter((id) => ONLY.includes(id))
+  : SERVER_IDS;
+const SERVER_CORE = 0;
+const LOAD_CORE = 1;
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+
+/**
+ * Where the benchmark's processes are bundled (with tsup, as the package is): tsx would do as well
+ * but for its keepNames transform, which gives every closure made per request a
+ * defineProperty call the published build does not have (several µs a request).
+ */
+const built = join(root, 'node_modules', '.cache', 'schoolhooks-bench');
+
+async function buildBench(): Promise<void> {
+  const { build } = await import('tsup');
+  await build({
+    entry: {
+      server: here('server.ts'),
+      load: here('load.ts'),
+      'in-process': here('in-process.ts'),
+    },
+    format: ['esm'],
+    outDir: built,
+    outExtension: () => ({ js: '.mjs' }),
+    target: 'node20',
+    platform: 'node',
+    splitting: false,
+    sourcemap: false,
+    dts: false,
+    clean: true,
+    silent: true,
+    // Not the package's tsup.config.ts: only these entries, every package left to node_modules.
+    config: false,
+    skipNodeModulesBundle: true,
+  });
+}
+
+/** Starts a bundled script, pinned to `core` when taskset exists, with an IPC channel. */
+function start(
+  core: number,
+  script: string,
+  args: string[],
+  nodeFlags: string[] = [],
+): ChildProcess {
+  const node = [...nodeFlags, join(built, script.replace(/\.ts$/, '.mjs')), ...args];
+  const [command, argv] = hasTaskset
+    ? ['taskset', ['-c', String(core), process.execPath, ...node]]
+    : [process.execPath, node];
+  return spawn(command, argv, { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+}
+
+/** The next IPC message of `type` from `child` (rejects if the child exits first). */
+function receive<T>(child: ChildProcess, type: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: { type: string; message?: string }) => {
+      if (message.type === 'error') return done(() => reject(new Error(message.message)));
+      if (message.type === type) done(() => resolve(message as T));
+    };
+    const onExit = (code: number | null) =>
+      done(() => reject(new Error(`a benchmark process exited (${code}) before sending ${type}`)));
+    const done = (settle: () => void) => {
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      settle();
+    };
+    child.on('message', onMessage);
+    child.on('exit', onExit);
+  });
+}
+
+function ask<T>(child: ChildProcess, message: object, reply: string): Promise<T> {
+  const answer = receive<T>(child, reply);
+  child.send(message);
+  return answer;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** Busy and total jiffies of one core, from /proc/stat (undefined where there is none). */
+function coreTimes(core: number): { busy: number; total: number } | undefined {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`cpu${core} `));
+    if (!line) return undefined;
+    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] =
+      line.trim().split(/\s+/).slice(1).map(Number);
+    const busy = user + nice + system + irq + softirq + steal;
+    return { busy, total: busy + idle + iowait };
+  } catch {
+    return undefined;
+  }
+}
+
+/** One measured cell: one server, one body size, one round. */
+interface Cell {
+  id: ServerId;
+  kind: BodyKind;
+  rep: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Server CPU time per answered request: robust to other load on the machine. */
+  cpuUsPerRequest: number;
+  /** Share of core 0 busy during the measurement, whoever used it. */
+  core0Busy: number;
+  loaderCpuShare: number;
+  problems: string[];
+}
+
+/** A server process kept for every round of one body size, and where its keys have got to. */
+interface RunningServer {
+  id: ServerId;
+  child: ChildProcess;
+  port: number;
+  /** The next pool index: no two requests to one server ever carry the same key. */
+  next: number;
+}
+
+async function startServer(
+  loader: ChildProcess,
+  id: ServerId,
+  kind: BodyKind,
+  runTag: string,
+): Promise<RunningServer> {
+  const profile = process.env.BENCH_PROFILE;
+  const child = start(
+    SERVER_CORE,
+    'server.ts',
+    [id, `${runTag}-${kind}`],
+    // One file per thread (tsx's loader runs on its own); the largest is the main thread's.
+    profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}/${id}-${kind}`] : [],
+  );
+  const { port } = await receive<{ port: number }>(child, 'ready');
+  const warm = await ask<LoadResult>(
+    loader,
+    {
+      type: 'run',
+      port,
+      kind,
+      style: SERVERS[id].style,
+      connections: CONNECTIONS,
+      amount: WARMUP_REQUESTS,
+      first: 0,
+    } satisfies LoadRequest,
+    'result',
+  );
+  if (warm.non2xx + warm.errors > 0) {
+    throw new Error(`${id} failed its warm-up: ${warm.non2xx} non-2xx, ${warm.errors} errors`);
+  }
+  return { id, child, port, next: warm.next };
+}
+
+async function measureCell(
+  loader: ChildProcess,
+  server: RunningServer,
+  kind: BodyKind,
+  rep: number,
+): Promise<Cell> {
+  const { id } = server;
+  await ask(server.child, { type: 'mark' }, 'marked');
+  const before = coreTimes(SERVER_CORE);
+  const load = await ask<LoadResult>(
+    loader,
+    {
+      type: 'run',
+      port: server.port,
+      kind,
+      style: SERVERS[id].style,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      first: server.next,
+    } satisfies LoadRequest,
+    'result',
+  );
+  server.next = load.next;
+  const after = coreTimes(SERVER_CORE);
+  const stats = await ask<{ handled: number; cpuUs: number; failures: Record<string, number> }>(
+    server.child,
+    { type: 'stats' },
+    'stats',
+  );
+  const problems: string[] = [];
+  if (load.non2xx > 0) problems.push(`${load.non2xx} non-2xx answers`);
+  if (load.errors > 0) problems.push(`${load.errors} socket errors`);
+  if (Object.keys(stats.failures).length > 0) {
+    problems.push(`failures reported: ${JSON.stringify(stats.failures)}`);
+  }
+  // Every 2xx must be a delivery that ran its handler (not a duplicate, not ignored).
+  if (Math.abs(stats.handled - load.ok) > 2 * CONNECTIONS) {
+    problems.push(`${stats.handled} handled for ${load.ok} 2xx answers`);
+  }
+  if (load.signedLive > 0) problems.push(`${load.signedLive} bodies signed during the run`);
+  return {
+    id,
+    kind,
+    rep,
+    rps: load.rps,
+    p50Ms: load.p50Ms,
+    p99Ms: load.p99Ms,
+    cpuUsPerRequest: stats.cpuUs / Math.max(1, load.ok),
+    core0Busy: before && after ? (after.busy - before.busy) / (after.total - before.total) : NaN,
+    loaderCpuShare: load.cpuShare,
+    problems,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics and tables.
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+interface Summary {
+  rps: number;
+  rpsMin: number;
+  rpsMax: number;
+  /** Median over repetitions of (this cell / the reference cell of the same repetition). */
+  ratio: number;
+  ratioMin: number;
+  ratioMax: number;
+  p50Ms: number;
+  p99Ms: number;
+  cpuUsPerRequest: number;
+  cpuRatio: number;
+}
+
+function summarise(
+  cells: readonly Cell[],
+  id: ServerId,
+  kind: BodyKind,
+  reference: ServerId = 'minimal',
+): Summary {
+  const mine = cells.filter((c) => c.id === id && c.kind === kind);
+  const ratios = mine.map((c) => {
+    const ref = cells.find((r) => r.id === reference && r.kind === kind && r.rep === c.rep);
+    return ref ? c.rps / ref.rps : NaN;
+  });
+  const cpuRatios = mine.map((c) => {
+    const ref = cells.find((r) => r.id === reference && r.kind === kind && r.rep === c.rep);
+    return ref ? ref.cpuUsPerRequest / c.cpuUsPerRequest : NaN;
+  });
+  const rps = mine.map((c) => c.rps);
+  return {
+    rps: median(rps),
+    rpsMin: Math.min(...rps),
+    rpsMax: Math.max(...rps),
+    ratio: median(ratios),
+    ratioMin: Math.min(...ratios),
+    ratioMax: Math.max(...ratios),
+    p50Ms: median(mine.map((c) => c.p50Ms)),
+    p99Ms: median(mine.map((c) => c.p99Ms)),
+    cpuUsPerRequest: median(mine.map((c) => c.cpuUsPerRequest)),
+    cpuRatio: median(cpuRatios),
+  };
+}
+
+const int = (n: number) => Math.round(n).toLocaleString('en-US');
+
+function table(cells: readonly Cell[], kind: BodyKind, bytes: number): string {
+  const lines = [
+    `${FIXTURE_OF[kind]} (${bytes} B), ${CONNECTIONS} connections, ${REPS} rounds × ${SECONDS} s per server, median (min–max):`,
+    '',
+    '| server | req/s | ratio to (a) | p50 ms | p99 ms | server CPU µs/req | CPU ratio to (a) |',
+    '| - | -: | -: | -: | -: | -: | -: |',
+  ];
+  for (const id of MEASURED) {
+    const s = summarise(cells, id, kind);
+    const spread = REPS > 1 ? ` (${int(s.rpsMin)}–${int(s.rpsMax)})` : '';
+    const ratioSpread = REPS > 1 ? ` (${s.ratioMin.toFixed(2)}–${s.ratioMax.toFixed(2)})` : '';
+    lines.push(
+      `| ${SERVERS[id].label} | ${int(s.rps)}${spread} | ${s.ratio.toFixed(2)}${ratioSpread} | ` +
+        `${s.p50Ms.toFixed(2)} | ${s.p99Ms.toFixed(2)} | ${s.cpuUsPerRequest.toFixed(1)} | ${s.cpuRatio.toFixed(2)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+interface Target {
+  name: string;
+  value: number;
+  goal: number;
+  /** The same comparison on server CPU per request, where it applies. */
+  cpuValue?: number;
+  unit?: string;
+}
+
+function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
+  const out: Target[] = [];
+  const vs = (id: ServerId, ref: ServerId, kind: BodyKind) => summarise(cells, id, kind, ref);
+  for (const kind of BODY_KINDS) {
+    const node = vs('node', 'minimal', kind);
+    out.push({
+      name: `node adapter + memoryStore / (a), ${kind}`,
+      value: node.ratio,
+      cpuValue: node.cpuRatio,
+      goal: kind === 'small' ? 0.85 : 0.75,
+    });
+  }
+  for (const id of ['node', 'hono', 'fetch'] as const) {
+    for (const kind of BODY_KINDS) {
+      const s = vs(id, 'octokit', kind);
+      out.push({
+        name: `${id} adapter / (d) octokit, ${kind}`,
+        value: s.ratio,
+        cpuValue: s.cpuRatio,
+        goal: 1,
+      });
+    }
+  }
+  for (const [id, ref] of [
+    ['express', 'express-hand'],
+    ['hono', 'hono-hand'],
+  ] as const) {
+    for (const kind of BODY_KINDS) {
+      const s = vs(id, ref, kind);
+      out.push({
+        name: `${id} adapter / (e) hand-written ${id}, ${kind}`,
+        value: s.ratio,
+        cpuValue: s.cpuRatio,
+        goal: 0.9,
+      });
+    }
+  }
+  for (const kind of BODY_KINDS) {
+    const s = vs('node-redis', 'minimal', kind);
+    out.push({
+      name: `node adapter + redisStore / (a), ${kind}`,
+      value: s.ratio,
+      cpuValue: s.cpuRatio,
+      goal: 0.4,
+    });
+  }
+  for (const step of inProcess.steps) {
+    out.push({
+      name: `handle() in process, ${step.kind}`,
+      value: step.handleOpsPerSec,
+      goal: step.kind === 'small' ? 40_000 : 15_000,
+      unit: 'ops/s',
+    });
+  }
+  out.push({
+    name: 'memoryStore heap for 100 000 keys (MB, lower is better)',
+    value: -inProcess.heap.bytes / 1e6,
+    goal: -40,
+    unit: 'MB',
+  });
+  return out;
+}
+
+function formatTargets(list: readonly Target[]): string {
+  const lines = [
+    '| target | goal | measured | CPU-time ratio | holds |',
+    '| - | -: | -: | -: | - |',
+  ];
+  for (const t of list) {
+    const show = (n: number) =>
+      t.unit === 'MB' ? (-n).toFixed(1) : t.unit ? int(n) : n.toFixed(2);
+    const goal = t.unit === 'MB' ? `< ${show(t.goal)}` : `>= ${show(t.goal)}`;
+    const cpu = t.cpuValue === undefined ? '' : t.cpuValue.toFixed(2);
+    lines.push(
+      `| ${t.name} | ${goal} | ${show(t.value)} | ${cpu} | ${t.value >= t.goal ? 'yes' : '**no**'} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function cleanRedis(): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const client = new Redis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+  });
+  try {
+    await client.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', 'schoolhooks-bench:*', 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await client.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function inProcess(): Promise<InProcessResult> {
+  const child = spawn(
+    hasTaskset ? 'taskset' : process.execPath,
+    [
+      ...(hasTaskset ? ['-c', String(SERVER_CORE), process.execPath] : []),
+      '--expose-gc',
+      join(built, 'in-process.mjs'),
+      '--json',
+    ],
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: process.env },
+  );
+  let out = '';
+  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  if (code !== 0) throw new Error(`bench/in-process.ts exited with ${code}`);
+  return JSON.parse(out.trim().split('\n').pop() ?? '') as InProcessResult;
+}
+
+async function main(): Promise<void> {
+  const startedAt = Date.now();
+  const runTag = Math.random().toString(36).slice(2, 10);
+  console.log(
+    `schoolhooks bench: Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ` +
+      `${hasTaskset ? `servers pinned to core ${SERVER_CORE}, autocannon to core ${LOAD_CORE}` : 'no taskset: nothing pinned'}, ` +
+      `load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+  );
+  await buildBench();
+  const loader = start(LOAD_CORE, 'load.ts', []);
+  const cells: Cell[] = [];
+  let sizes: number[] = [];
+  try {
+    await receive(loader, 'ready');
+    ({ sizes } = await ask<{ sizes: number[] }>(loader, { type: 'prepare' }, 'prepared'));
+    for (const kind of BODY_KINDS) {
+      // Every server of this body size runs for all rounds, warmed up once; the rounds take
+      // turns, so a slow moment of the (shared) machine hits every server alike.
+      const servers: RunningServer[] = [];
+      try {
+        for (const id of MEASURED) servers.push(await startServer(loader, id, kind, runTag));
+        for (let rep = 0; rep < REPS; rep++) {
+          // A different order each round, so no server always runs first or last.
+          const order = servers.map((_, i) => servers[(i + rep * 4) % servers.length]!);
+          for (const server of order) {
+            const cell = await measureCell(loader, server, kind, rep);
+            cells.push(cell);
+            console.log(
+              `  ${kind.padEnd(5)} round ${rep + 1}/${REPS} ${server.id.padEnd(12)} ${int(cell.rps).padStart(7)} req/s ` +
+                `p50 ${cell.p50Ms.toFixed(2)} ms p99 ${cell.p99Ms.toFixed(2)} ms, ` +
+                `${cell.cpuUsPerRequest.toFixed(1)} µs CPU/req, core 0 ${(cell.core0Busy * 100).toFixed(0)}% busy, ` +
+                `autocannon ${(cell.loaderCpuShare * 100).toFixed(0)}% of core ${LOAD_CORE}` +
+                (cell.problems.length ? `  !! ${cell.problems.join('; ')}` : ''),
+            );
+          }
+        }
+      } finally {
+        for (const server of servers) await stop(server.child);
+      }
+    }
+  } finally {
+    await stop(loader);
+    await cleanRedis().catch((error: unknown) =>
+      console.warn(`could not clean Redis: ${String(error)}`),
+    );
+  }
+
+  console.log('\nin process (pinned to core 0):');
+  const local = await inProcess();
+
+  const report = [
+    '',
+    ...BODY_KINDS.map((kind, i) => table(cells, kind, sizes[i] ?? 0) + '\n'),
+    formatInProcess(local),
+    '',
+    'Targets (ratios are medians of per-repetition ratios; CPU-time ratio = the same comparison on server CPU µs per request):',
+    '',
+    formatTargets(targets(cells, local)),
+  ];
+  const problems = cells.filter((c) => c.problems.length > 0);
+  if (problems.length > 0) {
+    report.push('', `!! ${problems.length} cells had problems: see the lines marked !! above.`);
+  }
+  report.push(
+    '',
+    `done in ${((Date.now() - startedAt) / 1000).toFixed(0)} s; load average now ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+  console.log(report.join('\n'));
+  if (process.env.BENCH_OUT) {
+    writeFileSync(
+      process.env.BENCH_OUT,
+      JSON.stringify({ cells, inProcess: local, sizes }, null, 2),
+    );
+  }
+}
+
+await main();

@@ -1,0 +1,235 @@
+/**
+ * One benchmarked server, started by bench/run.ts in its own process (pinned to one core):
+ * `node --import tsx bench/server.ts <id> [redis namespace]`. It listens on an ephemeral port of
+ * 127.0.0.1, reports `{ type: 'ready', port }` over IPC, and answers `mark` / `stats` messages
+ * with the deliveries it handled and the CPU time it used since the last mark.
+ * @module
+ */
+
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { BENCH_PATH, DIAGNOSTIC_IDS, type ServerId, SERVER_IDS } from './servers.js';
+import { SECRET } from './bodies.js';
+
+const [id, namespace = 'bench'] = process.argv.slice(2) as [ServerId, string?];
+if (![...SERVER_IDS, ...DIAGNOSTIC_IDS].includes(id)) throw new Error(`unknown server ${id}`);
+
+/** Deliveries that reached the code after verification (a handler, or the hand-written end). */
+let handled = 0;
+/** Failures the receiver reported, by code: the run fails if any shows up. */
+const failures: Record<string, number> = {};
+
+// ---------------------------------------------------------------------------------------------
+// The hand-written receivers: raw body, HMAC-SHA256 in constant time, JSON.parse, 200.
+
+/** A hand-written check, as a seller would write it: the secret string, node:crypto. */
+function verifyAndParse(body: Buffer, signature: unknown): boolean {
+  if (typeof signature !== 'string' || signature.length !== 64) return false;
+  const expected = createHmac('sha256', SECRET).update(body).digest();
+  const given = Buffer.from(signature, 'hex');
+  if (given.length !== 32 || !timingSafeEqual(expected, given)) return false;
+  try {
+    JSON.parse(body.toString('utf8'));
+  } catch {
+    return false;
+  }
+  handled++;
+  return true;
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+const OK = '{"ok":true}';
+const REJECTED = '{"ok":false}';
+
+async function minimalServer(): Promise<Server> {
+  return createServer((req, res) => {
+    readBody(req).then(
+      (body) => {
+        const ok = verifyAndParse(body, req.headers['signature']);
+        const json = ok ? OK : REJECTED;
+        res.writeHead(ok ? 200 : 401, {
+          'content-type': 'application/json',
+          'content-length': json.length,
+        });
+        res.end(json);
+      },
+      () => res.destroy(),
+    );
+  });
+}
+
+async function expressHandWritten(): Promise<Server> {
+  const { default: express } = await import('express');
+  const app = express();
+  app.post(BENCH_PATH, async (req, res) => {
+    const body = await readBody(req);
+    if (verifyAndParse(body, req.headers['signature'])) res.json({ ok: true });
+    else res.status(401).json({ ok: false });
+  });
+  return createServer(app);
+}
+
+async function honoHandWritten(): Promise<Server> {
+  const { Hono } = await import('hono');
+  const app = new Hono();
+  app.post(BENCH_PATH, async (c) => {
+    const body = Buffer.from(await c.req.arrayBuffer());
+    if (verifyAndParse(body, c.req.header('signature'))) return c.json({ ok: true });
+    return c.json({ ok: false }, 401);
+  });
+  return honoServer(app.fetch);
+}
+
+// ---------------------------------------------------------------------------------------------
+// @octokit/webhooks' node middleware: verifies and parses, validates and dedups nothing.
+
+async function octokitServer(): Promise<Server> {
+  const { Webhooks, createNodeMiddleware } = await import('@octokit/webhooks');
+  const webhooks = new Webhooks({ secret: SECRET });
+  webhooks.on('push', () => {
+    handled++;
+  });
+  webhooks.onError(() => {
+    failures['octokit'] = (failures['octokit'] ?? 0) + 1;
+  });
+  const middleware = createNodeMiddleware(webhooks, { path: BENCH_PATH });
+  return createServer((req, res) => void middleware(req, res));
+}
+
+// ---------------------------------------------------------------------------------------------
+// schoolhooks: the core with a handler for both events (so each is validated, claimed, run and
+// completed), behind each adapter.
+
+async function schoolhooksReceiver(store: 'memory' | 'redis') {
+  const { createReceiver } = await import('../src/index.js');
+  let storeOption = {};
+  if (store === 'redis') {
+    const { Redis } = await import('ioredis');
+    const { redisStore } = await import('../src/stores/redis.js');
+    // ioredis's defaults (enableAutoPipelining measured no better here: the two commands of a
+    // delivery are sequential, and concurrent deliveries rarely send in the same tick).
+    const client = new Redis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379');
+    storeOption = { store: redisStore({ client, prefix: REDIS_PREFIX, namespace }) };
+  }
+  const receiver = createReceiver({
+    secret: SECRET,
+    ...storeOption,
+    // Short enough that what a run leaves in Redis expires on its own within the hour.
+    maxEventAgeMs: 3_600_000,
+    dedupTtlMs: 3_600_000,
+  });
+  receiver.on(['UserSignedUp', 'PaymentCompleted'], () => {
+    handled++;
+  });
+  receiver.onError((error) => {
+    failures[error.code] = (failures[error.code] ?? 0) + 1;
+  });
+  return receiver;
+}
+
+/** Keys the benchmark writes to Redis start with this; bench/run.ts deletes them at the end. */
+const REDIS_PREFIX = 'schoolhooks-bench:';
+
+async function nodeAdapter(store: 'memory' | 'redis'): Promise<Server> {
+  const { nodeListener } = await import('../adapters/node.js');
+  return createServer(nodeListener(await schoolhooksReceiver(store), { path: BENCH_PATH }));
+}
+
+/** No adapter: (a)'s body reading, then the core. */
+async function coreOnly(): Promise<Server> {
+  const receiver = await schoolhooksReceiver('memory');
+  return createServer((req, res) => {
+    readBody(req)
+      .then((body) => receiver.handle({ method: req.method, headers: req.headers, body }))
+      .then(
+        ({ status, body }) => {
+          const json = JSON.stringify(body);
+          res.writeHead(status, {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(json),
+          });
+          res.end(json);
+        },
+        () => res.destroy(),
+      );
+  });
+}
+
+async function expressAdapter(): Promise<Server> {
+  const { default: express } = await import('express');
+  const { expressMiddleware } = await import('../adapters/express.js');
+  const app = express();
+  app.post(BENCH_PATH, expressMiddleware(await schoolhooksReceiver('memory')));
+  return createServer(app);
+}
+
+async function honoAdapter(): Promise<Server> {
+  const { Hono } = await import('hono');
+  const { honoHandler } = await import('../adapters/hono.js');
+  const app = new Hono();
+  app.post(BENCH_PATH, honoHandler(await schoolhooksReceiver('memory')));
+  return honoServer(app.fetch);
+}
+
+async function fetchAdapter(): Promise<Server> {
+  const { fetchHandler } = await import('../adapters/fetch.js');
+  return honoServer(fetchHandler(await schoolhooksReceiver('memory')));
+}
+
+/** A Fetch handler on @hono/node-server, the usual way to serve one from Node. */
+async function honoServer(
+  fetch: (request: Request) => Response | Promise<Response>,
+): Promise<Server> {
+  const { createAdaptorServer } = await import('@hono/node-server');
+  return createAdaptorServer({ fetch }) as Server;
+}
+
+const factories: Record<ServerId, () => Promise<Server>> = {
+  minimal: minimalServer,
+  node: () => nodeAdapter('memory'),
+  express: expressAdapter,
+  hono: honoAdapter,
+  fetch: fetchAdapter,
+  'node-redis': () => nodeAdapter('redis'),
+  octokit: octokitServer,
+  'express-hand': expressHandWritten,
+  'hono-hand': honoHandWritten,
+  core: coreOnly,
+};
+
+const server = await factories[id]();
+server.keepAliveTimeout = 60_000;
+server.listen(0, '127.0.0.1', () => {
+  const { port } = server.address() as AddressInfo;
+  process.send?.({ type: 'ready', port });
+});
+
+let markCpu = process.cpuUsage();
+let markHandled = 0;
+process.on('message', (message: { type: string }) => {
+  if (message.type === 'mark') {
+    markCpu = process.cpuUsage();
+    markHandled = handled;
+    process.send?.({ type: 'marked' });
+  } else if (message.type === 'stats') {
+    const cpu = process.cpuUsage(markCpu);
+    process.send?.({
+      type: 'stats',
+      handled: handled - markHandled,
+      cpuUs: cpu.user + cpu.system,
+      failures,
+    });
+  }
+});
+// A clean exit, so `--cpu-prof` (BENCH_PROFILE) writes its profile.
+process.on('disconnect', () => process.exit(0));
+process.on('SIGTERM', () => process.exit(0));
