@@ -10,8 +10,8 @@ import { signBody } from './sign-body.js';
 
 /** Options of {@link createDelivery}. */
 export interface DeliveryOptions {
-  /** The endpoint's secretKey to sign with. */
-  secret: string;
+  /** The endpoint's secretKey to sign with. Default: the `SCHOOL_WEBHOOK_SECRET` variable. */
+  secret?: string;
   /** The envelope's idempotencyKey. Default: a random UUID. */
   idempotencyKey?: string;
   /** When the event occurred. Default: now. A string is sent as given. */
@@ -53,11 +53,28 @@ export interface EnvelopeInput {
  * const refund = createDelivery('ProductRefundCompleted', { paymentId: 7 }, { secret, idempotencyKey: 'k-1' });
  * ```
  */
+export function createDelivery<N extends FixedEventName>(
+  event: N,
+  data?: EventData<N>,
+  options?: DeliveryOptions,
+): SignedDelivery;
 export function createDelivery<N extends string>(
   event: N,
   data: DeliveryData<N>,
-  { secret, idempotencyKey = randomUUID(), timestamp = new Date() }: DeliveryOptions,
+  options?: DeliveryOptions,
+): SignedDelivery;
+export function createDelivery(
+  event: string,
+  data?: unknown,
+  {
+    secret = process.env.SCHOOL_WEBHOOK_SECRET,
+    idempotencyKey = randomUUID(),
+    timestamp = new Date(),
+  }: DeliveryOptions = {},
 ): SignedDelivery {
+  if (secret === undefined || secret === '') {
+    throw new TypeError('createDelivery needs { secret } or the SCHOOL_WEBHOOK_SECRET variable');
+  }
   const body = serializeEnvelope({
     event,
     data: resolveData(event, data),

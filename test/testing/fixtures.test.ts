@@ -157,3 +157,30 @@ describe('createDelivery', () => {
     expect(seen).toEqual([fixtures.CertificateIssued().certificate.id]);
   });
 });
+
+describe('createDelivery without options', () => {
+  it('signs with SCHOOL_WEBHOOK_SECRET and sends the fixture', async () => {
+    const previous = process.env.SCHOOL_WEBHOOK_SECRET;
+    process.env.SCHOOL_WEBHOOK_SECRET = 'from-the-environment';
+    try {
+      const delivery = createDelivery('PaymentCompleted');
+      expect(
+        await verifySignature(delivery.body, delivery.headers.signature, 'from-the-environment'),
+      ).toBe(true);
+      expect((JSON.parse(delivery.body) as { event: string }).event).toBe('PaymentCompleted');
+    } finally {
+      if (previous === undefined) delete process.env.SCHOOL_WEBHOOK_SECRET;
+      else process.env.SCHOOL_WEBHOOK_SECRET = previous;
+    }
+  });
+
+  it('throws a TypeError when there is no secret at all', () => {
+    const previous = process.env.SCHOOL_WEBHOOK_SECRET;
+    delete process.env.SCHOOL_WEBHOOK_SECRET;
+    try {
+      expect(() => createDelivery('UserSignedUp')).toThrow(TypeError);
+    } finally {
+      if (previous !== undefined) process.env.SCHOOL_WEBHOOK_SECRET = previous;
+    }
+  });
+});
