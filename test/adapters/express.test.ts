@@ -1,4 +1,5 @@
-import express, { type Express } from 'express';
+import express5, { type Express } from 'express';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { expressMiddleware, rawBodySaver } from '../../adapters/express.js';
@@ -10,98 +11,106 @@ function serveApp(app: Express, path = '/webhooks'): Promise<AdapterServer> {
   return listen(createServer(app).listen(0, '127.0.0.1'), path);
 }
 
-adapterSuite('express', (receiver) => {
-  const app = express();
-  app.all('/webhooks', expressMiddleware(receiver));
-  return serveApp(app);
-});
+// The peer range allows Express 4 too: the same cases run on both (express4 is an npm alias).
+const express4 = createRequire(import.meta.url)('express4') as typeof express5;
 
-describe('expressMiddleware in an Express app', () => {
-  let server: AdapterServer | undefined;
-  afterEach(() => server?.close());
-
-  /** A receiver that records handled keys and errors, and the app built around its middleware. */
-  async function start(build: (app: Express, middleware: express.RequestHandler) => void) {
-    const handled: string[] = [];
-    const errors: SchoolhooksError[] = [];
-    const receiver = createReceiver({ secret: SECRET })
-      .onAny((event) => void handled.push(event.idempotencyKey))
-      .onError((error) => void errors.push(error));
+for (const [version, express] of [
+  ['5', express5],
+  ['4', express4],
+] as const) {
+  adapterSuite(`express ${version}`, (receiver) => {
     const app = express();
-    build(app, expressMiddleware(receiver));
-    server = await serveApp(app, '');
-    return { origin: server.url, handled, errors };
-  }
-
-  it('works mounted on a Router', async () => {
-    const { origin, handled } = await start((app, middleware) => {
-      const router = express.Router();
-      router.post('/school', middleware);
-      app.use('/webhooks', router);
-    });
-    const delivery = createTestDelivery();
-    expectAnswer(await post(`${origin}/webhooks/school`, delivery), 200, {
-      ok: true,
-      outcome: 'processed',
-      idempotencyKey: delivery.idempotencyKey,
-    });
-    expect(handled).toEqual([delivery.idempotencyKey]);
+    app.all('/webhooks', expressMiddleware(receiver));
+    return serveApp(app);
   });
 
-  it('answers 500 body_unavailable behind express.json(), naming the fix in a ConfigError', async () => {
-    const { origin, handled, errors } = await start((app, middleware) => {
-      app.use(express.json());
-      app.post('/webhooks', middleware);
-    });
-    const delivery = createTestDelivery();
-    expectAnswer(await post(`${origin}/webhooks`, delivery), 500, {
-      ok: false,
-      outcome: 'body_unavailable',
-    });
-    expect(handled).toEqual([]);
-    expect(errors).toHaveLength(1);
-    expect(errors[0]).toBeInstanceOf(ConfigError);
-    expect(errors[0]?.message).toMatch(/rawBodySaver/);
-  });
+  describe(`expressMiddleware in an Express ${version} app`, () => {
+    let server: AdapterServer | undefined;
+    afterEach(() => server?.close());
 
-  it('verifies the raw bytes kept by express.json({ verify: rawBodySaver })', async () => {
-    const { origin, handled } = await start((app, middleware) => {
-      app.use(express.json({ verify: rawBodySaver }));
-      app.post('/webhooks', middleware);
-    });
-    // Whitespace a re-serialisation would lose: only the raw bytes verify.
-    const delivery = createTestDelivery();
-    const body = delivery.body.replace('{', '{\n  ');
-    const headers = { ...delivery.headers, signature: sign(body) };
-    expectAnswer(await post(`${origin}/webhooks`, { body, headers }), 200, {
-      ok: true,
-      outcome: 'processed',
-      idempotencyKey: delivery.idempotencyKey,
-    });
-    expect(handled).toEqual([delivery.idempotencyKey]);
-  });
+    /** A receiver that records handled keys and errors, and the app built around its middleware. */
+    async function start(build: (app: Express, middleware: express5.RequestHandler) => void) {
+      const handled: string[] = [];
+      const errors: SchoolhooksError[] = [];
+      const receiver = createReceiver({ secret: SECRET })
+        .onAny((event) => void handled.push(event.idempotencyKey))
+        .onError((error) => void errors.push(error));
+      const app = express();
+      build(app, expressMiddleware(receiver));
+      server = await serveApp(app, '');
+      return { origin: server.url, handled, errors };
+    }
 
-  it("verifies the Buffer left by express.raw({ type: 'application/json' })", async () => {
-    const { origin, handled } = await start((app, middleware) => {
-      app.post('/webhooks', express.raw({ type: 'application/json' }), middleware);
+    it('works mounted on a Router', async () => {
+      const { origin, handled } = await start((app, middleware) => {
+        const router = express.Router();
+        router.post('/school', middleware);
+        app.use('/webhooks', router);
+      });
+      const delivery = createTestDelivery();
+      expectAnswer(await post(`${origin}/webhooks/school`, delivery), 200, {
+        ok: true,
+        outcome: 'processed',
+        idempotencyKey: delivery.idempotencyKey,
+      });
+      expect(handled).toEqual([delivery.idempotencyKey]);
     });
-    const delivery = createTestDelivery();
-    expectAnswer(await post(`${origin}/webhooks`, delivery), 200, {
-      ok: true,
-      outcome: 'processed',
-      idempotencyKey: delivery.idempotencyKey,
-    });
-    expect(handled).toEqual([delivery.idempotencyKey]);
-  });
 
-  it('still answers 405 and 415 first behind express.json()', async () => {
-    const { origin } = await start((app, middleware) => {
-      app.use(express.json());
-      app.all('/webhooks', middleware);
+    it('answers 500 body_unavailable behind express.json(), naming the fix in a ConfigError', async () => {
+      const { origin, handled, errors } = await start((app, middleware) => {
+        app.use(express.json());
+        app.post('/webhooks', middleware);
+      });
+      const delivery = createTestDelivery();
+      expectAnswer(await post(`${origin}/webhooks`, delivery), 500, {
+        ok: false,
+        outcome: 'body_unavailable',
+      });
+      expect(handled).toEqual([]);
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toBeInstanceOf(ConfigError);
+      expect(errors[0]?.message).toMatch(/rawBodySaver/);
     });
-    const delivery = createTestDelivery();
-    expect((await post(`${origin}/webhooks`, {}, 'GET')).status).toBe(405);
-    const headers = { ...delivery.headers, 'content-type': 'text/plain' };
-    expect((await post(`${origin}/webhooks`, { body: delivery.body, headers })).status).toBe(415);
+
+    it('verifies the raw bytes kept by express.json({ verify: rawBodySaver })', async () => {
+      const { origin, handled } = await start((app, middleware) => {
+        app.use(express.json({ verify: rawBodySaver }));
+        app.post('/webhooks', middleware);
+      });
+      // Whitespace a re-serialisation would lose: only the raw bytes verify.
+      const delivery = createTestDelivery();
+      const body = delivery.body.replace('{', '{\n  ');
+      const headers = { ...delivery.headers, signature: sign(body) };
+      expectAnswer(await post(`${origin}/webhooks`, { body, headers }), 200, {
+        ok: true,
+        outcome: 'processed',
+        idempotencyKey: delivery.idempotencyKey,
+      });
+      expect(handled).toEqual([delivery.idempotencyKey]);
+    });
+
+    it("verifies the Buffer left by express.raw({ type: 'application/json' })", async () => {
+      const { origin, handled } = await start((app, middleware) => {
+        app.post('/webhooks', express.raw({ type: 'application/json' }), middleware);
+      });
+      const delivery = createTestDelivery();
+      expectAnswer(await post(`${origin}/webhooks`, delivery), 200, {
+        ok: true,
+        outcome: 'processed',
+        idempotencyKey: delivery.idempotencyKey,
+      });
+      expect(handled).toEqual([delivery.idempotencyKey]);
+    });
+
+    it('still answers 405 and 415 first behind express.json()', async () => {
+      const { origin } = await start((app, middleware) => {
+        app.use(express.json());
+        app.all('/webhooks', middleware);
+      });
+      const delivery = createTestDelivery();
+      expect((await post(`${origin}/webhooks`, {}, 'GET')).status).toBe(405);
+      const headers = { ...delivery.headers, 'content-type': 'text/plain' };
+      expect((await post(`${origin}/webhooks`, { body: delivery.body, headers })).status).toBe(415);
+    });
   });
-});
+}
