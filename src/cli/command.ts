@@ -4,6 +4,8 @@
  * @module
  */
 
+import { isHttpUrl } from '../testing/endpoint-config.js';
+
 /** Exit codes: 0 ok, 1 failure (e.g. a signature that does not verify), 2 usage. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
@@ -38,6 +40,13 @@ export interface CliCommand {
 /** The command was used wrongly: exit code 2, with a pointer to `--help`. */
 export class UsageError extends Error {
   override name = 'UsageError' as const;
+}
+
+/** The value of `--url`, which every sending command requires as an absolute http(s) URL. */
+export function requireHttpUrl(url: string | undefined): string {
+  if (url === undefined) throw new UsageError('--url is required');
+  if (!isHttpUrl(url)) throw new UsageError('--url must be an http:// or https:// URL');
+  return url;
 }
 
 /** The command ran and failed: exit code 1. */

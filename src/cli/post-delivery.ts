@@ -58,16 +58,6 @@ export async function postDelivery(
   };
 }
 
-/** Check a --url value: an absolute http(s) URL. */
-export function isHttpUrl(value: string): boolean {
-  try {
-    const { protocol } = new URL(value);
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
-}
-
 function outcomeOf(text: string): string | undefined {
   try {
     const body: unknown = JSON.parse(text);

@@ -6,9 +6,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { EXIT, parseOrUsage, UsageError, type CliCommand } from './command.js';
+import { EXIT, parseOrUsage, requireHttpUrl, UsageError, type CliCommand } from './command.js';
 import { fileBody } from './delivery-body.js';
-import { isHttpUrl, postDelivery } from './post-delivery.js';
+import { postDelivery } from './post-delivery.js';
 import { SECRET_HELP, secretFrom } from './secret.js';
 
 /** What a folder's manifest.json says one file should get (as fixtures/invalid/manifest.json). */
@@ -58,8 +58,7 @@ ${SECRET_HELP}
     }
     const [folder, ...extra] = positionals;
     if (folder === undefined || extra.length > 0) throw new UsageError('name one folder to replay');
-    if (values.url === undefined) throw new UsageError('--url is required');
-    if (!isHttpUrl(values.url)) throw new UsageError('--url must be an http:// or https:// URL');
+    const url = requireHttpUrl(values.url);
     const secret = secretFrom(values.secret, io.env);
 
     const expectations = await readManifest(folder);
@@ -70,7 +69,7 @@ ${SECRET_HELP}
     for (const file of files) {
       const expected = expectations.get(file);
       const { body } = await fileBody(join(folder, file), { raw: values.raw });
-      const result = await postDelivery(values.url, body, secret);
+      const result = await postDelivery(url, body, secret);
       const met = expected
         ? result.status === expected.status &&
           (expected.outcome === undefined || result.outcome === expected.outcome)

@@ -5,9 +5,9 @@
 
 import { parseArgs } from 'node:util';
 import { FIXED_CONTRACT_EVENTS } from '../events/index.js';
-import { EXIT, parseOrUsage, UsageError, type CliCommand } from './command.js';
+import { EXIT, parseOrUsage, requireHttpUrl, UsageError, type CliCommand } from './command.js';
 import { fileBody, fixtureBody, isEventName, type DeliveryBody } from './delivery-body.js';
-import { isHttpUrl, postDelivery } from './post-delivery.js';
+import { postDelivery } from './post-delivery.js';
 import { SECRET_HELP, secretFrom } from './secret.js';
 
 /** The `send` command. */
@@ -59,8 +59,7 @@ ${SECRET_HELP}
     if (what === undefined) throw new UsageError('name an event or a file to send');
     if (extra.length > 0)
       throw new UsageError('send takes one event or file; use replay for a folder');
-    if (values.url === undefined) throw new UsageError('--url is required');
-    if (!isHttpUrl(values.url)) throw new UsageError('--url must be an http:// or https:// URL');
+    const url = requireHttpUrl(values.url);
     if (values.timestamp !== undefined && Number.isNaN(Date.parse(values.timestamp))) {
       throw new UsageError('--timestamp must be an ISO 8601 date-time');
     }
@@ -74,7 +73,7 @@ ${SECRET_HELP}
           key: values.key,
           timestamp: values.timestamp,
         });
-    const result = await postDelivery(values.url, delivery.body, secret);
+    const result = await postDelivery(url, delivery.body, secret);
     io.out(`${result.status} ${delivery.event ?? what}`);
     if (result.text !== '') io.out(result.text);
     return result.ok ? EXIT.ok : EXIT.failure;

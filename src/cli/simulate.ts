@@ -8,8 +8,7 @@ import { FIXED_CONTRACT_EVENTS, type FixedEventName } from '../events/index.js';
 import { createPlatformSimulator } from '../testing/platform-simulator.js';
 import type { DeliveryLogEntry } from '../testing/simulator-types.js';
 import { createVirtualClock } from '../testing/virtual-clock.js';
-import { EXIT, parseOrUsage, UsageError, type CliCommand } from './command.js';
-import { isHttpUrl } from './post-delivery.js';
+import { EXIT, parseOrUsage, requireHttpUrl, UsageError, type CliCommand } from './command.js';
 import { SECRET_HELP, secretFrom } from './secret.js';
 
 /** The `simulate` command. */
@@ -51,8 +50,7 @@ ${SECRET_HELP}
       io.out(simulateCommand.help);
       return EXIT.ok;
     }
-    if (values.url === undefined) throw new UsageError('--url is required');
-    if (!isHttpUrl(values.url)) throw new UsageError('--url must be an http:// or https:// URL');
+    const url = requireHttpUrl(values.url);
     const count = Number(values.events);
     if (!Number.isInteger(count) || count < 1 || count > 100_000) {
       throw new UsageError('--events must be a whole number from 1 to 100000');
@@ -67,7 +65,7 @@ ${SECRET_HELP}
     const start = clock.now();
     const simulator = createPlatformSimulator({
       clock,
-      endpoints: [{ id: 'cli', url: values.url, secret, events: [...FIXED_CONTRACT_EVENTS] }],
+      endpoints: [{ id: 'cli', url, secret, events: [...FIXED_CONTRACT_EVENTS] }],
       faults: { rate, seed },
       onAttempt: (entry) => io.out(formatEntry(entry, start)),
     });

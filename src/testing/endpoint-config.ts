@@ -98,7 +98,8 @@ export function checkEndpointConfig(config: EndpointConfig | EndpointUpdate, lab
   }
 }
 
-function isHttpUrl(value: string): boolean {
+/** True for an absolute http:// or https:// URL. @internal also used by the CLI */
+export function isHttpUrl(value: string): boolean {
   try {
     const { protocol } = new URL(value);
     return protocol === 'https:' || protocol === 'http:';

@@ -1,38 +1,34 @@
-import { createHmac, randomUUID } from 'node:crypto';
+/**
+ * Requests for `receiver.handle()` in the core tests, built on the same independent signing
+ * helpers as the adapter tests (test/helpers/deliveries.ts).
+ */
 
-/** A secret shaped like the platform's: 64 characters that look like hex. */
-export const SECRET = 'a3f1c9e27b4d8f60a3f1c9e27b4d8f60a3f1c9e27b4d8f60a3f1c9e27b4d8f60';
+import { createTestDelivery, sign, signedHeaders, SECRET } from './deliveries.js';
+
+export { SECRET };
 
 /** Sign independently of the code under test: node:crypto, the secret taken literally. */
-export function hmacHex(body: string | Uint8Array, secret = SECRET): string {
-  return createHmac('sha256', secret).update(body).digest('hex');
+export const hmacHex = sign;
+
+/** The envelope fields a test may set; the rest default as in {@link createTestDelivery}. */
+export interface EnvelopeOverrides {
+  event?: string;
+  timestamp?: string;
+  idempotencyKey?: string;
+  data?: Record<string, unknown>;
 }
 
-export interface SignedRequest {
-  method: string;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** A signed POST of an envelope; `envelope` fields override the defaults. */
+/** A signed POST of an envelope, ready for `receiver.handle()`. */
 export function signedRequest(
-  envelope: Record<string, unknown> = {},
+  { event, timestamp, idempotencyKey, data }: EnvelopeOverrides = {},
   secret = SECRET,
-): SignedRequest & { idempotencyKey: string } {
-  const idempotencyKey = (envelope.idempotencyKey as string | undefined) ?? randomUUID();
-  const body = JSON.stringify({
-    event: 'UserSignedIn',
-    timestamp: new Date().toISOString(),
-    data: { user: { id: 1 } },
-    ...envelope,
-    idempotencyKey,
+) {
+  const delivery = createTestDelivery(event, data, {
+    secret,
+    ...(timestamp === undefined ? {} : { timestamp }),
+    ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
   });
-  return {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', signature: hmacHex(body, secret) },
-    body,
-    idempotencyKey,
-  };
+  return { method: 'POST', ...delivery };
 }
 
 /** Sign a raw body as it is. */
@@ -40,11 +36,7 @@ export function signedRaw<B extends string | Uint8Array>(
   body: B,
   secret = SECRET,
 ): { method: string; headers: Record<string, string>; body: B } {
-  return {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', signature: hmacHex(body, secret) },
-    body,
-  };
+  return { method: 'POST', headers: signedHeaders(body, secret), body };
 }
 
 /** A promise with its resolve exposed, to hold a handler in flight. */
