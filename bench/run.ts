@@ -5,7 +5,7 @@
  * measured in the same repetition; then the in-process costs; then the targets of the issue.
  *
  * Environment: `BENCH_QUICK=1` (one short repetition), `BENCH_REPS`, `BENCH_SECONDS`,
- * `BENCH_OUT=<file.json>` (all raw figures), `BENCH_ONLY=minimal,node` (a subset of servers),
+ * `BENCH_OUT=<file.json>` (all raw figures), `BENCH_ONLY=minimal,node` (a subset of servers), `BENCH_IN_PROCESS=0` (servers only),
  * `BENCH_PROFILE=<dir>` (each server writes a `--cpu-prof` profile there; read one with
  * `tsx bench/top-self-time.ts <file>`), `REDIS_URL` (default redis://127.0.0.1:6379).
  * @module
@@ -497,6 +497,11 @@ async function main(): Promise<void> {
     );
   }
 
+  if (process.env.BENCH_IN_PROCESS === '0') {
+    // A servers-only run (while profiling): their tables, no in-process step and no targets.
+    console.log(BODY_KINDS.map((kind, i) => table(cells, kind, sizes[i] ?? 0)).join('\n'));
+    return;
+  }
   console.log('\nin process (pinned to core 0):');
   const local = await inProcess();
 
