@@ -95,22 +95,44 @@ function replaceAt(
   return copy;
 }
 
+/** A value to put in place of a field: near misses of every JSON type, any JSON, or removal. */
+const replacement = fc.oneof(
+  fc.constantFrom(undefined, null, 0, 1.5, -1, 2 ** 53, '', '1', true, false, {}, []),
+  fc.jsonValue({ maxDepth: 3 }),
+);
+
+/** A fixture's `data` with one field anywhere replaced by another JSON value, or removed. */
+export function mutatedData(data: Record<string, unknown>): fc.Arbitrary<Record<string, unknown>> {
+  return fc
+    .record({ path: fc.constantFrom(...pathsOf(data)), replacement })
+    .map(({ path, replacement: value }) => replaceAt(data, path, value) as Record<string, unknown>);
+}
+
 /** A fixture with one field anywhere in its `data` replaced by arbitrary JSON, or removed. */
 const mutatedFixtureBody = fixtureEnvelope.chain(({ fixture, timestamp, idempotencyKey }) =>
-  fc
-    .record({
-      path: fc.constantFrom(...pathsOf(fixture.data)),
-      replacement: fc.option(fc.jsonValue({ maxDepth: 3 }), { nil: undefined }),
-    })
-    .map(({ path, replacement }) =>
-      JSON.stringify({
-        event: fixture.event,
-        timestamp,
-        idempotencyKey,
-        data: replaceAt(fixture.data, path, replacement),
-      }),
-    ),
+  mutatedData(fixture.data).map((data) =>
+    JSON.stringify({ event: fixture.event, timestamp, idempotencyKey, data }),
+  ),
 );
+
+/** A valid fixture stamped outside the accepted window: over 72 h old, or over 5 min ahead. */
+const staleFixtureBody = fc
+  .record({
+    fixture: fc.constantFrom(...FIXTURES),
+    age: fc.oneof(
+      fc.integer({ min: 73 * HOUR, max: 1000 * 24 * HOUR }),
+      fc.integer({ min: -1000 * 24 * HOUR, max: -6 * MINUTE }),
+    ),
+    idempotencyKey: fc.uuid(),
+  })
+  .map(({ fixture, age, idempotencyKey }) =>
+    JSON.stringify({
+      event: fixture.event,
+      timestamp: new Date(Date.now() - age).toISOString(),
+      idempotencyKey,
+      data: fixture.data,
+    }),
+  );
 
 /** Something shaped like an envelope whose fields may each be missing, mistyped or absurd. */
 const envelopeLikeBody = fc
@@ -147,6 +169,7 @@ export const hostileBody: fc.Arbitrary<Uint8Array | string> = fc.oneof(
   fc.json({ maxDepth: 4 }),
   envelopeLikeBody,
   mutatedFixtureBody,
+  staleFixtureBody,
   fixtureBody,
 );
 
