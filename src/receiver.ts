@@ -18,15 +18,18 @@ import {
   type SchoolhooksError,
 } from './errors.js';
 import { parseEnvelope } from './envelope.js';
-import {
-  eventDataSchemas,
-  isFixedContractEvent,
-  type KnownEventName,
-  type WebhookEvent,
-} from './events/index.js';
+import { validateEventData } from './events/validate.js';
+import { isFixedContractEvent, type KnownEventName, type WebhookEvent } from './events/index.js';
 import { declaredLength, type BodyReader } from './body.js';
 import { fingerprintEnvelope } from './fingerprint.js';
-import { runHandlers, type AnyHandler, type HandlerContext } from './run-handlers.js';
+import {
+  isPromiseLike,
+  isRunning,
+  runHandlers,
+  type AnyHandler,
+  type HandlerContext,
+  type HandlerRun,
+} from './run-handlers.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import { OUTCOME_STATUS, type Outcome } from './outcome.js';
 import { createVerifier, type RawBody } from './signature.js';
@@ -287,20 +290,17 @@ export function createReceiver({
       return answer('stale', idempotencyKey);
     }
 
-    let data: Record<string, unknown> = envelope.data;
+    let event = envelope as unknown as WebhookEvent<string>;
     if (isFixedContractEvent(eventName)) {
-      const result = eventDataSchemas[eventName].safeParse(data);
-      if (!result.success) {
-        const issues = result.error.issues.map(({ path, code, message }) => ({
-          path,
-          code,
-          message,
-        }));
-        reportError(new PayloadValidationError(eventName, issues));
+      const validation = validateEventData(eventName, envelope.data);
+      if (!validation.ok) {
+        reportError(new PayloadValidationError(eventName, validation.issues));
         logger?.warn({ ...log, outcome: 'invalid_payload' }, 'webhook payload invalid');
         return answer('invalid_payload', idempotencyKey);
       }
-      data = result.data as Record<string, unknown>;
+      if (validation.data !== envelope.data) {
+        event = { ...envelope, data: validation.data } as WebhookEvent<string>;
+      }
     }
 
     let claim: Awaited<ReturnType<IdempotencyStore['claim']>>;
@@ -330,56 +330,62 @@ export function createReceiver({
     const { token } = claim;
     // Taken before any handler runs: a handler that changes event.data must not change it.
     const fingerprint = fingerprintEnvelope(envelope);
-    const complete = async (): Promise<void> => {
-      try {
-        await store.complete(idempotencyKey, token, dedupTtlMs, fingerprint);
-      } catch (cause) {
-        reportError(
-          new StoreUnavailableError('the idempotency store failed to record completion', { cause }),
-        );
-      }
-    };
-    const release = async (): Promise<void> => {
-      try {
-        await store.release(idempotencyKey, token);
-      } catch (cause) {
-        // The lease still runs out by itself, so the next retry gets the key after leaseMs.
-        reportError(
-          new StoreUnavailableError('the idempotency store failed to release the key', { cause }),
-        );
-      }
-    };
-
-    const chosen = [...(handlers.get(eventName) ?? []), ...anyHandlers];
+    const named = handlers.get(eventName);
+    const chosen =
+      named === undefined
+        ? anyHandlers
+        : anyHandlers.length === 0
+          ? named
+          : [...named, ...anyHandlers];
     if (chosen.length === 0) {
-      await complete();
+      await complete(idempotencyKey, token, fingerprint);
       logger?.debug({ ...log, outcome: 'ignored' }, 'webhook ignored: no handler');
       return answer('ignored', idempotencyKey);
     }
 
-    const event = { ...envelope, data } as WebhookEvent<string>;
     const run = runHandlers(chosen, event, handlerTimeoutMs);
-    const first = await run.first;
+    const first = isRunning(run) ? await run.first : run;
     if (first === 'timeout') {
       reportError(new HandlerTimeoutError(eventName, idempotencyKey, handlerTimeoutMs));
       logger?.warn({ ...log, outcome: 'timeout' }, 'webhook handlers timed out');
       // They go on: success completes the key, failure releases it for the next retry.
-      void run.settled.then(async (settled) => {
-        if (settled.ok) return complete();
+      void (run as HandlerRun).settled.then(async (settled) => {
+        if (settled.ok) return complete(idempotencyKey, token, fingerprint);
         reportError(new HandlerError(eventName, idempotencyKey, settled.error));
-        return release();
+        return release(idempotencyKey, token);
       });
       return answer('timeout', idempotencyKey);
     }
     if (!first.ok) {
-      await release();
+      await release(idempotencyKey, token);
       reportError(new HandlerError(eventName, idempotencyKey, first.error));
       logger?.error({ ...log, outcome: 'handler_failed' }, 'webhook handler failed');
       return answer('handler_failed', idempotencyKey);
     }
-    await complete();
+    await complete(idempotencyKey, token, fingerprint);
     logger?.info({ ...log, outcome: 'processed' }, 'webhook processed');
     return answer('processed', idempotencyKey);
+  }
+
+  async function complete(key: string, token: string, fingerprint: string): Promise<void> {
+    try {
+      await store.complete(key, token, dedupTtlMs, fingerprint);
+    } catch (cause) {
+      reportError(
+        new StoreUnavailableError('the idempotency store failed to record completion', { cause }),
+      );
+    }
+  }
+
+  async function release(key: string, token: string): Promise<void> {
+    try {
+      await store.release(key, token);
+    } catch (cause) {
+      // The lease still runs out by itself, so the next retry gets the key after leaseMs.
+      reportError(
+        new StoreUnavailableError('the idempotency store failed to release the key', { cause }),
+      );
+    }
   }
 
   const receiver: Receiver = {
@@ -444,12 +450,4 @@ function byteLength(body: Uint8Array | string, limit: number): number {
     } else bytes += 3;
   }
   return bytes;
-}
-
-function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as PromiseLike<unknown>).then === 'function'
-  );
 }

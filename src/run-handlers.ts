@@ -19,56 +19,113 @@ export type AnyHandler = (event: WebhookEvent<string>, context: HandlerContext) 
 /** How the handlers of a delivery ended: all succeeded, or the failure (an AggregateError for several). */
 export type HandlersSettled = { ok: true } | { ok: false; error: unknown };
 
-/** A run of handlers: what came first (their end or the timeout), and their end. */
+/** Handlers still running: what came first (their end or the timeout), and their end. */
 export interface HandlerRun {
   first: Promise<HandlersSettled | 'timeout'>;
   settled: Promise<HandlersSettled>;
 }
 
+const SUCCEEDED: HandlersSettled = Object.freeze({ ok: true });
+
+/**
+ * The context of one delivery. Its AbortController is made on first use: most handlers never
+ * read `signal`, and an AbortController (an EventTarget) costs more than the rest of a delivery's
+ * dispatch. Read after the timeout, the signal is already aborted.
+ */
+class DeliveryContext implements HandlerContext {
+  #controller: AbortController | undefined;
+  #reason: Error | undefined;
+
+  constructor(readonly idempotencyKey: string) {}
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#reason !== undefined) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
+
+  static abort(context: DeliveryContext, reason: Error): void {
+    context.#reason = reason;
+    context.#controller?.abort(reason);
+  }
+}
+
 /**
  * Start every handler at once with one shared context. A handler that throws synchronously, or
  * rejects with any value (even `undefined`), counts as failed.
+ *
+ * When no handler returns a promise they have all ended by the time this returns, and their
+ * outcome is returned as is: no timer, no promise. Otherwise the run races a timer of
+ * `timeoutMs`.
  */
 export function runHandlers(
   handlers: readonly AnyHandler[],
   event: WebhookEvent<string>,
   timeoutMs: number,
-): HandlerRun {
-  let controller: AbortController | undefined;
-  let abortReason: Error | undefined;
-  const context: HandlerContext = {
-    idempotencyKey: event.idempotencyKey,
-    // Made on first use: most handlers never read it, and an AbortController (an EventTarget)
-    // costs more than anything else a delivery allocates. Read after the timeout, it is aborted.
-    get signal(): AbortSignal {
-      if (controller === undefined) {
-        controller = new AbortController();
-        if (abortReason !== undefined) controller.abort(abortReason);
+): HandlersSettled | HandlerRun {
+  const context = new DeliveryContext(event.idempotencyKey);
+  // One entry per handler, in order: a promise it returned, or what its synchronous call did.
+  let outcomes: unknown[] | undefined;
+  let pending = false;
+  let failed = false;
+  // The count is taken first: a handler that registers another must not start it on this event.
+  const count = handlers.length;
+  for (let i = 0; i < count; i++) {
+    let outcome: unknown;
+    try {
+      const result = handlers[i]!(event, context);
+      if (isPromiseLike(result)) {
+        outcome = Promise.resolve(result);
+        pending = true;
       }
-      return controller.signal;
-    },
-  };
-  const settled = Promise.allSettled(handlers.map(async (handler) => handler(event, context))).then(
-    (results): HandlersSettled => {
-      const errors = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
-      if (errors.length === 0) return { ok: true };
-      return {
-        ok: false,
-        error:
-          errors.length === 1
-            ? errors[0]
-            : new AggregateError(errors, `${errors.length} handlers failed`),
-      };
-    },
-  );
+    } catch (error) {
+      outcome = Promise.reject(error);
+      failed = true;
+    }
+    if (outcome !== undefined) (outcomes ??= new Array<unknown>(count))[i] = outcome;
+  }
+  if (!pending && !failed) return SUCCEEDED;
+
+  const settled = Promise.allSettled(outcomes ?? []).then(collectFailures);
+  if (!pending) return { first: settled, settled };
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => {
-      abortReason = new Error('handler timeout');
-      controller?.abort(abortReason);
+      DeliveryContext.abort(context, new Error('handler timeout'));
       resolve('timeout');
     }, timeoutMs);
   });
   const first = Promise.race([settled, timeout]).finally(() => clearTimeout(timer));
   return { first, settled };
+}
+
+/** Whether a run of handlers is still going (some returned a promise). */
+export function isRunning(run: HandlersSettled | HandlerRun): run is HandlerRun {
+  return 'first' in run;
+}
+
+function collectFailures(results: readonly PromiseSettledResult<unknown>[]): HandlersSettled {
+  const errors: unknown[] = [];
+  for (const result of results) {
+    if (result.status === 'rejected') errors.push(result.reason);
+  }
+  if (errors.length === 0) return SUCCEEDED;
+  return {
+    ok: false,
+    error:
+      errors.length === 1
+        ? errors[0]
+        : new AggregateError(errors, `${errors.length} handlers failed`),
+  };
+}
+
+/** Whether a value is a promise or another thenable. */
+export function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
 }
