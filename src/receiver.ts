@@ -33,8 +33,8 @@ import {
 import { getHeader, type HeadersInput } from './headers.js';
 import { OUTCOME_STATUS, type Outcome } from './outcome.js';
 import { createVerifier, type RawBody } from './signature.js';
-import { memoryStore } from './stores/memory.js';
-import type { IdempotencyStore } from './stores/types.js';
+import { memoryStore, syncFaceOf } from './stores/memory.js';
+import type { ClaimResult, IdempotencyStore } from './stores/types.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -175,6 +175,8 @@ export function createReceiver({
     throw new ConfigError('secret must be a non-empty string or a non-empty list of them');
   }
 
+  // memoryStore's operations without a promise each: most deliveries then finish in one turn.
+  const syncStore = syncFaceOf(store);
   const handlers = new Map<string, AnyHandler[]>();
   const anyHandlers: AnyHandler[] = [];
   const errorHandlers: ErrorHandler[] = [];
@@ -217,175 +219,226 @@ export function createReceiver({
   }
 
   async function handle(request: WebhookRequest): Promise<WebhookResult> {
-    const { method, headers } = request;
-    if (method !== undefined && method !== 'POST' && method.toUpperCase() !== 'POST') {
-      return reject(
-        'method_not_allowed',
-        `method ${String(method).slice(0, 16)} is not allowed; use POST`,
-      );
-    }
-    const contentType = getHeader(headers, 'content-type');
-    if (contentType !== undefined && !isJsonContentType(contentType)) {
-      return reject('unsupported_media_type', 'content-type must be application/json');
-    }
-    let input = request.body;
-    if (typeof input === 'function') {
-      // A body announced as too large is refused before any of it is read.
-      if ((declaredLength(headers) ?? 0) > maxBodyBytes) {
+    try {
+      const { method, headers } = request;
+      if (method !== undefined && method !== 'POST' && method.toUpperCase() !== 'POST') {
+        return reject(
+          'method_not_allowed',
+          `method ${String(method).slice(0, 16)} is not allowed; use POST`,
+        );
+      }
+      const contentType = getHeader(headers, 'content-type');
+      if (contentType !== undefined && !isJsonContentType(contentType)) {
+        return reject('unsupported_media_type', 'content-type must be application/json');
+      }
+      let input = request.body;
+      if (typeof input === 'function') {
+        // A body announced as too large is refused before any of it is read.
+        if ((declaredLength(headers) ?? 0) > maxBodyBytes) {
+          return reject('too_large', `body exceeds maxBodyBytes (${maxBodyBytes})`);
+        }
+        try {
+          input = await input(maxBodyBytes);
+        } catch (cause) {
+          // The client went away or broke the stream mid-body.
+          reportError(new MalformedEnvelopeError('the request body could not be read', { cause }));
+          logger?.warn({ outcome: 'malformed' }, 'webhook body unreadable');
+          return answer('malformed');
+        }
+      }
+      const body = rawBodyOf(input);
+      if (body === undefined) {
+        reportError(
+          new ConfigError(
+            'the raw request body is not available (a body parser consumed it): mount the adapter ' +
+              'before any JSON body parser, or keep the raw bytes (Express: ' +
+              "express.json({ verify: rawBodySaver }) with rawBodySaver from 'schoolhooks/express')",
+          ),
+        );
+        logger?.error({ outcome: 'body_unavailable' }, 'webhook body unavailable');
+        return answer('body_unavailable');
+      }
+      if (byteLength(body, maxBodyBytes) > maxBodyBytes) {
         return reject('too_large', `body exceeds maxBodyBytes (${maxBodyBytes})`);
       }
-      try {
-        input = await input(maxBodyBytes);
-      } catch (cause) {
-        // The client went away or broke the stream mid-body.
-        reportError(new MalformedEnvelopeError('the request body could not be read', { cause }));
-        logger?.warn({ outcome: 'malformed' }, 'webhook body unreadable');
+
+      const verified = verify(body, getHeader(headers, 'signature'));
+      if (!(typeof verified === 'boolean' ? verified : await verified)) {
+        reportError(
+          new SignatureError('the signature header is missing, malformed, or matches no secret'),
+        );
+        logger?.warn({ outcome: 'invalid_signature' }, 'webhook signature rejected');
+        return answer('invalid_signature');
+      }
+
+      const parsed = parseEnvelope(body);
+      if (!parsed.ok) {
+        reportError(new MalformedEnvelopeError(parsed.reason));
+        logger?.warn({ outcome: 'malformed', reason: parsed.reason }, 'webhook malformed');
         return answer('malformed');
       }
-    }
-    const body = rawBodyOf(input);
-    if (body === undefined) {
-      reportError(
-        new ConfigError(
-          'the raw request body is not available (a body parser consumed it): mount the adapter ' +
-            'before any JSON body parser, or keep the raw bytes (Express: ' +
-            "express.json({ verify: rawBodySaver }) with rawBodySaver from 'schoolhooks/express')",
-        ),
-      );
-      logger?.error({ outcome: 'body_unavailable' }, 'webhook body unavailable');
-      return answer('body_unavailable');
-    }
-    if (byteLength(body, maxBodyBytes) > maxBodyBytes) {
-      return reject('too_large', `body exceeds maxBodyBytes (${maxBodyBytes})`);
-    }
+      const { envelope, timestampMs } = parsed;
+      const { event: eventName, idempotencyKey } = envelope;
 
-    const verified = verify(body, getHeader(headers, 'signature'));
-    if (!(typeof verified === 'boolean' ? verified : await verified)) {
-      reportError(
-        new SignatureError('the signature header is missing, malformed, or matches no secret'),
-      );
-      logger?.warn({ outcome: 'invalid_signature' }, 'webhook signature rejected');
-      return answer('invalid_signature');
-    }
-
-    const parsed = parseEnvelope(body);
-    if (!parsed.ok) {
-      reportError(new MalformedEnvelopeError(parsed.reason));
-      logger?.warn({ outcome: 'malformed', reason: parsed.reason }, 'webhook malformed');
-      return answer('malformed');
-    }
-    const { envelope, timestampMs } = parsed;
-    const { event: eventName, idempotencyKey } = envelope;
-    const log = { event: eventName, idempotencyKey };
-
-    const age = now() - timestampMs;
-    if (age > maxEventAgeMs || age < -FUTURE_SKEW_MS) {
-      reportError(
-        new StaleEventError(
-          `${eventName} timestamp ${envelope.timestamp} is outside the accepted window`,
-          envelope.timestamp,
-        ),
-      );
-      logger?.warn({ ...log, outcome: 'stale' }, 'webhook stale');
-      return answer('stale', idempotencyKey);
-    }
-
-    let event = envelope as unknown as WebhookEvent<string>;
-    if (isFixedContractEvent(eventName)) {
-      const validation = validateEventData(eventName, envelope.data);
-      if (!validation.ok) {
-        reportError(new PayloadValidationError(eventName, validation.issues));
-        logger?.warn({ ...log, outcome: 'invalid_payload' }, 'webhook payload invalid');
-        return answer('invalid_payload', idempotencyKey);
+      const age = now() - timestampMs;
+      if (age > maxEventAgeMs || age < -FUTURE_SKEW_MS) {
+        reportError(
+          new StaleEventError(
+            `${eventName} timestamp ${envelope.timestamp} is outside the accepted window`,
+            envelope.timestamp,
+          ),
+        );
+        logger?.warn({ event: eventName, idempotencyKey, outcome: 'stale' }, 'webhook stale');
+        return answer('stale', idempotencyKey);
       }
-      if (validation.data !== envelope.data) {
-        event = { ...envelope, data: validation.data } as WebhookEvent<string>;
-      }
-    }
 
-    let claim: Awaited<ReturnType<IdempotencyStore['claim']>>;
-    try {
-      claim = await store.claim(idempotencyKey, leaseMs);
+      let event = envelope as unknown as WebhookEvent<string>;
+      if (isFixedContractEvent(eventName)) {
+        const validation = validateEventData(eventName, envelope.data);
+        if (!validation.ok) {
+          reportError(new PayloadValidationError(eventName, validation.issues));
+          logger?.warn(
+            { event: eventName, idempotencyKey, outcome: 'invalid_payload' },
+            'webhook payload invalid',
+          );
+          return answer('invalid_payload', idempotencyKey);
+        }
+        if (validation.data !== envelope.data) {
+          event = { ...envelope, data: validation.data } as WebhookEvent<string>;
+        }
+      }
+
+      let claim: ClaimResult;
+      try {
+        claim = syncStore
+          ? syncStore.claim(idempotencyKey, leaseMs)
+          : await store.claim(idempotencyKey, leaseMs);
+      } catch (cause) {
+        reportError(
+          new StoreUnavailableError('the idempotency store failed to claim the key', { cause }),
+        );
+        logger?.error(
+          { event: eventName, idempotencyKey, outcome: 'store_unavailable' },
+          'webhook store unavailable',
+        );
+        return answer('store_unavailable', idempotencyKey);
+      }
+      if (claim.state === 'in_flight') {
+        logger?.info(
+          { event: eventName, idempotencyKey, outcome: 'in_flight' },
+          'webhook in flight elsewhere',
+        );
+        return answer('in_flight', idempotencyKey);
+      }
+      if (claim.state === 'done') {
+        if (
+          claim.fingerprint !== undefined &&
+          claim.fingerprint !== fingerprintEnvelope(envelope)
+        ) {
+          reportError(new IdempotencyConflictError(idempotencyKey));
+          logger?.error(
+            { event: eventName, idempotencyKey, outcome: 'conflict' },
+            'webhook idempotencyKey reused',
+          );
+          return answer('conflict', idempotencyKey);
+        }
+        logger?.debug(
+          { event: eventName, idempotencyKey, outcome: 'duplicate' },
+          'webhook duplicate',
+        );
+        return answer('duplicate', idempotencyKey);
+      }
+
+      const { token } = claim;
+      // Taken before any handler runs: a handler that changes event.data must not change it.
+      const fingerprint = fingerprintEnvelope(envelope);
+      const named = handlers.get(eventName);
+      const chosen =
+        named === undefined
+          ? anyHandlers
+          : anyHandlers.length === 0
+            ? named
+            : [...named, ...anyHandlers];
+      if (chosen.length === 0) {
+        const completing = complete(idempotencyKey, token, fingerprint);
+        if (completing) await completing;
+        logger?.debug(
+          { event: eventName, idempotencyKey, outcome: 'ignored' },
+          'webhook ignored: no handler',
+        );
+        return answer('ignored', idempotencyKey);
+      }
+
+      const run = runHandlers(chosen, event, handlerTimeoutMs);
+      const first = isRunning(run) ? await run.first : run;
+      if (first === 'timeout') {
+        reportError(new HandlerTimeoutError(eventName, idempotencyKey, handlerTimeoutMs));
+        logger?.warn(
+          { event: eventName, idempotencyKey, outcome: 'timeout' },
+          'webhook handlers timed out',
+        );
+        // They go on: success completes the key, failure releases it for the next retry.
+        void (run as HandlerRun).settled.then(async (settled) => {
+          if (settled.ok) return complete(idempotencyKey, token, fingerprint);
+          reportError(new HandlerError(eventName, idempotencyKey, settled.error));
+          return release(idempotencyKey, token);
+        });
+        return answer('timeout', idempotencyKey);
+      }
+      if (!first.ok) {
+        const releasing = release(idempotencyKey, token);
+        if (releasing) await releasing;
+        reportError(new HandlerError(eventName, idempotencyKey, first.error));
+        logger?.error(
+          { event: eventName, idempotencyKey, outcome: 'handler_failed' },
+          'webhook handler failed',
+        );
+        return answer('handler_failed', idempotencyKey);
+      }
+      const completing = complete(idempotencyKey, token, fingerprint);
+      if (completing) await completing;
+      logger?.info({ event: eventName, idempotencyKey, outcome: 'processed' }, 'webhook processed');
+      return answer('processed', idempotencyKey);
     } catch (cause) {
-      reportError(
-        new StoreUnavailableError('the idempotency store failed to claim the key', { cause }),
-      );
-      logger?.error({ ...log, outcome: 'store_unavailable' }, 'webhook store unavailable');
-      return answer('store_unavailable', idempotencyKey);
-    }
-    if (claim.state === 'in_flight') {
-      logger?.info({ ...log, outcome: 'in_flight' }, 'webhook in flight elsewhere');
-      return answer('in_flight', idempotencyKey);
-    }
-    if (claim.state === 'done') {
-      if (claim.fingerprint !== undefined && claim.fingerprint !== fingerprintEnvelope(envelope)) {
-        reportError(new IdempotencyConflictError(idempotencyKey));
-        logger?.error({ ...log, outcome: 'conflict' }, 'webhook idempotencyKey reused');
-        return answer('conflict', idempotencyKey);
-      }
-      logger?.debug({ ...log, outcome: 'duplicate' }, 'webhook duplicate');
-      return answer('duplicate', idempotencyKey);
-    }
-
-    const { token } = claim;
-    // Taken before any handler runs: a handler that changes event.data must not change it.
-    const fingerprint = fingerprintEnvelope(envelope);
-    const named = handlers.get(eventName);
-    const chosen =
-      named === undefined
-        ? anyHandlers
-        : anyHandlers.length === 0
-          ? named
-          : [...named, ...anyHandlers];
-    if (chosen.length === 0) {
-      await complete(idempotencyKey, token, fingerprint);
-      logger?.debug({ ...log, outcome: 'ignored' }, 'webhook ignored: no handler');
-      return answer('ignored', idempotencyKey);
-    }
-
-    const run = runHandlers(chosen, event, handlerTimeoutMs);
-    const first = isRunning(run) ? await run.first : run;
-    if (first === 'timeout') {
-      reportError(new HandlerTimeoutError(eventName, idempotencyKey, handlerTimeoutMs));
-      logger?.warn({ ...log, outcome: 'timeout' }, 'webhook handlers timed out');
-      // They go on: success completes the key, failure releases it for the next retry.
-      void (run as HandlerRun).settled.then(async (settled) => {
-        if (settled.ok) return complete(idempotencyKey, token, fingerprint);
-        reportError(new HandlerError(eventName, idempotencyKey, settled.error));
-        return release(idempotencyKey, token);
-      });
-      return answer('timeout', idempotencyKey);
-    }
-    if (!first.ok) {
-      await release(idempotencyKey, token);
-      reportError(new HandlerError(eventName, idempotencyKey, first.error));
-      logger?.error({ ...log, outcome: 'handler_failed' }, 'webhook handler failed');
-      return answer('handler_failed', idempotencyKey);
-    }
-    await complete(idempotencyKey, token, fingerprint);
-    logger?.info({ ...log, outcome: 'processed' }, 'webhook processed');
-    return answer('processed', idempotencyKey);
-  }
-
-  async function complete(key: string, token: string, fingerprint: string): Promise<void> {
-    try {
-      await store.complete(key, token, dedupTtlMs, fingerprint);
-    } catch (cause) {
-      reportError(
-        new StoreUnavailableError('the idempotency store failed to record completion', { cause }),
-      );
+      // Only a faulty store or logger can get here; the delivery is retried later.
+      reportError(new StoreUnavailableError('the receiver failed unexpectedly', { cause }));
+      return answer('store_unavailable');
     }
   }
 
-  async function release(key: string, token: string): Promise<void> {
+  /** Mark the key done; resolves at once on a store with a synchronous face. */
+  function complete(key: string, token: string, fingerprint: string): Promise<void> | undefined {
     try {
-      await store.release(key, token);
+      if (syncStore) return void syncStore.complete(key, token, dedupTtlMs, fingerprint);
+      return store.complete(key, token, dedupTtlMs, fingerprint).then(undefined, completeFailed);
     } catch (cause) {
-      // The lease still runs out by itself, so the next retry gets the key after leaseMs.
-      reportError(
-        new StoreUnavailableError('the idempotency store failed to release the key', { cause }),
-      );
+      return completeFailed(cause);
     }
+  }
+
+  function completeFailed(cause: unknown): undefined {
+    reportError(
+      new StoreUnavailableError('the idempotency store failed to record completion', { cause }),
+    );
+    return undefined;
+  }
+
+  /** Give the key back; resolves at once on a store with a synchronous face. */
+  function release(key: string, token: string): Promise<void> | undefined {
+    try {
+      if (syncStore) return void syncStore.release(key, token);
+      return store.release(key, token).then(undefined, releaseFailed);
+    } catch (cause) {
+      return releaseFailed(cause);
+    }
+  }
+
+  function releaseFailed(cause: unknown): undefined {
+    // The lease still runs out by itself, so the next retry gets the key after leaseMs.
+    reportError(
+      new StoreUnavailableError('the idempotency store failed to release the key', { cause }),
+    );
+    return undefined;
   }
 
   const receiver: Receiver = {
@@ -406,15 +459,7 @@ export function createReceiver({
       errorHandlers.push(handler);
       return receiver;
     },
-    handle: async function handleWebhook(request: WebhookRequest): Promise<WebhookResult> {
-      try {
-        return await handle(request);
-      } catch (cause) {
-        // Only a faulty store or logger can get here; the delivery is retried later.
-        reportError(new StoreUnavailableError('the receiver failed unexpectedly', { cause }));
-        return answer('store_unavailable');
-      }
-    },
+    handle,
     maxBodyBytes,
   };
   return receiver;

@@ -4,7 +4,6 @@
  */
 
 import { LRUCache } from 'lru-cache';
-import { randomToken } from '../crypto.js';
 import type { ClaimResult, IdempotencyStore } from './types.js';
 
 /** Options of {@link memoryStore}. */
@@ -13,7 +12,27 @@ export interface MemoryStoreOptions {
   max?: number;
 }
 
-type Entry = { state: 'in_flight'; token: string } | { state: 'done'; fingerprint: string };
+/** The store's operations, synchronous: what its promises resolve to, without the promise. */
+export interface SyncIdempotencyStore {
+  claim(key: string, leaseMs: number): ClaimResult;
+  complete(key: string, token: string, ttlMs: number, fingerprint: string): void;
+  release(key: string, token: string): void;
+}
+
+/**
+ * The synchronous face of each store made by {@link memoryStore}, for the receiver to skip a
+ * promise per step. Keyed by the store object itself: a copy or a wrapper (`{ ...store, claim }`)
+ * is not found here, so whatever it overrides is used.
+ */
+const syncFaces = new WeakMap<IdempotencyStore, SyncIdempotencyStore>();
+
+/**
+ * The synchronous operations of a store made by {@link memoryStore}, or undefined for any other.
+ * @internal
+ */
+export function syncFaceOf(store: IdempotencyStore): SyncIdempotencyStore | undefined {
+  return syncFaces.get(store);
+}
 
 /**
  * An idempotency store for one process. Keys expire on their own (the lease, or dedupTtlMs once
@@ -25,28 +44,45 @@ type Entry = { state: 'in_flight'; token: string } | { state: 'done'; fingerprin
  * ```
  */
 export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): IdempotencyStore {
-  const entries = new LRUCache<string, Entry>({ max, ttlAutopurge: false });
-  return {
-    async claim(key: string, leaseMs: number): Promise<ClaimResult> {
-      // No await before the check-and-set: it runs in one tick, so it is atomic in this process.
+  // A key in flight holds its lease number, a completed key its fingerprint: no object per key.
+  const entries = new LRUCache<string, number | string>({ max, ttlAutopurge: false });
+  // Lease tokens only tell this store's own claims apart, so a counter does (no randomness).
+  let leases = 0;
+
+  const sync: SyncIdempotencyStore = {
+    claim(key, leaseMs) {
+      // Check and set in one synchronous step: atomic in this process.
       const entry = entries.get(key);
-      if (entry?.state === 'done') return { state: 'done', fingerprint: entry.fingerprint };
-      if (entry) return { state: 'in_flight' };
-      const token = randomToken();
-      entries.set(key, { state: 'in_flight', token }, { ttl: leaseMs });
-      return { state: 'claimed', token };
+      if (typeof entry === 'string') return { state: 'done', fingerprint: entry };
+      if (entry !== undefined) return { state: 'in_flight' };
+      const lease = ++leases;
+      entries.set(key, lease, { ttl: leaseMs });
+      return { state: 'claimed', token: String(lease) };
     },
-    async complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void> {
-      if (!owns(key, token)) return;
-      entries.set(key, { state: 'done', fingerprint }, { ttl: ttlMs });
+    complete(key, token, ttlMs, fingerprint) {
+      if (owns(key, token)) entries.set(key, fingerprint, { ttl: ttlMs });
     },
-    async release(key: string, token: string): Promise<void> {
+    release(key, token) {
       if (owns(key, token)) entries.delete(key);
     },
   };
 
   function owns(key: string, token: string): boolean {
     const entry = entries.peek(key);
-    return entry?.state === 'in_flight' && entry.token === token;
+    return typeof entry === 'number' && String(entry) === token;
   }
+
+  const store: IdempotencyStore = {
+    async claim(key, leaseMs) {
+      return sync.claim(key, leaseMs);
+    },
+    async complete(key, token, ttlMs, fingerprint) {
+      sync.complete(key, token, ttlMs, fingerprint);
+    },
+    async release(key, token) {
+      sync.release(key, token);
+    },
+  };
+  syncFaces.set(store, sync);
+  return store;
 }
