@@ -4,12 +4,14 @@
  * @module schoolhooks/fetch
  */
 
-import { requestBodyReader } from '../src/body.js';
+import { nodeBodyReader, requestBodyReader, untouchedNodeRequest } from '../src/body.js';
 import type { Receiver } from '../src/receiver.js';
 
 /**
  * Answer webhook deliveries with a Fetch handler. The body is read from the `Request` only once
- * the method and content type passed, and never past `maxBodyBytes`.
+ * the method and content type passed, and never past `maxBodyBytes`. A second argument is
+ * whatever the server passes next to the request (Workers' bindings, Next.js' context): on
+ * @hono/node-server it carries the Node request, which is then read directly.
  *
  * @example
  * ```ts
@@ -24,13 +26,17 @@ import type { Receiver } from '../src/receiver.js';
  * // Bun: Bun.serve({ fetch: fetchHandler(receiver) }); Workers: export default { fetch: fetchHandler(receiver) }
  * ```
  */
-export function fetchHandler(receiver: Receiver): (request: Request) => Promise<Response> {
-  return async function schoolhooksFetchHandler(request) {
-    const { status, body } = await receiver.handle({
-      method: request.method,
-      headers: request.headers,
-      body: requestBodyReader(request),
-    });
+export function fetchHandler(
+  receiver: Receiver,
+): (request: Request, env?: unknown) => Promise<Response> {
+  return async function schoolhooksFetchHandler(request, env) {
+    // On @hono/node-server (`serve({ fetch })`), `env.incoming` is the Node request itself.
+    const incoming = untouchedNodeRequest(env);
+    const { status, body } = await receiver.handle(
+      incoming
+        ? { method: request.method, headers: incoming.headers, body: nodeBodyReader(incoming) }
+        : { method: request.method, headers: request.headers, body: requestBodyReader(request) },
+    );
     return new Response(JSON.stringify(body), {
       status,
       headers: { 'content-type': 'application/json' },

@@ -5,7 +5,7 @@
 
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { requestBodyReader } from '../src/body.js';
+import { nodeBodyReader, requestBodyReader, untouchedNodeRequest } from '../src/body.js';
 import type { Receiver } from '../src/receiver.js';
 
 /**
@@ -29,11 +29,13 @@ import type { Receiver } from '../src/receiver.js';
 export function honoHandler(receiver: Receiver): (c: Context) => Promise<Response> {
   return async function schoolhooksHonoHandler(c) {
     const request = c.req.raw;
-    const { status, body } = await receiver.handle({
-      method: request.method,
-      headers: request.headers,
-      body: requestBodyReader(request),
-    });
+    // On @hono/node-server, the Node request itself: no Fetch Request is built just to be read.
+    const incoming = untouchedNodeRequest(c.env);
+    const { status, body } = await receiver.handle(
+      incoming
+        ? { method: request.method, headers: incoming.headers, body: nodeBodyReader(incoming) }
+        : { method: request.method, headers: request.headers, body: requestBodyReader(request) },
+    );
     // Every status the receiver answers with carries a body.
     return c.json(body, status as ContentfulStatusCode);
   };

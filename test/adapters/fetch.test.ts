@@ -1,5 +1,6 @@
 import { serve } from '@hono/node-server';
 import type { Server } from 'node:http';
+import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { fetchHandler } from '../../adapters/fetch.js';
 import { useWebCryptoOnly } from '../../src/crypto.js';
@@ -20,6 +21,29 @@ async function answerOf(response: Response) {
     body: (await response.json()) as unknown,
   };
 }
+
+describe('fetchHandler on @hono/node-server', () => {
+  let server: AdapterServer | undefined;
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await server?.close();
+  });
+
+  it('reads the Node request it is given as env.incoming: no web stream is built', async () => {
+    const toWeb = vi.spyOn(Readable, 'toWeb');
+    const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
+    server = await listen(
+      serve({ fetch: fetchHandler(receiver), hostname: '127.0.0.1', port: 0 }) as Server,
+    );
+    const delivery = createTestDelivery();
+    expectAnswer(await post(server.url, delivery), 200, {
+      ok: true,
+      outcome: 'processed',
+      idempotencyKey: delivery.idempotencyKey,
+    });
+    expect(toWeb).not.toHaveBeenCalled();
+  });
+});
 
 describe('fetchHandler called with a Request', () => {
   it('processes a delivery and answers JSON', async () => {

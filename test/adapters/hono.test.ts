@@ -1,7 +1,8 @@
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Server } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Readable } from 'node:stream';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { honoHandler } from '../../adapters/hono.js';
 import { ConfigError, createReceiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
@@ -17,7 +18,23 @@ adapterSuite('hono on @hono/node-server', (receiver) =>
 
 describe('honoHandler in a Hono app', () => {
   let server: AdapterServer | undefined;
-  afterEach(() => server?.close());
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await server?.close();
+  });
+
+  it('reads the Node request itself on @hono/node-server: no web stream is built', async () => {
+    const toWeb = vi.spyOn(Readable, 'toWeb');
+    const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
+    server = await serveApp(new Hono().post('/webhooks', honoHandler(receiver)));
+    const delivery = createTestDelivery();
+    expectAnswer(await post(server.url, delivery), 200, {
+      ok: true,
+      outcome: 'processed',
+      idempotencyKey: delivery.idempotencyKey,
+    });
+    expect(toWeb).not.toHaveBeenCalled();
+  });
 
   it('works on a sub-app route', async () => {
     const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
