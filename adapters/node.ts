@@ -33,8 +33,10 @@ export function nodeListener(
   receiver: Receiver,
   { path }: NodeListenerOptions = {},
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  const withQuery = `${path}?`;
   return async function schoolhooksListener(req, res) {
-    if (path !== undefined && req.url?.split('?', 1)[0] !== path) {
+    const url = req.url ?? '';
+    if (path !== undefined && url !== path && !url.startsWith(withQuery)) {
       return send(res, 404, { ok: false, error: 'not_found' });
     }
     const { status, body } = await receiver.handle({
