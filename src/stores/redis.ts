@@ -10,6 +10,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { ClaimResult, IdempotencyStore } from './types.js';
+import { DeadlineQueue, type Expiring } from './deadlines.js';
 
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions {
@@ -37,6 +38,43 @@ interface Call {
   readonly deadline: number;
   readonly aborted: boolean;
   readonly signal: AbortSignal;
+}
+
+/** A call with its deadline: settled by its result, or aborted when the deadline passes. */
+class BoundedCall implements Call, Expiring {
+  aborted = false;
+  settled = false;
+  #controller: AbortController | undefined;
+  readonly #onExpire: () => void;
+
+  constructor(
+    readonly deadline: number,
+    onExpire: () => void,
+  ) {
+    this.#onExpire = onExpire;
+  }
+
+  // Only a call that waits for the client to connect listens; an AbortController per call
+  // would cost more than the rest of the call's JavaScript.
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.aborted) this.#controller.abort();
+    }
+    return this.#controller.signal;
+  }
+
+  settle(answer: () => void): void {
+    this.settled = true;
+    answer();
+  }
+
+  /** At the deadline: the operation sends nothing more, and its caller is told it failed. */
+  expire(): void {
+    this.aborted = true;
+    this.#controller?.abort();
+    this.#onExpire();
+  }
 }
 
 /**
@@ -164,6 +202,8 @@ export function redisStore({
   // Redis's clock minus ours, learnt from every claim's reply (which carries Redis's TIME).
   let clockOffsetMs = 0;
   let statusChange: Promise<void> | undefined;
+  // One timer for all calls in flight: they share commandTimeoutMs, so they expire in order.
+  const deadlines = new DeadlineQueue(commandTimeoutMs);
 
   const store: IdempotencyStore = {
     async claim(key: string, leaseMs: number): Promise<ClaimResult> {
@@ -228,47 +268,29 @@ export function redisStore({
    * so the operation sends nothing more; `onLate` sees a result that arrives after the caller
    * was already told it failed.
    */
-  async function bounded<T>(
+  function bounded<T>(
     name: string,
     operation: (call: Call) => Promise<T>,
     onLate?: (result: T) => void,
   ): Promise<T> {
-    let aborted = false;
-    let controller: AbortController | undefined;
-    const work = operation({
-      deadline: Date.now() + commandTimeoutMs,
-      get aborted() {
-        return aborted;
-      },
-      // Only a call that waits for the client to connect listens; an AbortController per call
-      // would cost more than the rest of the call's JavaScript.
-      get signal() {
-        if (!controller) {
-          controller = new AbortController();
-          if (aborted) controller.abort();
-        }
-        return controller.signal;
-      },
-    });
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        aborted = true;
-        controller?.abort();
+    return new Promise<T>((resolve, reject) => {
+      const call = new BoundedCall(Date.now() + commandTimeoutMs, () => {
         reject(
           new StoreUnavailableError(`Redis did not answer ${name} within ${commandTimeoutMs} ms`),
         );
-        // Whatever `work` does now, nobody awaits it: observe it so it is never unhandled.
-        work.then(onLate, noop);
-      }, commandTimeoutMs);
+      });
+      deadlines.add(call);
+      operation(call).then(
+        (result) => {
+          // After the deadline nobody awaits the result: only onLate sees it.
+          if (call.aborted) onLate?.(result);
+          else call.settle(() => resolve(result));
+        },
+        (error: unknown) => {
+          if (!call.aborted) call.settle(() => reject(unavailable(name, error)));
+        },
+      );
     });
-    try {
-      return await Promise.race([work, timeout]);
-    } catch (error) {
-      throw unavailable(name, error);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /**
