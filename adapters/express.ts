@@ -5,6 +5,7 @@
 
 import type { Request, RequestHandler } from 'express';
 import { nodeBodyReader } from '../src/body.js';
+import { sendJson } from './json-answer.js';
 import type { Receiver, WebhookRequest } from '../src/receiver.js';
 
 /** What body parsers leave on a request; `rawBody` is set by {@link rawBodySaver}. */
@@ -40,7 +41,7 @@ export function expressMiddleware(receiver: Receiver): RequestHandler {
       headers: req.headers,
       body: rawBodyOf(req),
     });
-    res.status(status).json(body);
+    sendJson(res, status, body);
   };
 }
 

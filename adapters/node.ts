@@ -6,6 +6,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { nodeBodyReader } from '../src/body.js';
+import { sendJson } from './json-answer.js';
 import type { Receiver } from '../src/receiver.js';
 
 /** Options of {@link nodeListener}. */
@@ -37,22 +38,13 @@ export function nodeListener(
   return async function schoolhooksListener(req, res) {
     const url = req.url ?? '';
     if (path !== undefined && url !== path && !url.startsWith(withQuery)) {
-      return send(res, 404, { ok: false, error: 'not_found' });
+      return sendJson(res, 404, { ok: false, error: 'not_found' });
     }
     const { status, body } = await receiver.handle({
       method: req.method,
       headers: req.headers,
       body: nodeBodyReader(req),
     });
-    send(res, status, body);
+    sendJson(res, status, body);
   };
-}
-
-function send(res: ServerResponse, status: number, body: object): void {
-  const json = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(json),
-  });
-  res.end(json);
 }
