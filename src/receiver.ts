@@ -21,6 +21,7 @@ import { parseEnvelope } from './envelope.js';
 import { validateEventData } from './events/validate.js';
 import { isFixedContractEvent, type KnownEventName, type WebhookEvent } from './events/index.js';
 import { declaredLength, type BodyReader } from './body.js';
+import { DeadlineQueue } from './deadlines.js';
 import { fingerprintEnvelope } from './fingerprint.js';
 import {
   isPromiseLike,
@@ -177,6 +178,8 @@ export function createReceiver({
 
   // memoryStore's operations without a promise each: most deliveries then finish in one turn.
   const syncStore = syncFaceOf(store);
+  // One timer for every delivery whose handlers are still running: they share handlerTimeoutMs.
+  const handlerDeadlines = new DeadlineQueue(handlerTimeoutMs);
   const handlers = new Map<string, AnyHandler[]>();
   const anyHandlers: AnyHandler[] = [];
   const errorHandlers: ErrorHandler[] = [];
@@ -369,7 +372,7 @@ export function createReceiver({
         return answer('ignored', idempotencyKey);
       }
 
-      const run = runHandlers(chosen, event, handlerTimeoutMs);
+      const run = runHandlers(chosen, event, handlerDeadlines);
       const first = isRunning(run) ? await run.first : run;
       if (first === 'timeout') {
         reportError(new HandlerTimeoutError(eventName, idempotencyKey, handlerTimeoutMs));

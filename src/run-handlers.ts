@@ -3,6 +3,7 @@
  * @module
  */
 
+import { Deadline, type DeadlineQueue } from './deadlines.js';
 import type { WebhookEvent } from './events/index.js';
 
 /** What a handler gets besides the event. */
@@ -57,18 +58,18 @@ class DeliveryContext implements HandlerContext {
  * rejects with any value (even `undefined`), counts as failed.
  *
  * When no handler returns a promise they have all ended by the time this returns, and their
- * outcome is returned as is: no timer, no promise. Otherwise the run races a timer of
- * `timeoutMs`.
+ * outcome is returned as is: no timer, no promise. Otherwise the run races the receiver's
+ * handlerTimeoutMs, in its deadline queue (one timer for all deliveries).
  */
 export function runHandlers(
   handlers: readonly AnyHandler[],
   event: WebhookEvent<string>,
-  timeoutMs: number,
+  deadlines: DeadlineQueue,
 ): HandlersSettled | HandlerRun {
   const context = new DeliveryContext(event.idempotencyKey);
   // One entry per handler, in order: a promise it returned, or what its synchronous call did.
   let outcomes: unknown[] | undefined;
-  let pending = false;
+  let pending = 0;
   let failed = false;
   // The count is taken first: a handler that registers another must not start it on this event.
   const count = handlers.length;
@@ -77,8 +78,8 @@ export function runHandlers(
     try {
       const result = handlers[i]!(event, context);
       if (isPromiseLike(result)) {
-        outcome = Promise.resolve(result);
-        pending = true;
+        outcome = result;
+        pending++;
       }
     } catch (error) {
       outcome = Promise.reject(error);
@@ -86,19 +87,44 @@ export function runHandlers(
     }
     if (outcome !== undefined) (outcomes ??= new Array<unknown>(count))[i] = outcome;
   }
-  if (!pending && !failed) return SUCCEEDED;
+  if (pending === 0 && !failed) return SUCCEEDED;
 
-  const settled = Promise.allSettled(outcomes ?? []).then(collectFailures);
-  if (!pending) return { first: settled, settled };
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => {
-      DeliveryContext.abort(context, new Error('handler timeout'));
-      resolve('timeout');
-    }, timeoutMs);
+  const settled =
+    pending === 1 && !failed
+      ? // The common case, one async handler: no allSettled over a list of one.
+        Promise.resolve(outcomes!.find(isPromiseLike)).then(() => SUCCEEDED, failure)
+      : Promise.allSettled(outcomes ?? []).then(collectFailures);
+  if (pending === 0) return { first: settled, settled };
+  const first = new Promise<HandlersSettled | 'timeout'>((resolve) => {
+    const run = new TimedRun(context, resolve);
+    deadlines.add(run);
+    void settled.then((result) => {
+      deadlines.remove(run);
+      resolve(result);
+    });
   });
-  const first = Promise.race([settled, timeout]).finally(() => clearTimeout(timer));
   return { first, settled };
+}
+
+/** A run of handlers racing handlerTimeoutMs in the receiver's deadline queue. */
+class TimedRun extends Deadline {
+  readonly #context: DeliveryContext;
+  readonly #resolve: (first: 'timeout') => void;
+
+  constructor(context: DeliveryContext, resolve: (first: 'timeout') => void) {
+    super();
+    this.#context = context;
+    this.#resolve = resolve;
+  }
+
+  expire(): void {
+    DeliveryContext.abort(this.#context, new Error('handler timeout'));
+    this.#resolve('timeout');
+  }
+}
+
+function failure(error: unknown): HandlersSettled {
+  return { ok: false, error };
 }
 
 /** Whether a run of handlers is still going (some returned a promise). */

@@ -371,6 +371,27 @@ describe('receiver.handle: the status table', () => {
     });
   });
 
+  it('times out only the slow deliveries among many running at once', async () => {
+    const { receiver } = setup({ handlerTimeoutMs: 60 });
+    const gate = deferred();
+    receiver.on('UserSignedIn', async (event) => {
+      // Every third delivery waits for the gate; the others finish after a few ms.
+      if (Number(event.data['n']) % 3 === 0) await gate.promise;
+      else await new Promise((resolve) => setTimeout(resolve, Number(event.data['n']) % 20));
+    });
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, n) => receiver.handle(signedRequest({ data: { n } }))),
+    );
+    const outcomes = results.map((result, n) => [n % 3 === 0, result.outcome] as const);
+    expect(outcomes.filter(([slow]) => slow).map(([, outcome]) => outcome)).toEqual(
+      Array.from({ length: 20 }, () => 'timeout'),
+    );
+    expect(outcomes.filter(([slow]) => !slow).map(([, outcome]) => outcome)).toEqual(
+      Array.from({ length: 40 }, () => 'processed'),
+    );
+    gate.resolve();
+  });
+
   it('releases the key when a timed-out handler fails later, so the retry runs it', async () => {
     const { receiver } = setup({ handlerTimeoutMs: 20 });
     const gate = deferred();

@@ -10,7 +10,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { ClaimResult, IdempotencyStore } from './types.js';
-import { DeadlineQueue, type Expiring } from './deadlines.js';
+import { Deadline, DeadlineQueue } from '../deadlines.js';
 
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions {
@@ -41,9 +41,8 @@ interface Call {
 }
 
 /** A call with its deadline: settled by its result, or aborted when the deadline passes. */
-class BoundedCall implements Call, Expiring {
+class BoundedCall extends Deadline implements Call {
   aborted = false;
-  settled = false;
   #controller: AbortController | undefined;
   readonly #onExpire: () => void;
 
@@ -51,6 +50,7 @@ class BoundedCall implements Call, Expiring {
     readonly deadline: number,
     onExpire: () => void,
   ) {
+    super();
     this.#onExpire = onExpire;
   }
 
@@ -62,11 +62,6 @@ class BoundedCall implements Call, Expiring {
       if (this.aborted) this.#controller.abort();
     }
     return this.#controller.signal;
-  }
-
-  settle(answer: () => void): void {
-    this.settled = true;
-    answer();
   }
 
   /** At the deadline: the operation sends nothing more, and its caller is told it failed. */
@@ -283,11 +278,14 @@ export function redisStore({
       operation(call).then(
         (result) => {
           // After the deadline nobody awaits the result: only onLate sees it.
-          if (call.aborted) onLate?.(result);
-          else call.settle(() => resolve(result));
+          if (call.aborted) return onLate?.(result);
+          deadlines.remove(call);
+          resolve(result);
         },
         (error: unknown) => {
-          if (!call.aborted) call.settle(() => reject(unavailable(name, error)));
+          if (call.aborted) return;
+          deadlines.remove(call);
+          reject(unavailable(name, error));
         },
       );
     });
