@@ -158,7 +158,8 @@ async function measureKind(kind: BodyKind): Promise<StepCosts> {
   );
   const receiver = createReceiver({ secret: SECRET });
   let handled = 0;
-  receiver.on(name, () => {
+  // An async handler, as users write them (so the run races handlerTimeoutMs).
+  receiver.on(name, async () => {
     handled++;
   });
   const request = async (i: number) => {

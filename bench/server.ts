@@ -127,7 +127,9 @@ async function schoolhooksReceiver(store: 'memory' | 'redis') {
     maxEventAgeMs: 3_600_000,
     dedupTtlMs: 3_600_000,
   });
-  receiver.on(['UserSignedUp', 'PaymentCompleted'], () => {
+  // An async handler, as users write them: every delivery takes the path that races
+  // handlerTimeoutMs.
+  receiver.on(['UserSignedUp', 'PaymentCompleted'], async () => {
     handled++;
   });
   receiver.onError((error) => {
