@@ -76,10 +76,14 @@ export class DeadlineQueue {
   #sweep = (): void => {
     this.#timer = undefined;
     const now = performance.now();
-    for (let item = this.#head; item !== undefined && item.expiresAt <= now; item = this.#head) {
-      this.remove(item);
-      item.expire();
+    try {
+      for (let item = this.#head; item !== undefined && item.expiresAt <= now; item = this.#head) {
+        this.remove(item);
+        item.expire();
+      }
+    } finally {
+      // Even if an expire() threw, the calls behind it still get their timer.
+      if (this.#head !== undefined && this.#timer === undefined) this.#arm(this.#head.expiresAt);
     }
-    if (this.#head !== undefined && this.#timer === undefined) this.#arm(this.#head.expiresAt);
   };
 }
