@@ -1,7 +1,6 @@
 /** DeadlineQueue: one timer expires, in order, the calls that outlived their shared budget. */
 
-import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Deadline, DeadlineQueue } from '../src/deadlines.js';
 
 /** A call that records when it was told it expired. */
@@ -13,53 +12,60 @@ class Call extends Deadline {
     super();
   }
   expire(): void {
-    this.log.push(this.name);
+    this.log.push(`${this.name}@${performance.now()}`);
   }
 }
 
 describe('DeadlineQueue', () => {
-  it('tells every call still queued once its budget ran out, in order, and no removed one', async () => {
+  // The queue's clock (performance.now) and its timer, both under the test's control.
+  beforeEach(() => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] }));
+  afterEach(() => vi.useRealTimers());
+
+  it('tells every call still queued when its budget ran out, in order, and no removed one', () => {
     const queue = new DeadlineQueue(40);
     const log: string[] = [];
-    const started = performance.now();
+    const start = performance.now();
     const first = new Call(log, 'first');
     const done = new Call(log, 'done');
     queue.add(first);
     queue.add(done);
-    await sleep(15);
-    const third = new Call(log, 'third');
-    queue.add(third);
+    vi.advanceTimersByTime(15);
+    queue.add(new Call(log, 'third'));
     queue.remove(done);
     expect(queue.size).toBe(2);
 
-    await sleep(30);
-    // first's 40 ms are over, third's are not.
-    expect(log).toEqual(['first']);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(40);
-    await sleep(30);
-    expect(log).toEqual(['first', 'third']);
+    vi.advanceTimersByTime(24);
+    expect(log).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(log).toEqual([`first@${start + 40}`]);
+    vi.advanceTimersByTime(14);
+    expect(log).toHaveLength(1);
+    vi.advanceTimersByTime(1);
+    expect(log).toEqual([`first@${start + 40}`, `third@${start + 55}`]);
     expect(queue.size).toBe(0);
   });
 
-  it('holds only calls in flight, and starts again once empty', async () => {
+  it('holds only calls in flight, arms one timer, and starts again once empty', () => {
     const queue = new DeadlineQueue(20);
     const log: string[] = [];
     const calls = Array.from({ length: 3000 }, (_, i) => new Call(log, `c${i}`));
     for (const call of calls) queue.add(call);
     expect(queue.size).toBe(3000);
-    // Removed out of order, twice for some: each leaves at once, and only once.
+    expect(vi.getTimerCount()).toBe(1);
+    // Removed out of order, the first one twice: each leaves at once, and only once.
     for (const call of [...calls].reverse()) queue.remove(call);
     queue.remove(calls[0]!);
     expect(queue.size).toBe(0);
-    await sleep(40);
+    vi.advanceTimersByTime(40);
     expect(log).toEqual([]);
+    expect(vi.getTimerCount()).toBe(0);
 
     queue.add(new Call(log, 'later'));
-    await sleep(40);
-    expect(log).toEqual(['later']);
+    vi.advanceTimersByTime(20);
+    expect(log).toHaveLength(1);
   });
 
-  it('re-arms for a call added by an expiring one', async () => {
+  it('re-arms for a call added by an expiring one, and for the calls behind one that threw', () => {
     const queue = new DeadlineQueue(20);
     const log: string[] = [];
     class Chained extends Call {
@@ -68,8 +74,27 @@ describe('DeadlineQueue', () => {
         queue.add(new Call(log, 'chained'));
       }
     }
+    class Throwing extends Call {
+      override expire(): void {
+        super.expire();
+        throw new Error('expire failed');
+      }
+    }
     queue.add(new Chained(log, 'first'));
-    await sleep(70);
-    expect(log).toEqual(['first', 'chained']);
+    vi.advanceTimersByTime(20);
+    vi.advanceTimersByTime(20);
+    expect(log.map((entry) => entry.split('@')[0])).toEqual(['first', 'chained']);
+
+    queue.add(new Throwing(log, 'throws'));
+    vi.advanceTimersByTime(5);
+    queue.add(new Call(log, 'behind'));
+    expect(() => vi.advanceTimersByTime(15)).toThrow('expire failed');
+    vi.advanceTimersByTime(5);
+    expect(log.map((entry) => entry.split('@')[0])).toEqual([
+      'first',
+      'chained',
+      'throws',
+      'behind',
+    ]);
   });
 });
