@@ -4,7 +4,7 @@
  * @module schoolhooks/fetch
  */
 
-import { nodeBodyReader, requestBodyReader, untouchedNodeRequest } from '../src/body.js';
+import { fetchRequestInput } from '../src/body.js';
 import type { Receiver } from '../src/receiver.js';
 
 /**
@@ -31,12 +31,7 @@ export function fetchHandler(
 ): (request: Request, env?: unknown) => Promise<Response> {
   return async function schoolhooksFetchHandler(request, env) {
     // On @hono/node-server (`serve({ fetch })`), `env.incoming` is the Node request itself.
-    const incoming = untouchedNodeRequest(env);
-    const { status, body } = await receiver.handle(
-      incoming
-        ? { method: request.method, headers: incoming.headers, body: nodeBodyReader(incoming) }
-        : { method: request.method, headers: request.headers, body: requestBodyReader(request) },
-    );
+    const { status, body } = await receiver.handle(fetchRequestInput(request, env));
     return new Response(JSON.stringify(body), {
       status,
       headers: { 'content-type': 'application/json' },

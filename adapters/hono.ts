@@ -5,12 +5,13 @@
 
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { nodeBodyReader, requestBodyReader, untouchedNodeRequest } from '../src/body.js';
+import { fetchRequestInput } from '../src/body.js';
 import type { Receiver } from '../src/receiver.js';
 
 /**
- * Answer webhook deliveries on a Hono route. The raw bytes come from `c.req.raw`, read only once
- * the method and content type passed and never past `maxBodyBytes`; a body already read by an
+ * Answer webhook deliveries on a Hono route. The raw bytes come from `c.req.raw` (on
+ * @hono/node-server, from the Node request in `c.env.incoming`), read only once the method and
+ * content type passed and never past `maxBodyBytes`; a body already read by an
  * earlier middleware (`c.req.json()`) is answered 500 `body_unavailable`, never re-serialised.
  *
  * @example
@@ -28,14 +29,8 @@ import type { Receiver } from '../src/receiver.js';
  */
 export function honoHandler(receiver: Receiver): (c: Context) => Promise<Response> {
   return async function schoolhooksHonoHandler(c) {
-    const request = c.req.raw;
     // On @hono/node-server, the Node request itself: no Fetch Request is built just to be read.
-    const incoming = untouchedNodeRequest(c.env);
-    const { status, body } = await receiver.handle(
-      incoming
-        ? { method: request.method, headers: incoming.headers, body: nodeBodyReader(incoming) }
-        : { method: request.method, headers: request.headers, body: requestBodyReader(request) },
-    );
+    const { status, body } = await receiver.handle(fetchRequestInput(c.req.raw, c.env));
     // Every status the receiver answers with carries a body.
     return c.json(body, status as ContentfulStatusCode);
   };

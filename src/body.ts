@@ -134,6 +134,21 @@ export function untouchedNodeRequest(env: unknown): NodeIncoming | undefined {
   return candidate as NodeIncoming;
 }
 
+/**
+ * What the receiver reads of a Fetch `Request`: the Node request behind it when the server passed
+ * one along untouched (see {@link untouchedNodeRequest}), else the `Request` itself. Shared by the
+ * Hono and Fetch adapters.
+ */
+export function fetchRequestInput(
+  request: Request,
+  env: unknown,
+): { method: string; headers: HeadersInput; body: BodyReader } {
+  const incoming = untouchedNodeRequest(env);
+  return incoming
+    ? { method: request.method, headers: incoming.headers, body: nodeBodyReader(incoming) }
+    : { method: request.method, headers: request.headers, body: requestBodyReader(request) };
+}
+
 /** The Content-Length a request announces, or undefined when it has none (chunked) or a bad one. */
 export function declaredLength(headers: HeadersInput): number | undefined {
   const value = getHeader(headers, 'content-length');
