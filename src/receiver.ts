@@ -25,11 +25,9 @@ import { DeadlineQueue } from './deadlines.js';
 import { fingerprintEnvelope } from './fingerprint.js';
 import {
   isPromiseLike,
-  isRunning,
   runHandlers,
   type AnyHandler,
   type HandlerContext,
-  type HandlerRun,
 } from './run-handlers.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import { OUTCOME_STATUS, type Outcome } from './outcome.js';
@@ -372,16 +370,16 @@ export function createReceiver({
         return answer('ignored', idempotencyKey);
       }
 
-      const run = runHandlers(chosen, event, handlerDeadlines);
-      const first = isRunning(run) ? await run.first : run;
-      if (first === 'timeout') {
+      const ran = runHandlers(chosen, event, handlerDeadlines);
+      const first = isPromiseLike(ran) ? await ran : ran;
+      if ('later' in first) {
         reportError(new HandlerTimeoutError(eventName, idempotencyKey, handlerTimeoutMs));
         logger?.warn(
           { event: eventName, idempotencyKey, outcome: 'timeout' },
           'webhook handlers timed out',
         );
         // They go on: success completes the key, failure releases it for the next retry.
-        void (run as HandlerRun).settled.then(async (settled) => {
+        void first.later.then(async (settled) => {
           if (settled.ok) return complete(idempotencyKey, token, fingerprint);
           reportError(new HandlerError(eventName, idempotencyKey, settled.error));
           return release(idempotencyKey, token);

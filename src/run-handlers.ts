@@ -4,6 +4,7 @@
  */
 
 import { Deadline, type DeadlineQueue } from './deadlines.js';
+import { LazySignal } from './lazy-signal.js';
 import type { WebhookEvent } from './events/index.js';
 
 /** What a handler gets besides the event. */
@@ -20,36 +21,17 @@ export type AnyHandler = (event: WebhookEvent<string>, context: HandlerContext) 
 /** How the handlers of a delivery ended: all succeeded, or the failure (an AggregateError for several). */
 export type HandlersSettled = { ok: true } | { ok: false; error: unknown };
 
-/** Handlers still running: what came first (their end or the timeout), and their end. */
-export interface HandlerRun {
-  first: Promise<HandlersSettled | 'timeout'>;
-  settled: Promise<HandlersSettled>;
+/** Handlers still running when handlerTimeoutMs elapsed: how they end, later. */
+export interface HandlersTimedOut {
+  later: Promise<HandlersSettled>;
 }
 
 const SUCCEEDED: HandlersSettled = Object.freeze({ ok: true });
 
-/**
- * The context of one delivery. Its AbortController is made on first use: most handlers never
- * read `signal`, and an AbortController (an EventTarget) costs more than the rest of a delivery's
- * dispatch. Read after the timeout, the signal is already aborted.
- */
-class DeliveryContext implements HandlerContext {
-  #controller: AbortController | undefined;
-  #reason: Error | undefined;
-
-  constructor(readonly idempotencyKey: string) {}
-
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.#reason !== undefined) this.#controller.abort(this.#reason);
-    }
-    return this.#controller.signal;
-  }
-
-  static abort(context: DeliveryContext, reason: Error): void {
-    context.#reason = reason;
-    context.#controller?.abort(reason);
+/** The context of one delivery; its signal is aborted when handlerTimeoutMs elapses. */
+class DeliveryContext extends LazySignal implements HandlerContext {
+  constructor(readonly idempotencyKey: string) {
+    super();
   }
 }
 
@@ -58,16 +40,17 @@ class DeliveryContext implements HandlerContext {
  * rejects with any value (even `undefined`), counts as failed.
  *
  * When no handler returns a promise they have all ended by the time this returns, and their
- * outcome is returned as is: no timer, no promise. Otherwise the run races the receiver's
- * handlerTimeoutMs, in its deadline queue (one timer for all deliveries).
+ * outcome is returned as is: no timer, no promise. Otherwise the promise of their outcome races
+ * the receiver's handlerTimeoutMs, in its deadline queue (one timer for all deliveries), and
+ * settles with {@link HandlersTimedOut} if the deadline comes first.
  */
 export function runHandlers(
   handlers: readonly AnyHandler[],
   event: WebhookEvent<string>,
   deadlines: DeadlineQueue,
-): HandlersSettled | HandlerRun {
+): HandlersSettled | Promise<HandlersSettled | HandlersTimedOut> {
   const context = new DeliveryContext(event.idempotencyKey);
-  // One entry per handler, in order: a promise it returned, or what its synchronous call did.
+  // One entry per handler, in order: the promise it returned, or the error it threw.
   let outcomes: unknown[] | undefined;
   let pending = 0;
   let failed = false;
@@ -82,61 +65,63 @@ export function runHandlers(
         pending++;
       }
     } catch (error) {
-      outcome = Promise.reject(error);
+      outcome = new Thrown(error);
       failed = true;
     }
     if (outcome !== undefined) (outcomes ??= new Array<unknown>(count))[i] = outcome;
   }
-  if (pending === 0 && !failed) return SUCCEEDED;
+  if (pending === 0) {
+    return failed
+      ? failureOf(outcomes!.flatMap((o) => (o instanceof Thrown ? [o.error] : [])))
+      : SUCCEEDED;
+  }
 
   const settled =
     pending === 1 && !failed
       ? // The common case, one async handler: no allSettled over a list of one.
-        Promise.resolve(outcomes!.find(isPromiseLike)).then(() => SUCCEEDED, failure)
-      : Promise.allSettled(outcomes ?? []).then(collectFailures);
-  if (pending === 0) return { first: settled, settled };
-  const first = new Promise<HandlersSettled | 'timeout'>((resolve) => {
-    const run = new TimedRun(context, resolve);
+        Promise.resolve(outcomes!.find(isPromiseLike)).then(
+          () => SUCCEEDED,
+          (error: unknown) => failureOf([error]),
+        )
+      : Promise.allSettled(
+          outcomes!.map((o) => (o instanceof Thrown ? Promise.reject(o.error) : o)),
+        ).then((results) =>
+          failureOf(results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []))),
+        );
+  return new Promise((resolve) => {
+    const run = new TimedRun(context, () => resolve({ later: settled }));
     deadlines.add(run);
     void settled.then((result) => {
       deadlines.remove(run);
       resolve(result);
     });
   });
-  return { first, settled };
+}
+
+/** What a handler threw synchronously (a value of its own, as anything can be thrown). */
+class Thrown {
+  constructor(readonly error: unknown) {}
 }
 
 /** A run of handlers racing handlerTimeoutMs in the receiver's deadline queue. */
 class TimedRun extends Deadline {
   readonly #context: DeliveryContext;
-  readonly #resolve: (first: 'timeout') => void;
+  readonly #timedOut: () => void;
 
-  constructor(context: DeliveryContext, resolve: (first: 'timeout') => void) {
+  constructor(context: DeliveryContext, timedOut: () => void) {
     super();
     this.#context = context;
-    this.#resolve = resolve;
+    this.#timedOut = timedOut;
   }
 
   expire(): void {
-    DeliveryContext.abort(this.#context, new Error('handler timeout'));
-    this.#resolve('timeout');
+    LazySignal.abort(this.#context, new Error('handler timeout'));
+    this.#timedOut();
   }
 }
 
-function failure(error: unknown): HandlersSettled {
-  return { ok: false, error };
-}
-
-/** Whether a run of handlers is still going (some returned a promise). */
-export function isRunning(run: HandlersSettled | HandlerRun): run is HandlerRun {
-  return 'first' in run;
-}
-
-function collectFailures(results: readonly PromiseSettledResult<unknown>[]): HandlersSettled {
-  const errors: unknown[] = [];
-  for (const result of results) {
-    if (result.status === 'rejected') errors.push(result.reason);
-  }
+/** The outcome of handlers that failed with `errors` (none: success). */
+function failureOf(errors: readonly unknown[]): HandlersSettled {
   if (errors.length === 0) return SUCCEEDED;
   return {
     ok: false,

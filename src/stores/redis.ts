@@ -11,6 +11,7 @@ import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { ClaimResult, IdempotencyStore } from './types.js';
 import { Deadline, DeadlineQueue } from '../deadlines.js';
+import { LazySignal } from '../lazy-signal.js';
 
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions {
@@ -42,8 +43,8 @@ interface Call {
 
 /** A call with its deadline: settled by its result, or aborted when the deadline passes. */
 class BoundedCall extends Deadline implements Call {
-  aborted = false;
-  #controller: AbortController | undefined;
+  // Only a call that waits for the client to connect reads its signal.
+  readonly #abort = new LazySignal();
   readonly #onExpire: () => void;
 
   constructor(
@@ -54,20 +55,17 @@ class BoundedCall extends Deadline implements Call {
     this.#onExpire = onExpire;
   }
 
-  // Only a call that waits for the client to connect listens; an AbortController per call
-  // would cost more than the rest of the call's JavaScript.
+  get aborted(): boolean {
+    return LazySignal.aborted(this.#abort);
+  }
+
   get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.aborted) this.#controller.abort();
-    }
-    return this.#controller.signal;
+    return this.#abort.signal;
   }
 
   /** At the deadline: the operation sends nothing more, and its caller is told it failed. */
   expire(): void {
-    this.aborted = true;
-    this.#controller?.abort();
+    LazySignal.abort(this.#abort);
     this.#onExpire();
   }
 }
