@@ -12,6 +12,13 @@ adapterSuite('fetch on @hono/node-server', (receiver) =>
   listen(serve({ fetch: fetchHandler(receiver), hostname: '127.0.0.1', port: 0 }) as Server),
 );
 
+// Called with the Request alone, as Bun, Deno and Workers do: the body comes from the Request.
+adapterSuite('fetch reading the Fetch Request (no env.incoming)', (receiver) => {
+  const handle = fetchHandler(receiver);
+  const fetch = (request: Request) => handle(request);
+  return listen(serve({ fetch, hostname: '127.0.0.1', port: 0 }) as Server);
+});
+
 const WEBHOOK_URL = 'http://localhost/webhooks';
 
 async function answerOf(response: Response) {

@@ -16,6 +16,16 @@ adapterSuite('hono on @hono/node-server', (receiver) =>
   serveApp(new Hono().all('/webhooks', honoHandler(receiver))),
 );
 
+/** The app without the server's env: the body is read from the Fetch Request, as on Bun or Deno. */
+function serveWithoutEnv(app: Hono): Promise<AdapterServer> {
+  const fetch = (request: Request) => app.fetch(request);
+  return listen(serve({ fetch, hostname: '127.0.0.1', port: 0 }) as Server, '/webhooks');
+}
+
+adapterSuite('hono reading the Fetch Request (no env.incoming)', (receiver) =>
+  serveWithoutEnv(new Hono().all('/webhooks', honoHandler(receiver))),
+);
+
 describe('honoHandler in a Hono app', () => {
   let server: AdapterServer | undefined;
   afterEach(async () => {
@@ -34,6 +44,19 @@ describe('honoHandler in a Hono app', () => {
       idempotencyKey: delivery.idempotencyKey,
     });
     expect(toWeb).not.toHaveBeenCalled();
+  });
+
+  it('reads the Fetch Request where the server passes no Node request', async () => {
+    const toWeb = vi.spyOn(Readable, 'toWeb');
+    const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
+    server = await serveWithoutEnv(new Hono().post('/webhooks', honoHandler(receiver)));
+    const delivery = createTestDelivery();
+    expectAnswer(await post(server.url, delivery), 200, {
+      ok: true,
+      outcome: 'processed',
+      idempotencyKey: delivery.idempotencyKey,
+    });
+    expect(toWeb).toHaveBeenCalled();
   });
 
   it('works on a sub-app route', async () => {
