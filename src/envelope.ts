@@ -11,20 +11,44 @@ export interface Envelope {
   data: Record<string, unknown>;
 }
 
-/** The envelope, or why the body is not one (the reason never quotes the body). */
-export type EnvelopeResult =
-  { ok: true; envelope: Envelope; timestampMs: number } | { ok: false; reason: string };
+/** A parsed envelope, with the text it was parsed from. */
+export interface ParsedEnvelope {
+  ok: true;
+  envelope: Envelope;
+  timestampMs: number;
+  /** The body as text: the UTF-8 decoding of its bytes. */
+  text: string;
+  /** False when the bytes were not valid UTF-8, so `text` does not give them back exactly. */
+  exact: boolean;
+}
 
-const decoder = new TextDecoder();
+/** The envelope, or why the body is not one (the reason never quotes the body). */
+export type EnvelopeResult = ParsedEnvelope | { ok: false; reason: string };
+
+// Fatal, so that bytes which are not UTF-8 are noticed: decoding them is no slower. They are
+// then decoded again with replacement characters, as JSON.parse would have seen them anyway.
+const strict = new TextDecoder('utf-8', { fatal: true });
+const lenient = new TextDecoder();
 
 /**
  * Parse a verified body. Hand-written checks rather than a schema: this runs on every request
  * and four type checks are all the envelope needs.
  */
 export function parseEnvelope(body: Uint8Array | string): EnvelopeResult {
+  let text: string;
+  let exact = true;
+  if (typeof body === 'string') text = body;
+  else {
+    try {
+      text = strict.decode(body);
+    } catch {
+      text = lenient.decode(body);
+      exact = false;
+    }
+  }
   let value: unknown;
   try {
-    value = JSON.parse(typeof body === 'string' ? body : decoder.decode(body));
+    value = JSON.parse(text);
   } catch {
     return { ok: false, reason: 'body is not valid JSON' };
   }
@@ -41,7 +65,7 @@ export function parseEnvelope(body: Uint8Array | string): EnvelopeResult {
     return { ok: false, reason: 'envelope.timestamp must be an ISO 8601 date-time string' };
   }
   if (!isRecord(data)) return { ok: false, reason: 'envelope.data must be a JSON object' };
-  return { ok: true, envelope: value as unknown as Envelope, timestampMs };
+  return { ok: true, envelope: value as unknown as Envelope, timestampMs, text, exact };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

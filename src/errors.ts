@@ -17,7 +17,8 @@ export type SchoolhooksErrorCode =
   | 'conflict'
   | 'store_unavailable'
   | 'handler_failed'
-  | 'timeout';
+  | 'timeout'
+  | 'inbox_unavailable';
 
 const BRAND = Symbol.for('schoolhooks.error');
 
@@ -169,5 +170,13 @@ export class HandlerTimeoutError extends SchoolhooksError {
     this.event = event;
     this.idempotencyKey = idempotencyKey;
     this.timeoutMs = timeoutMs;
+  }
+}
+
+/** The inbox could not store a delivery (with an `inbox`); the claim was released for a retry. */
+export class InboxUnavailableError extends SchoolhooksError {
+  override name = 'InboxUnavailableError' as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('inbox_unavailable', message, options);
   }
 }

@@ -21,6 +21,8 @@ export const OUTCOME_STATUS = {
   store_unavailable: 503,
   handler_failed: 500,
   timeout: 503,
+  queued: 202,
+  inbox_unavailable: 503,
 } as const satisfies Record<string, number>;
 
 /** What happened to one delivery. */

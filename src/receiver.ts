@@ -1,55 +1,38 @@
 /**
  * The receiver: verify, parse, validate, deduplicate and dispatch one delivery, and say which
- * HTTP status answers it (DESIGN section 3).
+ * HTTP status answers it (DESIGN section 3); with an inbox, store it and let workers run the
+ * handlers (section 4b). The steps themselves are in `pipeline.ts`.
  * @module
  */
 
-import {
-  ConfigError,
-  HandlerError,
-  HandlerTimeoutError,
-  IdempotencyConflictError,
-  MalformedEnvelopeError,
-  PayloadValidationError,
-  RequestRejectedError,
-  SignatureError,
-  StaleEventError,
-  StoreUnavailableError,
-  type SchoolhooksError,
-} from './errors.js';
-import { parseEnvelope } from './envelope.js';
-import { validateEventData } from './events/validate.js';
-import { isFixedContractEvent, type KnownEventName, type WebhookEvent } from './events/index.js';
-import { declaredLength, type BodyReader } from './body.js';
+import type { BodyReader } from './body.js';
 import { DeadlineQueue } from './deadlines.js';
-import { fingerprintEnvelope } from './fingerprint.js';
-import {
-  isPromiseLike,
-  runHandlers,
-  type AnyHandler,
-  type HandlerContext,
-} from './run-handlers.js';
+import { ConfigError, StoreUnavailableError, type SchoolhooksError } from './errors.js';
+import type { KnownEventName, WebhookEvent } from './events/index.js';
 import { getHeader, type HeadersInput } from './headers.js';
+import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './inbox/types.js';
 import { OUTCOME_STATUS, type Outcome } from './outcome.js';
-import { createVerifier, type RawBody } from './signature.js';
+import {
+  DeliveryPipeline,
+  Ending,
+  fromBase64,
+  runKeyOf,
+  type Logger,
+  type PipelineRequest,
+} from './pipeline.js';
+import { isPromiseLike, type AnyHandler, type HandlerContext } from './run-handlers.js';
+import { createVerifier, type RawBody, type Verification } from './signature.js';
 import { memoryStore, syncFaceOf } from './stores/memory.js';
-import type { ClaimResult, IdempotencyStore } from './stores/types.js';
+import type { IdempotencyStore } from './stores/types.js';
+import type { DeliveryObservation, Telemetry } from './telemetry.js';
+
+export type { Logger } from './pipeline.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
-/** How far in the future a timestamp may lie (clock skew between the platform and us). */
-const FUTURE_SKEW_MS = 5 * MINUTE;
 
 /** Any event name: the known ones autocomplete, any other string is accepted too. */
 export type EventName = KnownEventName | (string & {});
-
-/** A pino-compatible logger. It is never given a secret, a signature, a body or a token. */
-export interface Logger {
-  debug(obj: Record<string, unknown>, msg?: string): void;
-  info(obj: Record<string, unknown>, msg?: string): void;
-  warn(obj: Record<string, unknown>, msg?: string): void;
-  error(obj: Record<string, unknown>, msg?: string): void;
-}
 
 /** Options of {@link createReceiver}. */
 export interface ReceiverOptions {
@@ -71,6 +54,13 @@ export interface ReceiverOptions {
   logger?: Logger;
   /** The clock, in ms since the epoch. Default `Date.now`; tests and simulators set their own. */
   now?: () => number;
+  /**
+   * Store each verified delivery here and answer 202 `queued`; workers run the handlers later
+   * (`inbox.work(receiver)`). Default: none, the handlers run before the answer.
+   */
+  inbox?: Inbox;
+  /** Told of every delivery and every inbox run (`openTelemetry()` from `schoolhooks/otel`). */
+  telemetry?: Telemetry;
 }
 
 /** What {@link Receiver.handle} takes: the raw request. */
@@ -119,9 +109,51 @@ export interface Receiver {
   onError(handler: ErrorHandler): Receiver;
   /** Run one delivery through the pipeline. Never throws for anything a request contains. */
   handle(request: WebhookRequest): Promise<WebhookResult>;
+  /**
+   * Run the handlers of a delivery an inbox stored: verify it again, parse, validate, claim its
+   * run in the store (so two workers never run one event at once, and a processed one never
+   * again), dispatch with `ctx.attempt`. Inbox workers call it; never throws.
+   */
+  processStored(delivery: StoredDelivery, options: StoredRunOptions): Promise<StoredRunResult>;
   /** The largest body accepted, for adapters to stop reading at the limit. */
   readonly maxBodyBytes: number;
+  /** The inbox deliveries are handed to, if any. */
+  readonly inbox: Inbox | undefined;
 }
+
+/** Outcomes of a stored run after which the job is done. */
+const RUN_SUCCEEDED: ReadonlySet<Outcome> = new Set(['processed', 'duplicate', 'ignored']);
+/** Outcomes of a stored run that a later attempt may turn into success. */
+const RUN_RETRIABLE: ReadonlySet<Outcome> = new Set([
+  'in_flight',
+  'store_unavailable',
+  'handler_failed',
+  'timeout',
+]);
+
+/** How loudly each outcome is logged. */
+const LOG_LEVEL: Record<Outcome, keyof Logger> = {
+  processed: 'info',
+  queued: 'info',
+  duplicate: 'debug',
+  ignored: 'debug',
+  in_flight: 'info',
+  method_not_allowed: 'info',
+  unsupported_media_type: 'info',
+  too_large: 'info',
+  malformed: 'warn',
+  invalid_signature: 'warn',
+  stale: 'warn',
+  invalid_payload: 'warn',
+  timeout: 'warn',
+  body_unavailable: 'error',
+  conflict: 'error',
+  store_unavailable: 'error',
+  handler_failed: 'error',
+  inbox_unavailable: 'error',
+};
+
+const DELIVERY = { kind: 'delivery' } as const;
 
 /**
  * Create a webhook receiver.
@@ -147,6 +179,8 @@ export function createReceiver({
   handlerTimeoutMs = 10_000,
   logger,
   now = Date.now,
+  inbox,
+  telemetry,
 }: ReceiverOptions): Receiver {
   for (const [name, value] of Object.entries({
     maxBodyBytes,
@@ -167,20 +201,25 @@ export function createReceiver({
       'dedupTtlMs must be >= maxEventAgeMs, or a late retry is processed twice',
     );
   }
-  let verify: ReturnType<typeof createVerifier>;
+  if (inbox !== undefined && typeof inbox.enqueue !== 'function') {
+    throw new ConfigError('inbox must have an enqueue(delivery) method');
+  }
+  let verification: Verification;
   try {
-    verify = createVerifier(secret);
+    verification = createVerifier(secret);
   } catch {
     throw new ConfigError('secret must be a non-empty string or a non-empty list of them');
   }
 
-  // memoryStore's operations without a promise each: most deliveries then finish in one turn.
-  const syncStore = syncFaceOf(store);
-  // One timer for every delivery whose handlers are still running: they share handlerTimeoutMs.
-  const handlerDeadlines = new DeadlineQueue(handlerTimeoutMs);
   const handlers = new Map<string, AnyHandler[]>();
   const anyHandlers: AnyHandler[] = [];
   const errorHandlers: ErrorHandler[] = [];
+
+  function handlersOf(event: string): readonly AnyHandler[] {
+    const named = handlers.get(event);
+    if (named === undefined) return anyHandlers;
+    return anyHandlers.length === 0 ? named : [...named, ...anyHandlers];
+  }
 
   function reportError(error: SchoolhooksError): void {
     if (errorHandlers.length === 0) {
@@ -206,240 +245,154 @@ export function createReceiver({
     );
   }
 
-  function answer(outcome: Outcome, idempotencyKey?: string): WebhookResult {
-    const status = OUTCOME_STATUS[outcome];
-    const body: WebhookResponseBody = { ok: status >= 200 && status < 300, outcome };
-    if (idempotencyKey !== undefined) body.idempotencyKey = idempotencyKey;
-    return { status, outcome, body };
+  const steps = new DeliveryPipeline({
+    verification,
+    store,
+    // memoryStore's operations without a promise each: most deliveries then finish in one turn.
+    syncStore: syncFaceOf(store),
+    inbox,
+    maxBodyBytes,
+    maxEventAgeMs,
+    dedupTtlMs,
+    leaseMs,
+    handlerTimeoutMs,
+    // One timer for every delivery whose handlers are still running: they share handlerTimeoutMs.
+    handlerDeadlines: new DeadlineQueue(handlerTimeoutMs),
+    now,
+    handlersOf,
+    reportError,
+  });
+
+  /** The steps of one HTTP delivery, in order; the first ending ends it. */
+  async function deliver(
+    request: PipelineRequest,
+    observation: DeliveryObservation | undefined,
+  ): Promise<Ending> {
+    const refused = steps.checkRequest(request);
+    if (refused) return refused;
+    let body = steps.readBody(request);
+    if (isPromiseLike(body)) body = await body;
+    if (body instanceof Ending) return body;
+    const signature = getHeader(request.headers, 'signature');
+    let fingerprint = steps.verify(body, signature);
+    if (isPromiseLike(fingerprint)) fingerprint = await fingerprint;
+    if (fingerprint instanceof Ending) return fingerprint;
+    const parsed = steps.parse(body);
+    if (parsed instanceof Ending) return parsed;
+    const stale = steps.checkAge(parsed);
+    if (stale) return stale;
+    const { envelope } = parsed;
+    const key = envelope.idempotencyKey;
+
+    if (inbox !== undefined) {
+      // Hand off: claim, store in the inbox, complete; workers validate and dispatch later.
+      let token = steps.claim(key, body, fingerprint, envelope);
+      if (isPromiseLike(token)) token = await token;
+      if (token instanceof Ending) return token;
+      return steps.handOff(parsed, body, signature!, token, fingerprint, inbox, observation);
+    }
+    // Or dispatch now: validate, claim, run the handlers.
+    const event = steps.validate(parsed);
+    if (event instanceof Ending) return event;
+    let token = steps.claim(key, body, fingerprint, envelope);
+    if (isPromiseLike(token)) token = await token;
+    if (token instanceof Ending) return token;
+    return steps.dispatch(event, key, token, fingerprint, 1, observation);
   }
 
-  function reject(outcome: RequestRejectedError['outcome'], message: string): WebhookResult {
-    reportError(new RequestRejectedError(outcome, message));
-    logger?.info({ outcome }, 'webhook rejected');
-    return answer(outcome);
+  /** The steps of a worker's run of a stored delivery: no age check (retries go on for days). */
+  async function run(
+    stored: StoredDelivery,
+    attempt: number,
+    observation: DeliveryObservation | undefined,
+  ): Promise<Ending> {
+    const body = stored.encoding === 'base64' ? fromBase64(stored.body) : stored.body;
+    let fingerprint = steps.verify(body, stored.signature);
+    if (isPromiseLike(fingerprint)) fingerprint = await fingerprint;
+    if (fingerprint instanceof Ending) return fingerprint;
+    const parsed = steps.parse(body);
+    if (parsed instanceof Ending) return parsed;
+    const event = steps.validate(parsed);
+    if (event instanceof Ending) return event;
+    // The delivery's own key was completed when it was stored; its run holds a key of its own.
+    const key = runKeyOf(parsed.envelope.idempotencyKey);
+    let token = steps.claim(key, body, fingerprint, parsed.envelope);
+    if (isPromiseLike(token)) token = await token;
+    if (token instanceof Ending) return token;
+    return steps.dispatch(event, key, token, fingerprint, attempt, observation);
+  }
+
+  /** Report, log and observe how a delivery ended. */
+  function finish(
+    ending: Ending,
+    observation: DeliveryObservation | undefined,
+    startedAt: number,
+    attempt?: number,
+  ): void {
+    const { outcome, error, event, idempotencyKey } = ending;
+    if (error !== undefined) reportError(error);
+    if (logger !== undefined) {
+      const fields: Record<string, unknown> = { outcome };
+      if (event !== undefined) fields['event'] = event;
+      if (idempotencyKey !== undefined) fields['idempotencyKey'] = idempotencyKey;
+      if (attempt !== undefined) fields['attempt'] = attempt;
+      logger[LOG_LEVEL[outcome]](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
+    }
+    observation?.end({
+      kind: attempt === undefined ? 'delivery' : 'job',
+      outcome,
+      status: OUTCOME_STATUS[outcome],
+      event,
+      idempotencyKey,
+      attempt,
+      durationMs: performance.now() - startedAt,
+    });
   }
 
   async function handle(request: WebhookRequest): Promise<WebhookResult> {
+    const observation = telemetry?.start(DELIVERY);
+    const startedAt = observation ? performance.now() : 0;
+    let ending: Ending;
     try {
-      const { method, headers } = request;
-      if (method !== undefined && method !== 'POST' && method.toUpperCase() !== 'POST') {
-        return reject(
-          'method_not_allowed',
-          `method ${String(method).slice(0, 16)} is not allowed; use POST`,
-        );
-      }
-      const contentType = getHeader(headers, 'content-type');
-      if (contentType !== undefined && !isJsonContentType(contentType)) {
-        return reject('unsupported_media_type', 'content-type must be application/json');
-      }
-      let input = request.body;
-      if (typeof input === 'function') {
-        // A body announced as too large is refused before any of it is read.
-        if ((declaredLength(headers) ?? 0) > maxBodyBytes) {
-          return reject('too_large', `body exceeds maxBodyBytes (${maxBodyBytes})`);
-        }
-        try {
-          input = await input(maxBodyBytes);
-        } catch (cause) {
-          // The client went away or broke the stream mid-body.
-          reportError(new MalformedEnvelopeError('the request body could not be read', { cause }));
-          logger?.warn({ outcome: 'malformed' }, 'webhook body unreadable');
-          return answer('malformed');
-        }
-      }
-      const body = rawBodyOf(input);
-      if (body === undefined) {
-        reportError(
-          new ConfigError(
-            'the raw request body is not available (a body parser consumed it): mount the adapter ' +
-              'before any JSON body parser, or keep the raw bytes (Express: ' +
-              "express.json({ verify: rawBodySaver }) with rawBodySaver from 'schoolhooks/express')",
-          ),
-        );
-        logger?.error({ outcome: 'body_unavailable' }, 'webhook body unavailable');
-        return answer('body_unavailable');
-      }
-      if (byteLength(body, maxBodyBytes) > maxBodyBytes) {
-        return reject('too_large', `body exceeds maxBodyBytes (${maxBodyBytes})`);
-      }
-
-      const verified = verify(body, getHeader(headers, 'signature'));
-      if (!(typeof verified === 'boolean' ? verified : await verified)) {
-        reportError(
-          new SignatureError('the signature header is missing, malformed, or matches no secret'),
-        );
-        logger?.warn({ outcome: 'invalid_signature' }, 'webhook signature rejected');
-        return answer('invalid_signature');
-      }
-
-      const parsed = parseEnvelope(body);
-      if (!parsed.ok) {
-        reportError(new MalformedEnvelopeError(parsed.reason));
-        logger?.warn({ outcome: 'malformed', reason: parsed.reason }, 'webhook malformed');
-        return answer('malformed');
-      }
-      const { envelope, timestampMs } = parsed;
-      const { event: eventName, idempotencyKey } = envelope;
-
-      const age = now() - timestampMs;
-      if (age > maxEventAgeMs || age < -FUTURE_SKEW_MS) {
-        reportError(
-          new StaleEventError(
-            `${eventName} timestamp ${envelope.timestamp} is outside the accepted window`,
-            envelope.timestamp,
-          ),
-        );
-        logger?.warn({ event: eventName, idempotencyKey, outcome: 'stale' }, 'webhook stale');
-        return answer('stale', idempotencyKey);
-      }
-
-      let event = envelope as unknown as WebhookEvent<string>;
-      if (isFixedContractEvent(eventName)) {
-        const validation = validateEventData(eventName, envelope.data);
-        if (!validation.ok) {
-          reportError(new PayloadValidationError(eventName, validation.issues));
-          logger?.warn(
-            { event: eventName, idempotencyKey, outcome: 'invalid_payload' },
-            'webhook payload invalid',
-          );
-          return answer('invalid_payload', idempotencyKey);
-        }
-        if (validation.data !== envelope.data) {
-          event = { ...envelope, data: validation.data } as WebhookEvent<string>;
-        }
-      }
-
-      let claim: ClaimResult;
-      try {
-        claim = syncStore
-          ? syncStore.claim(idempotencyKey, leaseMs)
-          : await store.claim(idempotencyKey, leaseMs);
-      } catch (cause) {
-        reportError(
-          new StoreUnavailableError('the idempotency store failed to claim the key', { cause }),
-        );
-        logger?.error(
-          { event: eventName, idempotencyKey, outcome: 'store_unavailable' },
-          'webhook store unavailable',
-        );
-        return answer('store_unavailable', idempotencyKey);
-      }
-      if (claim.state === 'in_flight') {
-        logger?.info(
-          { event: eventName, idempotencyKey, outcome: 'in_flight' },
-          'webhook in flight elsewhere',
-        );
-        return answer('in_flight', idempotencyKey);
-      }
-      if (claim.state === 'done') {
-        if (
-          claim.fingerprint !== undefined &&
-          claim.fingerprint !== fingerprintEnvelope(envelope)
-        ) {
-          reportError(new IdempotencyConflictError(idempotencyKey));
-          logger?.error(
-            { event: eventName, idempotencyKey, outcome: 'conflict' },
-            'webhook idempotencyKey reused',
-          );
-          return answer('conflict', idempotencyKey);
-        }
-        logger?.debug(
-          { event: eventName, idempotencyKey, outcome: 'duplicate' },
-          'webhook duplicate',
-        );
-        return answer('duplicate', idempotencyKey);
-      }
-
-      const { token } = claim;
-      // Taken before any handler runs: a handler that changes event.data must not change it.
-      const fingerprint = fingerprintEnvelope(envelope);
-      const named = handlers.get(eventName);
-      const chosen =
-        named === undefined
-          ? anyHandlers
-          : anyHandlers.length === 0
-            ? named
-            : [...named, ...anyHandlers];
-      if (chosen.length === 0) {
-        const completing = complete(idempotencyKey, token, fingerprint);
-        if (completing) await completing;
-        logger?.debug(
-          { event: eventName, idempotencyKey, outcome: 'ignored' },
-          'webhook ignored: no handler',
-        );
-        return answer('ignored', idempotencyKey);
-      }
-
-      const ran = runHandlers(chosen, event, handlerDeadlines);
-      const first = isPromiseLike(ran) ? await ran : ran;
-      if ('later' in first) {
-        reportError(new HandlerTimeoutError(eventName, idempotencyKey, handlerTimeoutMs));
-        logger?.warn(
-          { event: eventName, idempotencyKey, outcome: 'timeout' },
-          'webhook handlers timed out',
-        );
-        // They go on: success completes the key, failure releases it for the next retry.
-        void first.later.then(async (settled) => {
-          if (settled.ok) return complete(idempotencyKey, token, fingerprint);
-          reportError(new HandlerError(eventName, idempotencyKey, settled.error));
-          return release(idempotencyKey, token);
-        });
-        return answer('timeout', idempotencyKey);
-      }
-      if (!first.ok) {
-        const releasing = release(idempotencyKey, token);
-        if (releasing) await releasing;
-        reportError(new HandlerError(eventName, idempotencyKey, first.error));
-        logger?.error(
-          { event: eventName, idempotencyKey, outcome: 'handler_failed' },
-          'webhook handler failed',
-        );
-        return answer('handler_failed', idempotencyKey);
-      }
-      const completing = complete(idempotencyKey, token, fingerprint);
-      if (completing) await completing;
-      logger?.info({ event: eventName, idempotencyKey, outcome: 'processed' }, 'webhook processed');
-      return answer('processed', idempotencyKey);
+      ending = await deliver(request, observation);
     } catch (cause) {
-      // Only a faulty store or logger can get here; the delivery is retried later.
-      reportError(new StoreUnavailableError('the receiver failed unexpectedly', { cause }));
-      return answer('store_unavailable');
+      // Only a faulty store, inbox or logger can get here; the delivery is retried later.
+      ending = new Ending(
+        'store_unavailable',
+        new StoreUnavailableError('the receiver failed unexpectedly', { cause }),
+      );
     }
-  }
-
-  /** Mark the key done; resolves at once on a store with a synchronous face. */
-  function complete(key: string, token: string, fingerprint: string): Promise<void> | undefined {
     try {
-      if (syncStore) return void syncStore.complete(key, token, dedupTtlMs, fingerprint);
-      return store.complete(key, token, dedupTtlMs, fingerprint).then(undefined, completeFailed);
-    } catch (cause) {
-      return completeFailed(cause);
+      finish(ending, observation, startedAt);
+    } catch {
+      // A logger or an observer that throws must not turn the answer into a crash.
     }
+    return answer(ending.outcome, ending.idempotencyKey);
   }
 
-  function completeFailed(cause: unknown): undefined {
-    reportError(
-      new StoreUnavailableError('the idempotency store failed to record completion', { cause }),
-    );
-    return undefined;
-  }
-
-  /** Give the key back; resolves at once on a store with a synchronous face. */
-  function release(key: string, token: string): Promise<void> | undefined {
+  async function processStored(
+    stored: StoredDelivery,
+    { attempt }: StoredRunOptions,
+  ): Promise<StoredRunResult> {
+    const observation = telemetry?.start({ kind: 'job', attempt, link: stored.trace });
+    const startedAt = observation ? performance.now() : 0;
+    let ending: Ending;
     try {
-      if (syncStore) return void syncStore.release(key, token);
-      return store.release(key, token).then(undefined, releaseFailed);
+      ending = await run(stored, attempt, observation);
     } catch (cause) {
-      return releaseFailed(cause);
+      ending = new Ending(
+        'store_unavailable',
+        new StoreUnavailableError('the worker failed unexpectedly', { cause }),
+        stored.event,
+        stored.idempotencyKey,
+      );
     }
-  }
-
-  function releaseFailed(cause: unknown): undefined {
-    // The lease still runs out by itself, so the next retry gets the key after leaseMs.
-    reportError(
-      new StoreUnavailableError('the idempotency store failed to release the key', { cause }),
-    );
-    return undefined;
+    try {
+      finish(ending, observation, startedAt, attempt);
+    } catch {
+      // As in handle(): never let a logger or an observer fail the run.
+    }
+    return runResultOf(ending);
   }
 
   const receiver: Receiver = {
@@ -461,39 +414,34 @@ export function createReceiver({
       return receiver;
     },
     handle,
+    processStored,
     maxBodyBytes,
+    inbox,
   };
   return receiver;
 }
 
-function rawBodyOf(body: unknown): Uint8Array | string | undefined {
-  if (typeof body === 'string' || body instanceof Uint8Array) return body;
-  if (body instanceof ArrayBuffer) return new Uint8Array(body);
-  return undefined;
+/** The status and JSON body that answer an outcome. */
+function answer(outcome: Outcome, idempotencyKey: string | undefined): WebhookResult {
+  const status = OUTCOME_STATUS[outcome];
+  const body: WebhookResponseBody = { ok: status >= 200 && status < 300, outcome };
+  if (idempotencyKey !== undefined) body.idempotencyKey = idempotencyKey;
+  return { status, outcome, body };
 }
 
-function isJsonContentType(value: string): boolean {
-  if (value === 'application/json') return true;
-  const semicolon = value.indexOf(';');
-  const mediaType = (semicolon === -1 ? value : value.slice(0, semicolon)).trim().toLowerCase();
-  return mediaType === 'application/json';
+/** What a stored run came to, for the inbox: done, retry later, or a dead letter now. */
+function runResultOf({ outcome, error }: Ending): StoredRunResult {
+  if (RUN_SUCCEEDED.has(outcome)) return { outcome, ok: true, retry: false };
+  const result: StoredRunResult = { outcome, ok: false, retry: RUN_RETRIABLE.has(outcome) };
+  result.reason = `${outcome}: ${reasonOf(error, outcome)}`;
+  return result;
 }
 
-/** The body's size in bytes; for a string, exact only when it could exceed `limit`. */
-function byteLength(body: Uint8Array | string, limit: number): number {
-  if (typeof body !== 'string') return body.byteLength;
-  // A UTF-16 unit is at most 3 UTF-8 bytes: most bodies are far under the limit and need no count.
-  if (body.length * 3 <= limit) return body.length;
-  let bytes = 0;
-  const text = body;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
-      bytes += 4;
-      i++;
-    } else bytes += 3;
+/** The message a dead letter keeps: the handler's own error, or ours. */
+function reasonOf(error: SchoolhooksError | undefined, outcome: Outcome): string {
+  if (error === undefined) {
+    return outcome === 'in_flight' ? 'another worker is running this event' : outcome;
   }
-  return bytes;
+  if (error.code === 'handler_failed' && error.cause instanceof Error) return error.cause.message;
+  return error.message;
 }

@@ -13,6 +13,11 @@ export interface HandlerContext {
   idempotencyKey: string;
   /** Aborted when handlerTimeoutMs elapses; the delivery is then answered 503 and retried later. */
   signal: AbortSignal;
+  /**
+   * Which run of the handlers this is, 1-based: always 1 for a delivery the platform sends (its
+   * own retries are new deliveries); with an inbox, the worker's attempt.
+   */
+  attempt: number;
 }
 
 /** A handler as the receiver stores it, whatever event names it was registered for. */
@@ -30,7 +35,10 @@ const SUCCEEDED: HandlersSettled = Object.freeze({ ok: true });
 
 /** The context of one delivery; its signal is aborted when handlerTimeoutMs elapses. */
 class DeliveryContext extends LazySignal implements HandlerContext {
-  constructor(readonly idempotencyKey: string) {
+  constructor(
+    readonly idempotencyKey: string,
+    readonly attempt: number,
+  ) {
     super();
   }
 }
@@ -48,8 +56,9 @@ export function runHandlers(
   handlers: readonly AnyHandler[],
   event: WebhookEvent<string>,
   deadlines: DeadlineQueue,
+  attempt = 1,
 ): HandlersSettled | Promise<HandlersSettled | HandlersTimedOut> {
-  const context = new DeliveryContext(event.idempotencyKey);
+  const context = new DeliveryContext(event.idempotencyKey, attempt);
   // One entry per handler, in order: the promise it returned, or the error it threw.
   let outcomes: unknown[] | undefined;
   let pending = 0;

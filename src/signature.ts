@@ -47,54 +47,117 @@ export async function verifySignature(
   signature: string | null | undefined,
   secret: string | readonly string[],
 ): Promise<boolean> {
-  return createVerifier(secret)(body, signature);
+  return (await createVerifier(secret).verify(body, signature)) !== undefined;
 }
 
-/** A prepared verifier: synchronous where node:crypto exists, a promise on Web Crypto. */
+/**
+ * A prepared verifier: what it returns for a body whose signature verifies is the body's
+ * {@link Fingerprint}, and `undefined` otherwise; synchronous where node:crypto exists, a promise
+ * on Web Crypto.
+ */
 export type Verifier = (
   body: RawBody,
   signature: string | null | undefined,
-) => boolean | Promise<boolean>;
+) => Fingerprint | undefined | Promise<Fingerprint | undefined>;
 
 /**
- * Prepare the secrets once (key objects, imported Web Crypto keys) and return a verifier.
+ * What a completed idempotency key remembers of its body: the first 16 hex digits of the body's
+ * HMAC under the first configured secret. Verification computes that HMAC anyway, so it costs
+ * nothing; it is the same for every retry and every endpoint of one event (the platform resends
+ * the same bytes), and differs for any other body.
+ */
+export type Fingerprint = string;
+
+/** Hex digits of the HMAC kept as a fingerprint: 64 bits. */
+const FINGERPRINT_LENGTH = 16;
+
+/**
+ * Prepare the secrets once (key objects, imported Web Crypto keys) and return a verifier, and a
+ * way to take a body's fingerprint under each other secret (see {@link Verification.otherFingerprints}).
  * @internal used by the receiver so no request pays for key setup.
  */
-export function createVerifier(secret: string | readonly string[]): Verifier {
+export function createVerifier(secret: string | readonly string[]): Verification {
   const secrets = typeof secret === 'string' ? [secret] : [...secret];
   if (secrets.length === 0) throw new TypeError('at least one secret is required');
   secrets.forEach(assertSecret);
   const node = nodeCrypto();
   if (node) {
     const keys = secrets.map((s) => node.createSecretKey(utf8(s)));
-    return function verifyWithNodeCrypto(body, signature) {
-      const expected = parseSignature(signature);
-      if (!expected) return false;
-      let matched = false;
-      for (const key of keys) {
-        const actual = node.createHmac('sha256', key).update(body).digest();
-        // Constant time: the comparison must not tell an attacker how many leading bytes of a
-        // forged signature were right.
-        if (node.timingSafeEqual(actual, expected)) matched = true;
-      }
-      return matched;
+    return {
+      verify: function verifyWithNodeCrypto(body, signature) {
+        const expected = parseSignature(signature);
+        if (!expected) return undefined;
+        let matched = false;
+        let first: Buffer | undefined;
+        for (const key of keys) {
+          const actual = node.createHmac('sha256', key).update(body).digest();
+          first ??= actual;
+          // Constant time: the comparison must not tell an attacker how many leading bytes of a
+          // forged signature were right.
+          if (node.timingSafeEqual(actual, expected)) matched = true;
+        }
+        return matched ? first!.toString('hex', 0, FINGERPRINT_LENGTH / 2) : undefined;
+      },
+      otherFingerprints(body) {
+        return keys
+          .slice(1)
+          .map((key) =>
+            node.createHmac('sha256', key).update(body).digest('hex').slice(0, FINGERPRINT_LENGTH),
+          );
+      },
     };
   }
   let keys: Promise<CryptoKey[]> | undefined;
-  return async function verifyWithWebCrypto(body, signature) {
-    const expected = parseSignature(signature);
-    if (!expected) return false;
-    keys ??= Promise.all(secrets.map(importHmacKey));
-    const bytes = typeof body === 'string' ? utf8(body) : body;
-    let matched = false;
-    for (const key of await keys) {
-      // subtle.verify compares in constant time.
-      if (await webSubtle().verify('HMAC', key, expected as BufferSource, bytes as BufferSource)) {
-        matched = true;
+  const sign = async (key: CryptoKey, bytes: Uint8Array): Promise<Uint8Array> =>
+    new Uint8Array(await webSubtle().sign('HMAC', key, bytes as BufferSource));
+  return {
+    verify: async function verifyWithWebCrypto(body, signature) {
+      const expected = parseSignature(signature);
+      if (!expected) return undefined;
+      keys ??= Promise.all(secrets.map(importHmacKey));
+      const bytes = typeof body === 'string' ? utf8(body) : body;
+      const [firstKey, ...others] = await keys;
+      // The first key signs (its HMAC is the fingerprint) and is compared in constant time; the
+      // others verify, which subtle.verify does in constant time.
+      const first = await sign(firstKey!, bytes);
+      let matched = constantTimeEqual(first, expected);
+      for (const key of others) {
+        if (
+          await webSubtle().verify('HMAC', key, expected as BufferSource, bytes as BufferSource)
+        ) {
+          matched = true;
+        }
       }
-    }
-    return matched;
+      return matched ? toHex(first.subarray(0, FINGERPRINT_LENGTH / 2)) : undefined;
+    },
+    async otherFingerprints(body) {
+      keys ??= Promise.all(secrets.map(importHmacKey));
+      const bytes = typeof body === 'string' ? utf8(body) : body;
+      const [, ...others] = await keys;
+      const digests = await Promise.all(others.map((key) => sign(key, bytes)));
+      return digests.map((digest) => toHex(digest.subarray(0, FINGERPRINT_LENGTH / 2)));
+    },
   };
+}
+
+/** What {@link createVerifier} prepares. */
+export interface Verification {
+  /** Verify a body's signature; its fingerprint when it verifies. */
+  verify: Verifier;
+  /**
+   * The body's fingerprints under every secret but the first. A key completed before the secrets
+   * were reordered (rotation: `[next, current]`) remembers its fingerprint under another secret,
+   * so a retry is only a conflict when none of these matches either.
+   */
+  otherFingerprints(body: RawBody): Fingerprint[] | Promise<Fingerprint[]>;
+}
+
+/** Compare two byte strings of equal length without stopping at the first difference. */
+function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let difference = 0;
+  for (let i = 0; i < a.length; i++) difference |= a[i]! ^ b[i]!;
+  return difference === 0;
 }
 
 /** The 32 bytes of a header of exactly 64 hex characters, else undefined. */

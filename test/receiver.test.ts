@@ -218,23 +218,57 @@ describe('receiver.handle: the status table', () => {
     expect(handler).toHaveBeenCalledTimes(1);
   });
 
-  it('treats the same envelope with other whitespace and key order as a duplicate, not a conflict', async () => {
-    const { receiver } = setup();
+  it('answers 409 conflict to the same envelope re-serialised with other whitespace and key order, and never runs it', async () => {
+    // "The same body" is the same bytes: the platform resends a retry and fans an event out to
+    // every endpoint byte for byte, and only a holder of the secret could re-sign another text.
+    const { receiver, errors } = setup();
+    const handler = vi.fn();
+    receiver.on('UserSignedIn', handler);
     const timestamp = new Date().toISOString();
     const first = signedRaw(
-      JSON.stringify({
-        event: 'UserSignedIn',
-        timestamp,
-        idempotencyKey: 'k-1',
-        data: { a: 1, b: 2 },
-      }),
+      JSON.stringify({ event: 'UserSignedIn', timestamp, idempotencyKey: 'k-1', data: { a: 1 } }),
     );
     const second = signedRaw(
-      `{ "data": { "b": 2, "a": 1 }, "idempotencyKey": "k-1", "timestamp": "${timestamp}", "event": "UserSignedIn" }`,
+      `{ "data": { "a": 1 }, "idempotencyKey": "k-1", "timestamp": "${timestamp}", "event": "UserSignedIn" }`,
     );
-    receiver.on('UserSignedIn', () => {});
     expect((await receiver.handle(first)).outcome).toBe('processed');
-    expect((await receiver.handle(second)).outcome).toBe('duplicate');
+    expect((await receiver.handle(second)).outcome).toBe('conflict');
+    expect(handler).toHaveBeenCalledTimes(1);
+    expect(errors.some((e) => e instanceof IdempotencyConflictError)).toBe(true);
+  });
+
+  it('answers duplicate to the same bytes fanned out to two endpoints, each signed with its own secret', async () => {
+    const other = 'o'.repeat(64);
+    const { receiver, errors } = setup({ secret: [SECRET, other] });
+    const handler = vi.fn();
+    receiver.on('UserSignedIn', handler);
+    const body = JSON.stringify({
+      event: 'UserSignedIn',
+      timestamp: new Date().toISOString(),
+      idempotencyKey: 'fan-out',
+      data: {},
+    });
+    // Either endpoint's delivery may come first.
+    expect((await receiver.handle(signedRaw(body, other))).outcome).toBe('processed');
+    expect((await receiver.handle(signedRaw(body, SECRET))).outcome).toBe('duplicate');
+    expect((await receiver.handle(signedRaw(body, other))).outcome).toBe('duplicate');
+    expect(handler).toHaveBeenCalledTimes(1);
+    expect(errors).toEqual([]);
+  });
+
+  it('still answers duplicate after the secrets were reordered (a rotation), sharing one store', async () => {
+    const next = 'n'.repeat(64);
+    const store = memoryStore();
+    const before = setup({ secret: [SECRET], store }).receiver.on('UserSignedIn', () => {});
+    const after = setup({ secret: [next, SECRET], store });
+    const handler = vi.fn();
+    after.receiver.on('UserSignedIn', handler);
+    const request = signedRequest({ idempotencyKey: 'rotated' });
+    expect((await before.handle(request)).outcome).toBe('processed');
+    expect((await after.receiver.handle(request)).outcome).toBe('duplicate');
+    const changed = signedRequest({ idempotencyKey: 'rotated', data: { n: 2 } }, next);
+    expect((await after.receiver.handle(changed)).outcome).toBe('conflict');
+    expect(handler).not.toHaveBeenCalled();
   });
 
   it('answers 409 conflict to a completed key reused with a different envelope, and never runs it', async () => {

@@ -122,7 +122,8 @@ describe('fetchHandler on Web Crypto alone (Bun, Deno, Workers)', () => {
   });
 
   async function start() {
-    const verify = vi.spyOn(globalThis.crypto.subtle, 'verify');
+    // The first (here the only) secret's HMAC is computed with subtle.sign: it is the fingerprint.
+    const verify = vi.spyOn(globalThis.crypto.subtle, 'sign');
     const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
     server = await listen(
       serve({ fetch: fetchHandler(receiver), hostname: '127.0.0.1', port: 0 }) as Server,

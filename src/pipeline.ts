@@ -1,0 +1,526 @@
+/**
+ * The steps of a delivery, each named for what it checks (DESIGN section 3): request, body,
+ * verify, parse, age, then either validate, claim and dispatch (the handlers run now) or hand
+ * off (an inbox stores the delivery and workers run them later, through the same validate,
+ * claim and dispatch).
+ *
+ * Each step returns what the next one needs, or the {@link Ending} of the delivery. Steps that
+ * can finish synchronously (every step on node:crypto with the memory store) do, so a delivery
+ * pays for no promise it does not need.
+ * @module
+ */
+
+import { declaredLength } from './body.js';
+import type { DeadlineQueue } from './deadlines.js';
+import { parseEnvelope, type ParsedEnvelope } from './envelope.js';
+import {
+  ConfigError,
+  HandlerError,
+  HandlerTimeoutError,
+  IdempotencyConflictError,
+  InboxUnavailableError,
+  MalformedEnvelopeError,
+  PayloadValidationError,
+  RequestRejectedError,
+  SignatureError,
+  StaleEventError,
+  StoreUnavailableError,
+  type SchoolhooksError,
+} from './errors.js';
+import { isFixedContractEvent, type WebhookEvent } from './events/index.js';
+import { validateEventData } from './events/validate.js';
+import { getHeader, type HeadersInput } from './headers.js';
+import type { Inbox, StoredDelivery } from './inbox/types.js';
+import type { Outcome } from './outcome.js';
+import {
+  isPromiseLike,
+  runHandlers,
+  type AnyHandler,
+  type HandlersSettled,
+} from './run-handlers.js';
+import type { Fingerprint, RawBody, Verification } from './signature.js';
+import type { SyncIdempotencyStore } from './stores/memory.js';
+import type { ClaimResult, IdempotencyStore } from './stores/types.js';
+import type { DeliveryObservation } from './telemetry.js';
+
+const MINUTE = 60_000;
+/** How far in the future a timestamp may lie (clock skew between the platform and us). */
+const FUTURE_SKEW_MS = 5 * MINUTE;
+
+/** A pino-compatible logger. It is never given a secret, a signature, a body or a token. */
+export interface Logger {
+  debug(obj: Record<string, unknown>, msg?: string): void;
+  info(obj: Record<string, unknown>, msg?: string): void;
+  warn(obj: Record<string, unknown>, msg?: string): void;
+  error(obj: Record<string, unknown>, msg?: string): void;
+}
+
+/** A request as the first steps read it. */
+export interface PipelineRequest {
+  method?: string | undefined;
+  headers: HeadersInput;
+  body: unknown;
+}
+
+/**
+ * How a delivery ended: its outcome, the failure `onError` is told of, and what is known of the
+ * event by then (for the log line and telemetry).
+ */
+export class Ending {
+  constructor(
+    readonly outcome: Outcome,
+    readonly error?: SchoolhooksError,
+    readonly event?: string,
+    readonly idempotencyKey?: string,
+  ) {}
+}
+
+/** What the steps share: the receiver's options, prepared. */
+export interface PipelineConfig {
+  verification: Verification;
+  store: IdempotencyStore;
+  /** The store's synchronous face (memoryStore), to skip a promise per step. */
+  syncStore: SyncIdempotencyStore | undefined;
+  inbox: Inbox | undefined;
+  maxBodyBytes: number;
+  maxEventAgeMs: number;
+  dedupTtlMs: number;
+  leaseMs: number;
+  handlerTimeoutMs: number;
+  /** One timer for every delivery whose handlers are still running. */
+  handlerDeadlines: DeadlineQueue;
+  now: () => number;
+  /** The handlers of an event name, `onAny`'s included; empty when there are none. */
+  handlersOf: (event: string) => readonly AnyHandler[];
+  /** Tell `onError` (or the logger) of a failure. */
+  reportError: (error: SchoolhooksError) => void;
+}
+
+/** The key a worker's run of a stored delivery holds in the store (the delivery's own key is done). */
+export function runKeyOf(idempotencyKey: string): string {
+  return `inbox-run:${idempotencyKey}`;
+}
+
+/** The steps of the pipeline, bound to one receiver's configuration. */
+export class DeliveryPipeline {
+  readonly #config: PipelineConfig;
+
+  constructor(config: PipelineConfig) {
+    this.#config = config;
+  }
+
+  /** Step 1, request: 405 for a method other than POST, 415 for a type other than JSON. */
+  checkRequest({ method, headers }: PipelineRequest): Ending | undefined {
+    if (method !== undefined && method !== 'POST' && method.toUpperCase() !== 'POST') {
+      return rejected(
+        'method_not_allowed',
+        `method ${String(method).slice(0, 16)} is not allowed; use POST`,
+      );
+    }
+    const contentType = getHeader(headers, 'content-type');
+    if (contentType !== undefined && !isJsonContentType(contentType)) {
+      return rejected('unsupported_media_type', 'content-type must be application/json');
+    }
+    return undefined;
+  }
+
+  /**
+   * Step 2, body: the raw bytes, read up to maxBodyBytes when the adapter gave a reader; 413
+   * beyond it, 500 `body_unavailable` when a body parser took them.
+   */
+  readBody({ headers, body }: PipelineRequest): RawBody | Ending | Promise<RawBody | Ending> {
+    const { maxBodyBytes } = this.#config;
+    if (typeof body === 'function') {
+      // A body announced as too large is refused before any of it is read.
+      if ((declaredLength(headers) ?? 0) > maxBodyBytes) return tooLarge(maxBodyBytes);
+      return (body as (limit: number) => Promise<unknown>)(maxBodyBytes).then(
+        (read) => this.#checkBody(read),
+        (cause: unknown) =>
+          // The client went away or broke the stream mid-body.
+          new Ending(
+            'malformed',
+            new MalformedEnvelopeError('the request body could not be read', { cause }),
+          ),
+      );
+    }
+    return this.#checkBody(body);
+  }
+
+  #checkBody(input: unknown): RawBody | Ending {
+    const body = rawBodyOf(input);
+    if (body === undefined) {
+      return new Ending(
+        'body_unavailable',
+        new ConfigError(
+          'the raw request body is not available (a body parser consumed it): mount the adapter ' +
+            'before any JSON body parser, or keep the raw bytes (Express: ' +
+            "express.json({ verify: rawBodySaver }) with rawBodySaver from 'schoolhooks/express')",
+        ),
+      );
+    }
+    const { maxBodyBytes } = this.#config;
+    return byteLength(body, maxBodyBytes) > maxBodyBytes ? tooLarge(maxBodyBytes) : body;
+  }
+
+  /** Step 3, verify: 401 unless the signature matches a secret; the body's fingerprint if it does. */
+  verify(
+    body: RawBody,
+    signature: string | undefined,
+  ): Fingerprint | Ending | Promise<Fingerprint | Ending> {
+    const verified = this.#config.verification.verify(body, signature);
+    if (isPromiseLike(verified)) return verified.then(signatureChecked);
+    return signatureChecked(verified);
+  }
+
+  /** Step 4, parse: 400 unless the body is JSON with a valid envelope. */
+  parse(body: RawBody): ParsedEnvelope | Ending {
+    const parsed = parseEnvelope(body);
+    if (parsed.ok) return parsed;
+    return new Ending('malformed', new MalformedEnvelopeError(parsed.reason));
+  }
+
+  /** Step 5, age: 422 `stale` for a timestamp older than maxEventAgeMs or too far ahead. */
+  checkAge({ envelope, timestampMs }: ParsedEnvelope): Ending | undefined {
+    const age = this.#config.now() - timestampMs;
+    if (age <= this.#config.maxEventAgeMs && age >= -FUTURE_SKEW_MS) return undefined;
+    return new Ending(
+      'stale',
+      new StaleEventError(
+        `${envelope.event} timestamp ${envelope.timestamp} is outside the accepted window`,
+        envelope.timestamp,
+      ),
+      envelope.event,
+      envelope.idempotencyKey,
+    );
+  }
+
+  /** Step 6, validate: 422 for a fixed-contract event whose `data` fails its schema. */
+  validate({ envelope }: ParsedEnvelope): WebhookEvent<string> | Ending {
+    const event = envelope as unknown as WebhookEvent<string>;
+    if (!isFixedContractEvent(envelope.event)) return event;
+    const validation = validateEventData(envelope.event, envelope.data);
+    if (!validation.ok) {
+      return new Ending(
+        'invalid_payload',
+        new PayloadValidationError(envelope.event, validation.issues),
+        envelope.event,
+        envelope.idempotencyKey,
+      );
+    }
+    return validation.data === envelope.data
+      ? event
+      : ({ ...envelope, data: validation.data } as WebhookEvent<string>);
+  }
+
+  /**
+   * Step 7, claim: the lease token, or the ending of a key already taken: 200 `duplicate` (done
+   * with this body), 409 `conflict` (done with another body), 409 `in_flight`, 503 when the
+   * store fails.
+   */
+  claim(
+    key: string,
+    body: RawBody,
+    fingerprint: Fingerprint,
+    envelope: { event: string; idempotencyKey: string },
+  ): string | Ending | Promise<string | Ending> {
+    const { store, syncStore, leaseMs } = this.#config;
+    let claimed: ClaimResult | Promise<ClaimResult>;
+    try {
+      claimed = syncStore ? syncStore.claim(key, leaseMs) : store.claim(key, leaseMs);
+    } catch (cause) {
+      return storeUnavailable(cause, envelope);
+    }
+    if (isPromiseLike(claimed)) {
+      return claimed.then(
+        (result) => this.#claimed(result, body, fingerprint, envelope),
+        (cause: unknown) => storeUnavailable(cause, envelope),
+      );
+    }
+    return this.#claimed(claimed, body, fingerprint, envelope);
+  }
+
+  #claimed(
+    claim: ClaimResult,
+    body: RawBody,
+    fingerprint: Fingerprint,
+    { event, idempotencyKey }: { event: string; idempotencyKey: string },
+  ): string | Ending | Promise<string | Ending> {
+    if (claim.state === 'claimed') return claim.token;
+    if (claim.state === 'in_flight')
+      return new Ending('in_flight', undefined, event, idempotencyKey);
+    const duplicate = new Ending('duplicate', undefined, event, idempotencyKey);
+    if (claim.fingerprint === undefined || claim.fingerprint === fingerprint) return duplicate;
+    const conflict = new Ending(
+      'conflict',
+      new IdempotencyConflictError(idempotencyKey),
+      event,
+      idempotencyKey,
+    );
+    // Remembered under another secret (the list was reordered since, as in a rotation)?
+    const others = this.#config.verification.otherFingerprints(body);
+    const decide = (list: Fingerprint[]): Ending =>
+      list.includes(claim.fingerprint!) ? duplicate : conflict;
+    return isPromiseLike(others) ? others.then(decide) : decide(others);
+  }
+
+  /**
+   * Step 8, dispatch: run the handlers (every one at once) against handlerTimeoutMs. 200
+   * `processed` (the key completed), `ignored` when none is registered, 500 `handler_failed`
+   * (the key released for a retry), 503 `timeout` (they go on; their end completes or releases).
+   */
+  dispatch(
+    event: WebhookEvent<string>,
+    key: string,
+    token: string,
+    fingerprint: Fingerprint,
+    attempt: number,
+    observation: DeliveryObservation | undefined,
+  ): Ending | Promise<Ending> {
+    const { event: name, idempotencyKey } = event;
+    const handlers = this.#config.handlersOf(name);
+    if (handlers.length === 0) {
+      return this.#completeThen(
+        key,
+        token,
+        fingerprint,
+        new Ending('ignored', undefined, name, idempotencyKey),
+      );
+    }
+    const { handlerDeadlines } = this.#config;
+    const startedAt = observation ? performance.now() : 0;
+    const ran = observation
+      ? observation.runHandlers(() => runHandlers(handlers, event, handlerDeadlines, attempt))
+      : runHandlers(handlers, event, handlerDeadlines, attempt);
+    const settle = (settled: HandlersSettled): Ending | Promise<Ending> => {
+      observation?.handlersEnded({
+        result: settled.ok ? 'succeeded' : 'failed',
+        durationMs: performance.now() - startedAt,
+      });
+      if (settled.ok) {
+        return this.#completeThen(
+          key,
+          token,
+          fingerprint,
+          new Ending('processed', undefined, name, idempotencyKey),
+        );
+      }
+      return this.#releaseThen(
+        key,
+        token,
+        new Ending(
+          'handler_failed',
+          new HandlerError(name, idempotencyKey, settled.error),
+          name,
+          idempotencyKey,
+        ),
+      );
+    };
+    if (!isPromiseLike(ran)) return settle(ran);
+    return ran.then((first) => {
+      if (!('later' in first)) return settle(first);
+      // They go on: success completes the key, failure releases it for the next retry.
+      void first.later.then((settled) => {
+        observation?.handlersEnded({
+          result: 'timeout',
+          durationMs: performance.now() - startedAt,
+        });
+        if (settled.ok) return this.complete(key, token, fingerprint);
+        this.#config.reportError(new HandlerError(name, idempotencyKey, settled.error));
+        return this.release(key, token);
+      });
+      return new Ending(
+        'timeout',
+        new HandlerTimeoutError(name, idempotencyKey, this.#config.handlerTimeoutMs),
+        name,
+        idempotencyKey,
+      );
+    });
+  }
+
+  /**
+   * Step 8 with an inbox, hand off: store the raw body and its signature in the inbox, then
+   * complete the key: 202 `queued`. When the inbox fails, the key is released: 503.
+   */
+  handOff(
+    { envelope, text, exact }: ParsedEnvelope,
+    body: RawBody,
+    signature: string,
+    token: string,
+    fingerprint: Fingerprint,
+    inbox: Inbox,
+    observation: DeliveryObservation | undefined,
+  ): Promise<Ending> {
+    const { event, idempotencyKey } = envelope;
+    const stored: StoredDelivery = {
+      body: exact ? text : toBase64(body as Uint8Array),
+      signature,
+      event,
+      idempotencyKey,
+      receivedAt: new Date(this.#config.now()).toISOString(),
+    };
+    if (!exact) stored.encoding = 'base64';
+    const trace = observation?.carrier();
+    if (trace !== undefined) stored.trace = trace;
+    let enqueued: Promise<void>;
+    try {
+      enqueued = inbox.enqueue(stored);
+    } catch (cause) {
+      enqueued = Promise.reject(cause);
+    }
+    return enqueued.then(
+      () =>
+        this.#completeThen(
+          idempotencyKey,
+          token,
+          fingerprint,
+          new Ending('queued', undefined, event, idempotencyKey),
+        ),
+      (cause: unknown) =>
+        this.#releaseThen(
+          idempotencyKey,
+          token,
+          new Ending(
+            'inbox_unavailable',
+            new InboxUnavailableError('the inbox failed to store the delivery', { cause }),
+            event,
+            idempotencyKey,
+          ),
+        ),
+    );
+  }
+
+  #completeThen(
+    key: string,
+    token: string,
+    fingerprint: Fingerprint,
+    ending: Ending,
+  ): Ending | Promise<Ending> {
+    const completing = this.complete(key, token, fingerprint);
+    return completing ? completing.then(() => ending) : ending;
+  }
+
+  #releaseThen(key: string, token: string, ending: Ending): Ending | Promise<Ending> {
+    const releasing = this.release(key, token);
+    return releasing ? releasing.then(() => ending) : ending;
+  }
+
+  /**
+   * Mark the key done; undefined at once on a store with a synchronous face. A failure is
+   * reported, never thrown: the handlers succeeded, so the delivery is still acknowledged.
+   */
+  complete(key: string, token: string, fingerprint: Fingerprint): Promise<void> | undefined {
+    const { store, syncStore, dedupTtlMs } = this.#config;
+    try {
+      if (syncStore) return void syncStore.complete(key, token, dedupTtlMs, fingerprint);
+      return store
+        .complete(key, token, dedupTtlMs, fingerprint)
+        .then(undefined, this.#completeFailed);
+    } catch (cause) {
+      return this.#completeFailed(cause);
+    }
+  }
+
+  #completeFailed = (cause: unknown): undefined => {
+    this.#config.reportError(
+      new StoreUnavailableError('the idempotency store failed to record completion', { cause }),
+    );
+    return undefined;
+  };
+
+  /** Give the key back; undefined at once on a store with a synchronous face. */
+  release(key: string, token: string): Promise<void> | undefined {
+    const { store, syncStore } = this.#config;
+    try {
+      if (syncStore) return void syncStore.release(key, token);
+      return store.release(key, token).then(undefined, this.#releaseFailed);
+    } catch (cause) {
+      return this.#releaseFailed(cause);
+    }
+  }
+
+  #releaseFailed = (cause: unknown): undefined => {
+    // The lease still runs out by itself, so the next retry gets the key after leaseMs.
+    this.#config.reportError(
+      new StoreUnavailableError('the idempotency store failed to release the key', { cause }),
+    );
+    return undefined;
+  };
+}
+
+/** A shared answer of the verify step, for every signature that fails. */
+function signatureChecked(fingerprint: Fingerprint | undefined): Fingerprint | Ending {
+  if (fingerprint !== undefined) return fingerprint;
+  return new Ending(
+    'invalid_signature',
+    new SignatureError('the signature header is missing, malformed, or matches no secret'),
+  );
+}
+
+function rejected(outcome: RequestRejectedError['outcome'], message: string): Ending {
+  return new Ending(outcome, new RequestRejectedError(outcome, message));
+}
+
+function tooLarge(maxBodyBytes: number): Ending {
+  return rejected('too_large', `body exceeds maxBodyBytes (${maxBodyBytes})`);
+}
+
+function storeUnavailable(
+  cause: unknown,
+  { event, idempotencyKey }: { event: string; idempotencyKey: string },
+): Ending {
+  return new Ending(
+    'store_unavailable',
+    new StoreUnavailableError('the idempotency store failed to claim the key', { cause }),
+    event,
+    idempotencyKey,
+  );
+}
+
+function rawBodyOf(body: unknown): Uint8Array | string | undefined {
+  if (typeof body === 'string' || body instanceof Uint8Array) return body;
+  if (body instanceof ArrayBuffer) return new Uint8Array(body);
+  return undefined;
+}
+
+function isJsonContentType(value: string): boolean {
+  if (value === 'application/json') return true;
+  const semicolon = value.indexOf(';');
+  const mediaType = (semicolon === -1 ? value : value.slice(0, semicolon)).trim().toLowerCase();
+  return mediaType === 'application/json';
+}
+
+/** The body's size in bytes; for a string, exact only when it could exceed `limit`. */
+function byteLength(body: Uint8Array | string, limit: number): number {
+  if (typeof body !== 'string') return body.byteLength;
+  // A UTF-16 unit is at most 3 UTF-8 bytes: most bodies are far under the limit and need no count.
+  if (body.length * 3 <= limit) return body.length;
+  let bytes = 0;
+  const text = body;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** Base64 of bytes, for the rare body that is not valid UTF-8 (no Buffer in the core). */
+export function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
+}
+
+/** The bytes of base64 text. */
+export function fromBase64(text: string): Uint8Array {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
