@@ -32,12 +32,39 @@ export { memoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
 export type { ClaimResult, IdempotencyStore } from './stores/types.js';
 
+// The inbox (bullmqInbox lives in `schoolhooks/bullmq`, so the core never loads BullMQ)
+export { memoryInbox } from './inbox/index.js';
+export type {
+  Inbox,
+  InboxJob,
+  InboxJobState,
+  InboxWorker,
+  InboxWorkOptions,
+  ManagedInbox,
+  MemoryInbox,
+  MemoryInboxOptions,
+  StoredDelivery,
+  StoredRunOptions,
+  StoredRunResult,
+} from './inbox/index.js';
+
+// Telemetry (openTelemetry lives in `schoolhooks/otel`)
+export type {
+  DeliveryObservation,
+  HandlersRecord,
+  Telemetry,
+  TelemetryRecord,
+  TelemetryStart,
+  TraceCarrier,
+} from './telemetry.js';
+
 // Errors
 export {
   ConfigError,
   HandlerError,
   HandlerTimeoutError,
   IdempotencyConflictError,
+  InboxUnavailableError,
   isSchoolhooksError,
   MalformedEnvelopeError,
   PayloadValidationError,

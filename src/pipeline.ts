@@ -27,7 +27,8 @@ import {
   StoreUnavailableError,
   type SchoolhooksError,
 } from './errors.js';
-import { isFixedContractEvent, type WebhookEvent } from './events/index.js';
+import type { z } from 'zod';
+import { isFixedContractEvent, type FixedEventName, type WebhookEvent } from './events/index.js';
 import { validateEventData } from './events/validate.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery } from './inbox/types.js';
@@ -82,6 +83,8 @@ export interface PipelineConfig {
   /** The store's synchronous face (memoryStore), to skip a promise per step. */
   syncStore: SyncIdempotencyStore | undefined;
   inbox: Inbox | undefined;
+  /** Schemas that replace the bundled ones, by event name. */
+  schemas: Partial<Record<FixedEventName, z.ZodType>> | undefined;
   maxBodyBytes: number;
   maxEventAgeMs: number;
   dedupTtlMs: number;
@@ -198,7 +201,11 @@ export class DeliveryPipeline {
   validate({ envelope }: ParsedEnvelope): WebhookEvent<string> | Ending {
     const event = envelope as unknown as WebhookEvent<string>;
     if (!isFixedContractEvent(envelope.event)) return event;
-    const validation = validateEventData(envelope.event, envelope.data);
+    const validation = validateEventData(
+      envelope.event,
+      envelope.data,
+      this.#config.schemas?.[envelope.event],
+    );
     if (!validation.ok) {
       return new Ending(
         'invalid_payload',

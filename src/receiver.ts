@@ -8,7 +8,8 @@
 import type { BodyReader } from './body.js';
 import { DeadlineQueue } from './deadlines.js';
 import { ConfigError, StoreUnavailableError, type SchoolhooksError } from './errors.js';
-import type { KnownEventName, WebhookEvent } from './events/index.js';
+import type { z } from 'zod';
+import type { FixedEventName, KnownEventName, WebhookEvent } from './events/index.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './inbox/types.js';
 import { OUTCOME_STATUS, type Outcome } from './outcome.js';
@@ -61,6 +62,12 @@ export interface ReceiverOptions {
   inbox?: Inbox;
   /** Told of every delivery and every inbox run (`openTelemetry()` from `schoolhooks/otel`). */
   telemetry?: Telemetry;
+  /**
+   * Replace the schema of some fixed-contract events, e.g. to accept a payload the bundled
+   * schema refuses until an upgrade of schoolhooks reads it (then replay the inbox's dead
+   * letters). Handlers keep the bundled types. Default: the bundled schemas.
+   */
+  schemas?: Partial<Record<FixedEventName, z.ZodType>>;
 }
 
 /** What {@link Receiver.handle} takes: the raw request. */
@@ -181,6 +188,7 @@ export function createReceiver({
   now = Date.now,
   inbox,
   telemetry,
+  schemas,
 }: ReceiverOptions): Receiver {
   for (const [name, value] of Object.entries({
     maxBodyBytes,
@@ -251,6 +259,7 @@ export function createReceiver({
     // memoryStore's operations without a promise each: most deliveries then finish in one turn.
     syncStore: syncFaceOf(store),
     inbox,
+    schemas,
     maxBodyBytes,
     maxEventAgeMs,
     dedupTtlMs,

@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { z } from 'zod';
 import type { PayloadIssue } from '../errors.js';
 import { compileCheck, type CompiledCheck } from './compile-check.js';
 import { eventDataSchemas, type FixedEventName } from './index.js';
@@ -12,8 +13,11 @@ import { eventDataSchemas, type FixedEventName } from './index.js';
 export type DataValidation =
   { ok: true; data: Record<string, unknown> } | { ok: false; issues: PayloadIssue[] };
 
-/** Compiled on first use; `null` where the schema cannot be compiled (Zod is used then). */
-const checks = new Map<FixedEventName, CompiledCheck | null>();
+/**
+ * Compiled on first use, per schema (a receiver's `schemas` option may replace one); `null`
+ * where the schema cannot be compiled (Zod is used then).
+ */
+const checks = new WeakMap<z.ZodType, CompiledCheck | null>();
 
 /**
  * Validate `data` against the schema of `name`. A payload that passes is handed on as parsed:
@@ -23,14 +27,15 @@ const checks = new Map<FixedEventName, CompiledCheck | null>();
 export function validateEventData(
   name: FixedEventName,
   data: Record<string, unknown>,
+  schema: z.ZodType = eventDataSchemas[name],
 ): DataValidation {
-  let check = checks.get(name);
+  let check = checks.get(schema);
   if (check === undefined) {
-    check = compileCheck(eventDataSchemas[name]) ?? null;
-    checks.set(name, check);
+    check = compileCheck(schema) ?? null;
+    checks.set(schema, check);
   }
   if (check !== null && check(data)) return { ok: true, data };
-  const result = eventDataSchemas[name].safeParse(data);
+  const result = schema.safeParse(data);
   if (result.success) return { ok: true, data: result.data as Record<string, unknown> };
   return {
     ok: false,

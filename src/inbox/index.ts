@@ -1,0 +1,16 @@
+/**
+ * The inbox: its contract, and the in-process implementation (`bullmqInbox` lives in
+ * `schoolhooks/bullmq`, so the core never loads BullMQ).
+ * @module
+ */
+
+export { memoryInbox } from './memory.js';
+export type { MemoryInbox, MemoryInboxOptions } from './memory.js';
+export type {
+  InboxJob,
+  InboxJobState,
+  InboxWorker,
+  InboxWorkOptions,
+  ManagedInbox,
+} from './managed.js';
+export type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './types.js';

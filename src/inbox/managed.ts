@@ -1,0 +1,54 @@
+/**
+ * What the inboxes we ship share beyond {@link Inbox}: workers, dead letters and replay.
+ * @module
+ */
+
+import type { Receiver } from '../receiver.js';
+import type { Inbox } from './types.js';
+
+/** Where a job is: waiting or delayed for a run, running, done, or a dead letter (`failed`). */
+export type InboxJobState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed';
+
+/** One stored delivery as an inbox lists it. Never holds the signature or the body. */
+export interface InboxJob {
+  /** The job's id in the inbox (derived from the idempotencyKey). */
+  id: string;
+  event: string;
+  idempotencyKey: string;
+  state: InboxJobState;
+  /** Runs of the handlers made so far. */
+  attemptsMade: number;
+  /** Why the last run failed: `outcome: message` (for a dead letter, why it is one). */
+  reason?: string;
+  /** When the receiver stored it, ISO 8601. */
+  receivedAt: string;
+}
+
+/** Options of {@link ManagedInbox.work}. */
+export interface InboxWorkOptions {
+  /** Jobs run at once by this worker. Default 1. */
+  concurrency?: number;
+}
+
+/** A running worker. */
+export interface InboxWorker {
+  /** Take no new job, and resolve once the running ones have finished. */
+  close(): Promise<void>;
+}
+
+/** An {@link Inbox} with its own workers: `memoryInbox()` and `bullmqInbox()`. */
+export interface ManagedInbox extends Inbox {
+  /** Run the receiver's handlers for stored deliveries, retrying failures with backoff. */
+  work(receiver: Receiver, options?: InboxWorkOptions): InboxWorker;
+  /** Put dead letters (of one event, or all) back to run again; resolves to how many. */
+  retryFailed(filter?: { event?: string }): Promise<number>;
+  /** The jobs in one state, or in every state. */
+  jobs(filter?: { state?: InboxJobState }): Promise<InboxJob[]>;
+  /** Stop the workers and let go of the inbox's resources. */
+  close(): Promise<void>;
+}
+
+/** The retry delay after `attemptsMade` failed runs: `backoffMs`, doubling each time. */
+export function backoffDelay(backoffMs: number, attemptsMade: number): number {
+  return backoffMs * 2 ** Math.max(0, attemptsMade - 1);
+}
