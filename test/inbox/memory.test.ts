@@ -15,6 +15,18 @@ import {
 import { createDelivery, fixtures } from '../../src/testing/index.js';
 import { SECRET, signedRaw, signedRequest } from '../helpers/signed.js';
 
+/** The delivery an inbox would have stored for a signed request. */
+function storedOf(request: ReturnType<typeof signedRequest>): StoredDelivery {
+  const { event, idempotencyKey } = JSON.parse(request.body) as Record<string, string>;
+  return {
+    body: request.body,
+    signature: request.headers['signature']!,
+    event: event!,
+    idempotencyKey: idempotencyKey!,
+    receivedAt: new Date().toISOString(),
+  };
+}
+
 function setup(options: Partial<ReceiverOptions> = {}, inbox = memoryInbox({ backoffMs: 5 })) {
   const errors: SchoolhooksError[] = [];
   const receiver = createReceiver({ secret: SECRET, inbox, ...options });
@@ -58,11 +70,9 @@ describe('createReceiver({ inbox }): the HTTP side', () => {
 
   it('keeps an invalid payload instead of refusing it: validation waits for the worker', async () => {
     const { receiver, inbox } = setup();
-    const delivery = createDelivery(
-      'PaymentCompleted',
-      { payment: { invoice: { totalAmount: 'a lot' } } },
-      { secret: SECRET },
-    );
+    const delivery = createDelivery('UserSignedUp', { user: 'not an object' } as never, {
+      secret: SECRET,
+    });
     expect((await receiver.handle({ method: 'POST', ...delivery })).outcome).toBe('queued');
     expect(await inbox.jobs()).toHaveLength(1);
   });
@@ -122,7 +132,7 @@ describe('createReceiver({ inbox }): the HTTP side', () => {
     await receiver.handle({ ...request, body: Buffer.from(request.body) });
     expect(stored[0]).toEqual({
       body: request.body,
-      signature: request.headers.signature,
+      signature: request.headers['signature'],
       event: 'UserSignedIn',
       idempotencyKey: 'q-4',
       receivedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
@@ -200,7 +210,7 @@ describe('inbox.work(receiver): the worker side', () => {
     // The full fixture, with one field of a type the schema does not read.
     const data = fixtures.PaymentCompleted();
     Object.assign(data.payment.invoice, { totalAmount: '4990.00' });
-    const delivery = createDelivery('PaymentCompleted', data, {
+    const delivery = createDelivery('PaymentCompleted', data as never, {
       secret: SECRET,
       idempotencyKey: 'w-4',
     });
@@ -251,13 +261,7 @@ describe('inbox.work(receiver): the worker side', () => {
       effects.push(event.idempotencyKey);
     });
     const request = signedRequest({ idempotencyKey: 'w-5' });
-    const stored: StoredDelivery = {
-      body: request.body,
-      signature: request.headers.signature,
-      event: 'UserSignedIn',
-      idempotencyKey: 'w-5',
-      receivedAt: new Date().toISOString(),
-    };
+    const stored = storedOf(request);
     expect(await receiver.processStored(stored, { attempt: 1 })).toEqual({
       outcome: 'processed',
       ok: true,
@@ -276,13 +280,7 @@ describe('inbox.work(receiver): the worker side', () => {
     let release!: () => void;
     receiver.on('UserSignedIn', () => new Promise<void>((resolve) => (release = resolve)));
     const request = signedRequest({ idempotencyKey: 'w-6' });
-    const stored: StoredDelivery = {
-      body: request.body,
-      signature: request.headers.signature,
-      event: 'UserSignedIn',
-      idempotencyKey: 'w-6',
-      receivedAt: new Date().toISOString(),
-    };
+    const stored = storedOf(request);
     const first = receiver.processStored(stored, { attempt: 1 });
     await vi.waitFor(() => expect(release).toBeDefined());
     expect(await receiver.processStored(stored, { attempt: 2 })).toEqual({
@@ -298,13 +296,7 @@ describe('inbox.work(receiver): the worker side', () => {
   it('dead-letters a job whose signature no longer verifies (a job is not trusted for being stored)', async () => {
     const { receiver } = setup();
     const request = signedRequest({ idempotencyKey: 'w-7' });
-    const tampered: StoredDelivery = {
-      body: request.body.replace('w-7', 'w-8'),
-      signature: request.headers.signature,
-      event: 'UserSignedIn',
-      idempotencyKey: 'w-8',
-      receivedAt: new Date().toISOString(),
-    };
+    const tampered = { ...storedOf(request), body: request.body.replace('w-7', 'w-8') };
     expect(await receiver.processStored(tampered, { attempt: 1 })).toMatchObject({
       outcome: 'invalid_signature',
       ok: false,
@@ -316,13 +308,7 @@ describe('inbox.work(receiver): the worker side', () => {
     const { receiver } = setup({ handlerTimeoutMs: 20 });
     receiver.on('UserSignedIn', () => new Promise((resolve) => setTimeout(resolve, 200)));
     const request = signedRequest({ idempotencyKey: 'w-9' });
-    const stored: StoredDelivery = {
-      body: request.body,
-      signature: request.headers.signature,
-      event: 'UserSignedIn',
-      idempotencyKey: 'w-9',
-      receivedAt: new Date().toISOString(),
-    };
+    const stored = storedOf(request);
     expect(await receiver.processStored(stored, { attempt: 1 })).toMatchObject({
       outcome: 'timeout',
       ok: false,
