@@ -4,7 +4,14 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { nodeListener } from '../adapters/node.js';
-import { createReceiver, FIXED_CONTRACT_EVENTS } from '../src/index.js';
+import {
+  createReceiver,
+  FIXED_CONTRACT_EVENTS,
+  memoryInbox,
+  paymentCompletedDataSchema,
+  type Receiver,
+} from '../src/index.js';
+import { z } from 'zod';
 import {
   createPlatformSimulator,
   createVirtualClock,
@@ -74,6 +81,73 @@ const expected = deliveries.length === FIXED_CONTRACT_EVENTS.length + 3 && ranTw
 const retried = log.some((e) => e.event === 'CourseCompleted' && e.attempt === 2 && e.ok);
 if (!expected || !retried || delivered !== deliveries.length - 1) {
   console.error('The demo did not go as expected.');
+  process.exitCode = 1;
+}
+
+// Act two: the same story with an inbox. The receiver answers 202 once the delivery is stored;
+// a worker runs the handlers, retries on its own, and keeps what still fails as a dead letter.
+console.log('\nWith an inbox (memoryInbox): acknowledged once stored, nothing lost:');
+const inboxPlatform = createPlatformSimulator({ clock, onAttempt: print });
+const inboxServer = createServer();
+await new Promise<void>((resolve) => inboxServer.listen(0, '127.0.0.1', resolve));
+const inboxEndpoint = inboxPlatform.addEndpoint({
+  url: `http://127.0.0.1:${(inboxServer.address() as AddressInfo).port}/webhooks/school`,
+  events: [...FIXED_CONTRACT_EVENTS],
+});
+const inbox = memoryInbox({ attempts: 3, backoffMs: 10 });
+const payments = new Map<string, number>();
+function grantAccess(receiver: Receiver): Receiver {
+  return receiver.on('PaymentCompleted', (event) => {
+    payments.set(event.idempotencyKey, Number(event.data.payment.invoice.totalAmount));
+  });
+}
+const queued = grantAccess(createReceiver({ secret: inboxEndpoint.secret, now: clock.now, inbox }));
+inboxServer.on('request', nodeListener(queued, { path: '/webhooks/school' }));
+const invalid = fixtures.PaymentCompleted();
+Object.assign(invalid.payment.invoice, { totalAmount: '4990.00' }); // a string: the same break
+inboxPlatform.send('PaymentCompleted', invalid);
+inboxPlatform.send('PaymentCompleted');
+await inboxPlatform.run();
+await new Promise<void>((resolve) => inboxServer.close(() => resolve()));
+
+const worker = inbox.work(queued, { concurrency: 4 });
+await inbox.idle();
+await worker.close();
+for (const job of await inbox.jobs({ state: 'failed' })) {
+  console.log(`  dead letter  ${job.event}  ${job.idempotencyKey}\n    ${job.reason}`);
+}
+
+// The fix, without waiting for a release: a schema that reads totalAmount as a string too.
+// The dead letter is replayed and processed, once.
+const fixed = grantAccess(
+  createReceiver({
+    secret: inboxEndpoint.secret,
+    now: clock.now,
+    inbox,
+    schemas: {
+      PaymentCompleted: paymentCompletedDataSchema.extend({
+        payment: paymentCompletedDataSchema.shape.payment.extend({
+          invoice: paymentCompletedDataSchema.shape.payment.shape.invoice.extend({
+            totalAmount: z.union([z.number(), z.coerce.number()]),
+          }),
+        }),
+      }),
+    },
+  }),
+);
+const fixedWorker = inbox.work(fixed);
+const replayed = await inbox.retryFailed({ event: 'PaymentCompleted' });
+await inbox.idle();
+await fixedWorker.close();
+const completed = await inbox.jobs({ state: 'completed' });
+console.log(
+  `  replayed ${replayed} dead letter after the fix: ${completed.length} of ` +
+    `${inboxPlatform.deliveries.length} payments processed, ` +
+    `${[...payments.values()].join(' + ')} granted.`,
+);
+await inbox.close();
+if (completed.length !== 2 || payments.size !== 2 || replayed !== 1) {
+  console.error('The inbox act did not go as expected.');
   process.exitCode = 1;
 }
 
