@@ -10,11 +10,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   createReceiver,
+  InboxUnavailableError,
   MalformedEnvelopeError,
+  memoryInbox,
   memoryStore,
   PayloadValidationError,
   StoreUnavailableError,
   type IdempotencyStore,
+  type Inbox,
   type Receiver,
   type ReceiverOptions,
   type SchoolhooksError,
@@ -388,6 +391,55 @@ export function adapterSuite(name: string, serve: ServeAdapter): void {
         const delivery = createTestDelivery();
         expectAnswer(await post(url, delivery), 200, processed(delivery));
         expect(errors[0]).toBeInstanceOf(StoreUnavailableError);
+      });
+    });
+
+    describe('the status table with an inbox', () => {
+      it('answers 202 queued once stored, and the worker runs the handler later', async () => {
+        const inbox = memoryInbox({ backoffMs: 1 });
+        const effects: string[] = [];
+        const receiver = createReceiver({ secret: SECRET, inbox }).onAny((event) => {
+          effects.push(event.idempotencyKey);
+        });
+        const server = await serve(receiver);
+        servers.push(server);
+        const delivery = createTestDelivery();
+        expectAnswer(await post(server.url, delivery), 202, {
+          ok: true,
+          outcome: 'queued',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+        expect(effects).toEqual([]);
+        expectAnswer(await post(server.url, delivery), 200, {
+          ok: true,
+          outcome: 'duplicate',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+        const worker = inbox.work(receiver);
+        await inbox.idle();
+        await worker.close();
+        expect(effects).toEqual([delivery.idempotencyKey]);
+      });
+
+      it('answers 503 inbox_unavailable when the inbox cannot store, and queues the retry', async () => {
+        let down = true;
+        const inbox: Inbox = {
+          enqueue: () => (down ? Promise.reject(new Error('Redis is down')) : Promise.resolve()),
+        };
+        const { url, errors } = await start({ inbox });
+        const delivery = createTestDelivery();
+        expectAnswer(await post(url, delivery), 503, {
+          ok: false,
+          outcome: 'inbox_unavailable',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+        expect(errors[0]).toBeInstanceOf(InboxUnavailableError);
+        down = false;
+        expectAnswer(await post(url, delivery), 202, {
+          ok: true,
+          outcome: 'queued',
+          idempotencyKey: delivery.idempotencyKey,
+        });
       });
     });
 
