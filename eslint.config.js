@@ -43,6 +43,24 @@ export default tseslint.config(
     },
   },
   {
+    // The inspector's page script runs in the browser, as a plain script.
+    files: ['src/cli/inspector/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: {
+        document: 'readonly',
+        location: 'readonly',
+        navigator: 'readonly',
+        fetch: 'readonly',
+        EventSource: 'readonly',
+        HTMLElement: 'readonly',
+        HTMLSelectElement: 'readonly',
+        addEventListener: 'readonly',
+        getSelection: 'readonly',
+      },
+    },
+  },
+  {
     // The core stays framework-free: only the Redis store (types), the testing toolkit and the CLI
     // may reach for servers and clients.
     files: ['src/**/*.ts'],

@@ -1,3 +1,4 @@
+import { cpSync } from 'node:fs';
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
@@ -22,4 +23,8 @@ export default defineConfig({
   sourcemap: true,
   target: 'node20',
   external: ['express', 'hono', 'ioredis', '@hono/node-server'],
+  // The inspector's page (`listen --ui`) ships as plain files next to the bundles, read at runtime.
+  async onSuccess() {
+    cpSync('src/cli/inspector/assets', 'dist/inspector', { recursive: true });
+  },
 });
