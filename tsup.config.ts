@@ -22,6 +22,8 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: 'node20',
+  // The inspector finds its page next to its bundle with import.meta.url, in the CJS build too.
+  shims: true,
   external: ['express', 'hono', 'ioredis', '@hono/node-server'],
   // The inspector's page (`listen --ui`) ships as plain files next to the bundles, read at runtime.
   async onSuccess() {

@@ -22,9 +22,9 @@ const FILES = {
   'inspector.js': 'text/javascript; charset=utf-8',
 } as const;
 
-/** The folder of this module: `__dirname` in the CommonJS build, `import.meta.url` in ESM. */
+/** The folder of this module (the CommonJS build gets `import.meta.url` from tsup's shims). */
 function moduleFolder(): string {
-  return typeof __dirname === 'string' ? __dirname : dirname(fileURLToPath(import.meta.url));
+  return dirname(fileURLToPath(import.meta.url));
 }
 
 /**
