@@ -39,6 +39,7 @@ export default tseslint.config(
         crypto: 'readonly',
         ReadableStream: 'readonly',
         TextEncoder: 'readonly',
+        fetch: 'readonly',
       },
     },
   },
