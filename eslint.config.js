@@ -58,6 +58,7 @@ export default tseslint.config(
         HTMLSelectElement: 'readonly',
         addEventListener: 'readonly',
         getSelection: 'readonly',
+        innerHeight: 'readonly',
       },
     },
   },

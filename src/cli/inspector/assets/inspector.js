@@ -221,6 +221,13 @@
 
   /** Mark each issue at its path, or at the nearest parent that exists (a missing field). */
   function markIssues(issues, nodes) {
+    if (issues.length > 0) {
+      // Fold what holds no issue below `data`, so every mark is in sight at once.
+      const keep = new Set([pathKey([]), pathKey(['data'])]);
+      for (const [key, node] of nodes) {
+        if (node.tagName === 'DETAILS' && !keep.has(key)) node.open = false;
+      }
+    }
     return issues.map((issue) => {
       const path = ['data', ...issue.path];
       let depth = path.length;
@@ -399,7 +406,6 @@
     for (const [name, value] of Object.entries(view.headers)) {
       headers.append(el('dt', null, name), el('dd', null, value));
     }
-    parts.push(section('Headers', headers));
     parts.push(
       section(
         `Body (${view.bodyBytes} bytes)`,
@@ -413,6 +419,7 @@
         body,
       ),
     );
+    parts.push(section('Headers', headers));
     return parts;
   }
 
@@ -435,7 +442,13 @@
     if (openId !== id) return;
     title.replaceChildren(`#${view.id} ${view.event ?? '(no event)'}`);
     target.replaceChildren(...renderDetail(view));
-    if (focus) $('detail').focus();
+    if (focus) {
+      // Focus moves to the delivery; the page scrolls only when it is out of sight (narrow screens).
+      const detail = $('detail');
+      detail.focus({ preventScroll: true });
+      const { top } = detail.getBoundingClientRect();
+      if (top < 0 || top > innerHeight - 80) detail.scrollIntoView();
+    }
   }
 
   function route(focus) {
