@@ -43,7 +43,7 @@ const VERIFIED_OUTCOMES: ReadonlySet<string> = new Set([
 /** The `listen` command. */
 export const listenCommand: CliCommand = {
   name: 'listen',
-  summary: 'Run a development receiver that prints each verified event',
+  summary: 'Run a development receiver that prints each verified event (--ui: a page too)',
   help: `Usage: schoolhooks listen [--port 3000] [--path /] [--ui [--keep 500]] [--secret S]...
 
 Runs a receiver (createReceiver with its defaults and the memory store) on a node:http
