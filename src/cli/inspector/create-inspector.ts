@@ -6,7 +6,7 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { PayloadValidationError } from '../../errors.js';
+import type { PayloadValidationError } from '../../errors.js';
 import { FIXED_CONTRACT_EVENTS, isFixedContractEvent } from '../../events/index.js';
 import type { Receiver, WebhookRequest, WebhookResult } from '../../receiver.js';
 import type { RawBody } from '../../signature.js';
@@ -99,8 +99,9 @@ export function createInspector({
   receiver.onError((error) => {
     const pending = answering.getStore();
     if (!pending) return;
-    if (error instanceof PayloadValidationError) {
-      for (const issue of error.issues) {
+    // By code, not instanceof: the receiver may come from another copy of the package.
+    if (error.code === 'invalid_payload' && 'issues' in error) {
+      for (const issue of (error as PayloadValidationError).issues) {
         pending.issues.push({
           path: issue.path.map((key) => (typeof key === 'number' ? key : String(key))),
           code: issue.code,
