@@ -39,6 +39,26 @@ export default tseslint.config(
         crypto: 'readonly',
         ReadableStream: 'readonly',
         TextEncoder: 'readonly',
+        fetch: 'readonly',
+      },
+    },
+  },
+  {
+    // The inspector's page script runs in the browser, as a plain script.
+    files: ['src/cli/inspector/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: {
+        document: 'readonly',
+        location: 'readonly',
+        navigator: 'readonly',
+        fetch: 'readonly',
+        EventSource: 'readonly',
+        HTMLElement: 'readonly',
+        HTMLSelectElement: 'readonly',
+        addEventListener: 'readonly',
+        getSelection: 'readonly',
+        innerHeight: 'readonly',
       },
     },
   },

@@ -1,3 +1,4 @@
+import { cpSync } from 'node:fs';
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
@@ -21,5 +22,11 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: 'node20',
+  // The inspector finds its page next to its bundle with import.meta.url, in the CJS build too.
+  shims: true,
   external: ['express', 'hono', 'ioredis', '@hono/node-server'],
+  // The inspector's page (`listen --ui`) ships as plain files next to the bundles, read at runtime.
+  async onSuccess() {
+    cpSync('src/cli/inspector/assets', 'dist/inspector', { recursive: true });
+  },
 });

@@ -7,7 +7,7 @@
  *      consumers and match the JavaScript they describe.
  *   3. Isolation: in a directory holding only the packed package and its runtime dependencies
  *      (express, hono and ioredis cannot be resolved there), every subpath loads with `import` and
- *      with `require`, and the bin runs. An import of a framework anywhere in a subpath's graph
+ *      with `require`, and the bin runs (and `listen --ui` serves the inspector's packed page). An import of a framework anywhere in a subpath's graph
  *      fails with ERR_MODULE_NOT_FOUND.
  *   4. The core bundle: `dist/index.js` and its chunks import nothing at runtime but the declared
  *      dependencies (no node: built-in, so Workers can load it), and stay within a gzip budget.
@@ -236,12 +236,17 @@ async function checkIsolation(tarball) {
       ok = false;
       lines.push(`${file} --help exited ${help.code}: ${help.output.trim().split('\n')[0]}`);
     }
+    const page = await inspectorPage(join(modules, 'schoolhooks', file), options);
+    if (page !== undefined) {
+      ok = false;
+      lines.push(`${file} listen --ui: ${page}`);
+    }
   }
   report(
     'isolation',
     ok,
     ok
-      ? `${specifiers.length} subpaths load with import and require, and the bin runs, without ${FRAMEWORKS.join(', ')}`
+      ? `${specifiers.length} subpaths load with import and require, and the bin runs and serves the inspector, without ${FRAMEWORKS.join(', ')}`
       : 'a subpath needs a module the core must not load',
     lines,
   );
@@ -313,6 +318,36 @@ function copyDependencies(names, from, modules, copied = new Set()) {
  * Run a command; resolves with its exit code and output, never rejects for a failing command.
  * @returns {Promise<{ code: number | null, stdout: string, output: string }>}
  */
+/**
+ * Start `listen --ui` from the packed bin and fetch the inspector's page and assets, which the
+ * tarball must carry (dist/inspector/). Resolves to what went wrong, or undefined.
+ */
+async function inspectorPage(bin, { cwd, env }) {
+  const child = spawn(process.execPath, [bin, 'listen', '--ui', '--port', '0'], {
+    cwd,
+    env: { ...env, SCHOOL_WEBHOOK_SECRET: 'package-gate-secret' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  try {
+    for (let i = 0; i < 200 && !/Inspector on \S+/.test(output); i++) {
+      if (child.exitCode !== null) break;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const url = /Inspector on (\S+)/.exec(output)?.[1];
+    if (url === undefined) return `no inspector URL printed: ${output.trim().split('\n')[0]}`;
+    for (const file of ['', 'inspector.js', 'inspector.css']) {
+      const response = await fetch(`${url}${file}`);
+      if (response.status !== 200) return `${url}${file} answered ${response.status}`;
+    }
+    return undefined;
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
 function run(command, args, { cwd, env = process.env }) {
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,0 +1,491 @@
+// The inspector page of `schoolhooks listen --ui`: plain DOM, no framework, nothing from afar.
+// Every value that came in a request is put in the page as text (textContent), never as HTML:
+// a delivery's body is whatever anyone sent.
+'use strict';
+
+(() => {
+  /** Every request that acts carries this header; the server refuses those without it. */
+  const ACTING = { 'content-type': 'application/json', 'x-schoolhooks-inspector': '1' };
+  const HASH = '#delivery-';
+
+  /** @type {Array<Record<string, any>>} newest first */
+  let deliveries = [];
+  let openId = /** @type {number | null} */ (null);
+  let firstReset = true;
+
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+  const list = $('list');
+  const filterEvent = /** @type {HTMLSelectElement} */ ($('filter-event'));
+  const filterOutcome = /** @type {HTMLSelectElement} */ ($('filter-outcome'));
+
+  /** An element with a class and children (strings become text). */
+  function el(tag, className, ...children) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(typeof child === 'string' ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  function time(iso) {
+    const node = el('time', 'time', new Date(iso).toLocaleTimeString([], { hour12: false }));
+    node.dateTime = iso;
+    return node;
+  }
+
+  function badge(delivery) {
+    return el(
+      'span',
+      `badge ${delivery.outcomeClass}`,
+      `${delivery.status} ${delivery.outcome.replaceAll('_', ' ')}`,
+    );
+  }
+
+  function describe(delivery) {
+    return `#${delivery.id} ${delivery.event ?? '(no event)'}, ${delivery.status} ${delivery.outcome}`;
+  }
+
+  // The list
+
+  function matches(delivery) {
+    if (filterEvent.value && delivery.event !== filterEvent.value) return false;
+    const outcome = filterOutcome.value;
+    if (outcome.startsWith('class:')) return delivery.outcomeClass === outcome.slice(6);
+    return !outcome || delivery.outcome === outcome;
+  }
+
+  function row(delivery) {
+    const link = el(
+      'a',
+      `row ${delivery.outcomeClass}`,
+      time(delivery.receivedAt),
+      el('span', 'event', delivery.event ?? '(no event)'),
+      badge(delivery),
+      el('code', 'key', delivery.idempotencyKey ?? '—'),
+    );
+    link.href = `${HASH}${delivery.id}`;
+    link.setAttribute(
+      'aria-label',
+      `${describe(delivery)}, key ${delivery.idempotencyKey ?? 'none'}`,
+    );
+    if (delivery.id === openId) link.setAttribute('aria-current', 'true');
+    const item = el('li', null, link);
+    item.dataset.id = String(delivery.id);
+    return item;
+  }
+
+  /** Keep a select's options in step with the values seen, keeping what is selected. */
+  function syncOptions(parent, values) {
+    const have = new Set([...parent.querySelectorAll('option')].map((option) => option.value));
+    for (const value of [...values].sort()) {
+      if (have.has(value)) continue;
+      const option = el('option', null, value.replaceAll('_', ' '));
+      option.value = value;
+      parent.append(option);
+    }
+  }
+
+  function renderList() {
+    syncOptions(filterEvent, new Set(deliveries.flatMap((d) => (d.event ? [d.event] : []))));
+    syncOptions($('filter-outcomes'), new Set(deliveries.map((d) => d.outcome)));
+    const shown = deliveries.filter(matches);
+    list.replaceChildren(...shown.map(row));
+    $('empty').hidden = deliveries.length > 0;
+    $('count').textContent =
+      deliveries.length === 0
+        ? ''
+        : `${shown.length} of ${deliveries.length} shown (the last ${keep} are kept)`;
+  }
+
+  let keep = 500;
+
+  function announce(text) {
+    // Replaced, not appended: a screen reader reads the new text once.
+    $('announcer').textContent = text;
+  }
+
+  // Live updates: the whole list on (re)connect, then one event per delivery.
+
+  function connect() {
+    const stream = new EventSource('api/stream');
+    const status = $('connection');
+    stream.addEventListener('open', () => {
+      status.textContent = 'Live';
+      status.className = 'connection live';
+    });
+    stream.addEventListener('error', () => {
+      status.textContent = 'Reconnecting…';
+      status.className = 'connection lost';
+    });
+    stream.addEventListener('reset', (message) => {
+      const data = JSON.parse(message.data);
+      keep = data.keep;
+      deliveries = data.deliveries;
+      renderList();
+      if (firstReset) {
+        firstReset = false;
+        route(false);
+      }
+    });
+    stream.addEventListener('delivery', (message) => {
+      const delivery = JSON.parse(message.data);
+      deliveries.unshift(delivery);
+      if (deliveries.length > keep) deliveries.length = keep;
+      renderList();
+      announce(`New delivery ${describe(delivery)}`);
+    });
+    stream.addEventListener('update', (message) => {
+      const delivery = JSON.parse(message.data);
+      deliveries = deliveries.map((d) => (d.id === delivery.id ? delivery : d));
+      renderList();
+      if (delivery.id === openId) void open(delivery.id, false);
+    });
+  }
+
+  // One delivery
+
+  /** `data.payment.invoice.totalAmount`, `data.items[0].id` */
+  function pathText(path) {
+    return path
+      .map((key, index) =>
+        typeof key === 'number' ? `[${key}]` : index === 0 ? String(key) : `.${key}`,
+      )
+      .join('');
+  }
+
+  function pathKey(path) {
+    return JSON.stringify(path);
+  }
+
+  /**
+   * A JSON value as a tree of nodes: objects and arrays fold (<details>), each node knows its
+   * path, so an issue can be marked where it is.
+   */
+  function renderJson(value, key, path, nodes, last) {
+    const label = key === null ? null : el('span', 'json-key', `${JSON.stringify(key)}: `);
+    const comma = last ? '' : ',';
+    if (value !== null && typeof value === 'object') {
+      const isArray = Array.isArray(value);
+      const entries = isArray ? value.map((v, i) => [i, v]) : Object.entries(value);
+      const [open, close] = isArray ? ['[', ']'] : ['{', '}'];
+      if (entries.length === 0) {
+        const leaf = el('div', 'json-leaf', label, `${open}${close}${comma}`);
+        nodes.set(pathKey(path), leaf);
+        return leaf;
+      }
+      const count = `${entries.length} ${isArray ? 'item' : 'key'}${entries.length === 1 ? '' : 's'}`;
+      const summary = el(
+        'summary',
+        null,
+        label,
+        open,
+        el('span', 'json-folded', ` … ${count} ${close}${comma}`),
+      );
+      const children = el('div', 'json-children');
+      entries.forEach(([childKey, child], index) => {
+        const childPath = [...path, childKey];
+        children.append(
+          renderJson(
+            child,
+            isArray ? null : childKey,
+            childPath,
+            nodes,
+            index === entries.length - 1,
+          ),
+        );
+      });
+      const details = el(
+        'details',
+        'json-node',
+        summary,
+        children,
+        el('div', 'json-close', `${close}${comma}`),
+      );
+      details.open = true;
+      nodes.set(pathKey(path), details);
+      return details;
+    }
+    const type = value === null ? 'null' : typeof value;
+    const leaf = el(
+      'div',
+      'json-leaf',
+      label,
+      el('span', `json-${type}`, JSON.stringify(value)),
+      comma,
+    );
+    nodes.set(pathKey(path), leaf);
+    return leaf;
+  }
+
+  /** Mark each issue at its path, or at the nearest parent that exists (a missing field). */
+  function markIssues(issues, nodes) {
+    if (issues.length > 0) {
+      // Fold what holds no issue below `data`, so every mark is in sight at once.
+      const keep = new Set([pathKey([]), pathKey(['data'])]);
+      for (const [key, node] of nodes) {
+        if (node.tagName === 'DETAILS' && !keep.has(key)) node.open = false;
+      }
+    }
+    return issues.map((issue) => {
+      const path = ['data', ...issue.path];
+      let depth = path.length;
+      while (depth > 0 && !nodes.has(pathKey(path.slice(0, depth)))) depth--;
+      const node = nodes.get(pathKey(path.slice(0, depth))) ?? nodes.get(pathKey([]));
+      const missing = depth < path.length;
+      const note = el(
+        'span',
+        'issue-note',
+        `⚠ ${missing ? `${pathText(path)} is missing: ` : ''}${issue.message}`,
+      );
+      node.classList.add('has-issue');
+      node.dataset.issue = pathText(path);
+      const anchor = node.tagName === 'DETAILS' ? node.querySelector('summary') : node;
+      anchor.append(note);
+      // Unfold every parent, so the mark is in sight.
+      for (let parent = node.parentElement; parent; parent = parent.parentElement) {
+        if (parent.tagName === 'DETAILS') parent.open = true;
+      }
+      node.tabIndex = -1;
+      return { issue, path, node };
+    });
+  }
+
+  function section(title, ...children) {
+    const id = `section-${title.toLowerCase().replace(/[^a-z]+/g, '-')}`;
+    const heading = el('h3', null, title);
+    heading.id = id;
+    const node = el('section', 'panel', heading, ...children);
+    node.setAttribute('aria-labelledby', id);
+    return node;
+  }
+
+  function button(text, onClick, disabled) {
+    const node = el('button', null, text);
+    node.type = 'button';
+    node.disabled = Boolean(disabled);
+    node.addEventListener('click', onClick);
+    return node;
+  }
+
+  function deliveryLink(delivery) {
+    const link = el('a', null, describe(delivery));
+    link.href = `${HASH}${delivery.id}`;
+    return link;
+  }
+
+  async function act(url, body) {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: ACTING,
+      body: JSON.stringify(body ?? {}),
+    });
+    const answer = await response.json();
+    if (!response.ok) throw new Error(answer.error ?? `HTTP ${response.status}`);
+    return answer;
+  }
+
+  function sourceText(view) {
+    if (view.source === 'replay') return `a replay of #${view.replayOf}, from this page`;
+    if (view.source === 'fixture') return 'a fixture sent from this page';
+    return 'received over HTTP';
+  }
+
+  function renderDetail(view) {
+    const status = el('p', 'action-status');
+    status.setAttribute('role', 'status');
+    const curlText = el('pre', 'curl', view.curl);
+    const curl = el('details', 'curl-box', el('summary', null, 'curl command'), curlText);
+
+    const replay = button(
+      'Replay',
+      async () => {
+        status.textContent = 'Replaying…';
+        try {
+          const answer = await act(`api/deliveries/${view.id}/replay`);
+          status.replaceChildren(`Replayed as `, deliveryLink(answer.delivery));
+        } catch (error) {
+          status.textContent = `Replay failed: ${error.message}`;
+        }
+      },
+      !view.canReplay,
+    );
+    const copy = button('Copy as curl', async () => {
+      try {
+        await navigator.clipboard.writeText(view.curl);
+        status.textContent =
+          'The curl command is on the clipboard (body and signature, no secret).';
+      } catch {
+        curl.open = true;
+        getSelection()?.selectAllChildren(curlText);
+        status.textContent = 'Copy the selected command below.';
+      }
+    });
+
+    const facts = el('dl', 'facts');
+    const fact = (term, value) => facts.append(el('dt', null, term), el('dd', null, value));
+    fact('Received', `${new Date(view.receivedAt).toLocaleString()} (${view.durationMs} ms)`);
+    fact('Answer', badge(view));
+    fact('Request', `${view.method} ${view.path}`);
+    fact('Idempotency key', el('code', null, view.idempotencyKey ?? '—'));
+    fact('Source', sourceText(view));
+
+    const parts = [facts, el('div', 'actions', replay, copy), status, curl];
+
+    if (view.causes.length > 0) {
+      parts.push(
+        section(
+          'Why the signature failed',
+          el('p', null, 'Likely causes:'),
+          el('ul', 'causes', ...view.causes.map((cause) => el('li', null, cause))),
+        ),
+      );
+    }
+
+    let body;
+    /** @type {Array<{ issue: any, path: any[], node: HTMLElement }>} */
+    let marked = [];
+    if (view.body === null) {
+      body = el('p', 'hint', 'The receiver did not read the body (it refused the request first).');
+    } else {
+      let parsed;
+      let isJson = true;
+      try {
+        parsed = JSON.parse(view.body);
+      } catch {
+        isJson = false;
+      }
+      if (isJson) {
+        const nodes = new Map();
+        body = el('div', 'json', renderJson(parsed, null, [], nodes, true));
+        marked = markIssues(view.issues, nodes);
+      } else {
+        body = el('pre', 'raw', view.body);
+      }
+    }
+
+    if (marked.length > 0) {
+      parts.push(
+        section(
+          'Payload issues',
+          el(
+            'ol',
+            'issues',
+            ...marked.map(({ issue, path, node }) => {
+              const jump = el('a', 'issue-path', pathText(path));
+              jump.href = `#${HASH.slice(1)}${view.id}`;
+              jump.addEventListener('click', (event) => {
+                event.preventDefault();
+                node.scrollIntoView({ block: 'center' });
+                node.focus();
+              });
+              return el('li', null, jump, `: ${issue.message} (${issue.code})`);
+            }),
+          ),
+        ),
+      );
+    }
+    const others = view.errors.filter((error) => error.code !== 'invalid_payload');
+    if (others.length > 0) {
+      parts.push(
+        section(
+          'Reported to onError',
+          el(
+            'ul',
+            null,
+            ...others.map((error) =>
+              el('li', null, el('code', null, error.code), `: ${error.message}`),
+            ),
+          ),
+        ),
+      );
+    }
+
+    const headers = el('dl', 'headers');
+    for (const [name, value] of Object.entries(view.headers)) {
+      headers.append(el('dt', null, name), el('dd', null, value));
+    }
+    parts.push(
+      section(
+        `Body (${view.bodyBytes} bytes)`,
+        view.status === 401 && view.body !== null
+          ? el(
+              'p',
+              'hint',
+              'The signature did not verify: this is the body as received, unverified.',
+            )
+          : null,
+        body,
+      ),
+    );
+    parts.push(section('Headers', headers));
+    return parts;
+  }
+
+  async function open(id, focus) {
+    openId = id;
+    for (const link of list.querySelectorAll('a[aria-current]'))
+      link.removeAttribute('aria-current');
+    list.querySelector(`li[data-id="${id}"] a`)?.setAttribute('aria-current', 'true');
+    const title = $('detail-title');
+    const target = $('detail-body');
+    $('detail-hint').hidden = true;
+    const response = await fetch(`api/deliveries/${id}`);
+    if (openId !== id) return;
+    if (!response.ok) {
+      title.textContent = `Delivery #${id}`;
+      target.replaceChildren(el('p', 'hint', 'This delivery is no longer kept (see --keep).'));
+      return;
+    }
+    const view = await response.json();
+    if (openId !== id) return;
+    title.replaceChildren(`#${view.id} ${view.event ?? '(no event)'}`);
+    target.replaceChildren(...renderDetail(view));
+    if (focus) {
+      // Focus moves to the delivery; the page scrolls only when it is out of sight (narrow screens).
+      const detail = $('detail');
+      detail.focus({ preventScroll: true });
+      const { top } = detail.getBoundingClientRect();
+      if (top < 0 || top > innerHeight - 80) detail.scrollIntoView();
+    }
+  }
+
+  function route(focus) {
+    const { hash } = location;
+    if (hash.startsWith(HASH)) void open(Number(hash.slice(HASH.length)), focus);
+  }
+
+  // Sending fixtures
+
+  async function setUp() {
+    const info = await (await fetch('api/info')).json();
+    $('receiver-url').textContent = `${location.origin}${info.receiverPath}`;
+    const select = $('send-event');
+    for (const name of info.fixtures) {
+      const option = el('option', null, name);
+      option.value = name;
+      select.append(option);
+    }
+  }
+
+  $('send-form').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const status = $('send-status');
+    const name = /** @type {HTMLSelectElement} */ ($('send-event')).value;
+    status.textContent = `Sending ${name}…`;
+    try {
+      const answer = await act('api/send', { event: name });
+      status.replaceChildren('Sent as ', deliveryLink(answer.delivery));
+    } catch (error) {
+      status.textContent = `Sending failed: ${error.message}`;
+    }
+  });
+
+  filterEvent.addEventListener('change', renderList);
+  filterOutcome.addEventListener('change', renderList);
+  addEventListener('hashchange', () => route(true));
+
+  void setUp();
+  connect();
+})();

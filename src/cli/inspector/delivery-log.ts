@@ -1,0 +1,152 @@
+/**
+ * The inspector's memory: the last `keep` deliveries, in memory only, and what the page is told
+ * about each one. Nothing here ever holds a secret; a delivery's signature is kept whole (replay
+ * and "copy as curl" need it) but only shown shortened.
+ * @module
+ */
+
+/** How the page colours an outcome. */
+export type OutcomeClass = 'processed' | 'duplicate' | 'refused' | 'failed';
+
+/** Where a delivery came from. */
+export type DeliverySource = 'http' | 'replay' | 'fixture';
+
+/** One issue of a payload that failed its schema, at its path inside `data`. */
+export interface InspectorIssue {
+  path: (string | number)[];
+  code: string;
+  message: string;
+}
+
+/** One failure the receiver reported to onError while answering a delivery. */
+export interface ReportedError {
+  code: string;
+  message: string;
+}
+
+/** A delivery as the inspector stores it. */
+export interface StoredDelivery {
+  id: number;
+  receivedAt: string;
+  durationMs: number;
+  source: DeliverySource;
+  replayOf?: number;
+  method: string;
+  /** The request's path and query, as received. */
+  path: string;
+  /** Every request header, lowercased, the signature whole. */
+  headers: Record<string, string>;
+  /** The raw bytes the receiver read; undefined when it never read them (405, 415). */
+  body: Uint8Array | undefined;
+  status: number;
+  outcome: string;
+  event?: string;
+  idempotencyKey?: string;
+  issues: InspectorIssue[];
+  errors: ReportedError[];
+}
+
+/** What the list (and each server-sent event) says about a delivery. */
+export interface DeliverySummary {
+  id: number;
+  receivedAt: string;
+  durationMs: number;
+  source: DeliverySource;
+  replayOf?: number;
+  status: number;
+  outcome: string;
+  outcomeClass: OutcomeClass;
+  event?: string;
+  idempotencyKey?: string;
+}
+
+/** Told of each delivery added, and of one updated (a failure reported after the answer). */
+export type DeliveryListener = (kind: 'delivery' | 'update', summary: DeliverySummary) => void;
+
+/** The last deliveries, oldest first, at most `keep` of them. */
+export interface DeliveryLog {
+  readonly keep: number;
+  /** Store a delivery, giving it the next id; the oldest goes once there are more than `keep`. */
+  add(delivery: Omit<StoredDelivery, 'id'>): StoredDelivery;
+  /** Tell listeners that a stored delivery changed. */
+  touch(delivery: StoredDelivery): void;
+  get(id: number): StoredDelivery | undefined;
+  /** Every kept delivery's summary, newest first. */
+  summaries(): DeliverySummary[];
+  /** Listen for changes; returns the function that stops listening. */
+  subscribe(listener: DeliveryListener): () => void;
+}
+
+/**
+ * The class an outcome is coloured by: `duplicate`; any other 2xx is `processed` (ignored and
+ * queued included); 5xx is `failed` (the platform will retry); any other answer is `refused`.
+ */
+export function outcomeClass(status: number, outcome: string): OutcomeClass {
+  if (outcome === 'duplicate') return 'duplicate';
+  if (status >= 200 && status < 300) return 'processed';
+  if (status >= 500) return 'failed';
+  return 'refused';
+}
+
+/** The summary of a stored delivery. */
+export function summarize(delivery: StoredDelivery): DeliverySummary {
+  const { id, receivedAt, durationMs, source, replayOf, status, outcome } = delivery;
+  const summary: DeliverySummary = {
+    id,
+    receivedAt,
+    durationMs,
+    source,
+    status,
+    outcome,
+    outcomeClass: outcomeClass(status, outcome),
+  };
+  if (replayOf !== undefined) summary.replayOf = replayOf;
+  if (delivery.event !== undefined) summary.event = delivery.event;
+  if (delivery.idempotencyKey !== undefined) summary.idempotencyKey = delivery.idempotencyKey;
+  return summary;
+}
+
+/**
+ * A log of the last `keep` deliveries, in memory.
+ *
+ * @example
+ * ```ts
+ * const log = createDeliveryLog({ keep: 500 });
+ * const stop = log.subscribe((kind, summary) => send(kind, summary));
+ * ```
+ */
+export function createDeliveryLog({ keep = 500 }: { keep?: number } = {}): DeliveryLog {
+  const deliveries = new Map<number, StoredDelivery>();
+  const listeners = new Set<DeliveryListener>();
+  let nextId = 1;
+
+  function tell(kind: 'delivery' | 'update', delivery: StoredDelivery): void {
+    const summary = summarize(delivery);
+    for (const listener of listeners) listener(kind, summary);
+  }
+
+  return {
+    keep,
+    add(delivery) {
+      const stored: StoredDelivery = { ...delivery, id: nextId++ };
+      deliveries.set(stored.id, stored);
+      // A Map iterates in insertion order: the first key is the oldest delivery.
+      while (deliveries.size > keep) {
+        const oldest = deliveries.keys().next().value;
+        if (oldest === undefined) break;
+        deliveries.delete(oldest);
+      }
+      tell('delivery', stored);
+      return stored;
+    },
+    touch(delivery) {
+      if (deliveries.get(delivery.id) === delivery) tell('update', delivery);
+    },
+    get: (id) => deliveries.get(id),
+    summaries: () => [...deliveries.values()].reverse().map(summarize),
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+  };
+}

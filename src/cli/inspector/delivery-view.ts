@@ -1,0 +1,111 @@
+/**
+ * One delivery as the inspector's page shows it: the raw body as text, the headers with the
+ * signature shortened, the payload's issues, the likely causes of a 401, and a curl command that
+ * sends the same bytes again. A secret is never part of it: the curl command carries the
+ * signature the request came with, which the secret made, not the secret.
+ * @module
+ */
+
+import { SIGNATURE_CAUSES } from '../signature-causes.js';
+import {
+  summarize,
+  type DeliverySummary,
+  type InspectorIssue,
+  type ReportedError,
+  type StoredDelivery,
+} from './delivery-log.js';
+
+/** Headers whose value the page never shows: credentials of some other system. */
+const HIDDEN_HEADERS: ReadonlySet<string> = new Set([
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+]);
+
+/** The likely causes of a signature that matches no secret, one sentence each. */
+export const SIGNATURE_CAUSE_LIST: readonly string[] = SIGNATURE_CAUSES.split('\n  - ')
+  .slice(1)
+  .map((cause) => cause.replace(/\s+/g, ' ').replace(/[;.]$/, '.'));
+
+/** What the page gets for one opened delivery. */
+export interface DeliveryView extends DeliverySummary {
+  method: string;
+  path: string;
+  /** The request headers; `signature` shortened, credentials of other systems hidden. */
+  headers: Record<string, string>;
+  /** The raw body decoded as UTF-8, or null when the receiver never read it. */
+  body: string | null;
+  bodyBytes: number;
+  issues: InspectorIssue[];
+  errors: ReportedError[];
+  /** For a 401: why the signature may have failed. Otherwise empty. */
+  causes: string[];
+  /** Whether the stored bytes can go through the receiver again (not a cut-off 413 body). */
+  canReplay: boolean;
+  /** A shell command that sends the same bytes with the same signature to `origin`. */
+  curl: string;
+}
+
+/** `3f1c9a2b…e4d1`: enough to compare by eye, not the whole value. */
+export function shortenSignature(signature: string): string {
+  return signature.length <= 16 ? signature : `${signature.slice(0, 8)}…${signature.slice(-4)}`;
+}
+
+/** `value` quoted for a POSIX shell. */
+export function shellQuote(value: string): string {
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * A curl command that sends `delivery`'s exact bytes and signature to `origin` + its path. It is
+ * a single line, so it pastes in any shell; `--data-binary` keeps every byte (no newline added).
+ */
+export function curlCommand(delivery: StoredDelivery, origin: string): string {
+  const parts = ['curl', '-sS', '-X', delivery.method, shellQuote(`${origin}${delivery.path}`)];
+  const type = delivery.headers['content-type'];
+  if (type !== undefined) parts.push('-H', shellQuote(`content-type: ${type}`));
+  const signature = delivery.headers.signature;
+  if (signature !== undefined) parts.push('-H', shellQuote(`signature: ${signature}`));
+  if (delivery.body !== undefined) {
+    parts.push('--data-binary', shellQuote(new TextDecoder().decode(delivery.body)));
+  }
+  return parts.join(' ');
+}
+
+/** The page's view of `delivery`; `origin` is where the page was loaded from, for the curl command. */
+export function viewOf(delivery: StoredDelivery, origin: string): DeliveryView {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(delivery.headers)) {
+    if (name === 'signature') headers[name] = shortenSignature(value);
+    else if (HIDDEN_HEADERS.has(name)) headers[name] = '(hidden)';
+    else headers[name] = value;
+  }
+  return {
+    ...summarize(delivery),
+    method: delivery.method,
+    path: delivery.path,
+    headers,
+    body: delivery.body === undefined ? null : new TextDecoder().decode(delivery.body),
+    bodyBytes: delivery.body?.byteLength ?? 0,
+    issues: delivery.issues,
+    errors: delivery.errors,
+    causes: delivery.status === 401 ? causesOf(delivery) : [],
+    canReplay: delivery.body !== undefined && delivery.outcome !== 'too_large',
+    curl: curlCommand(delivery, origin),
+  };
+}
+
+function causesOf(delivery: StoredDelivery): string[] {
+  const signature = delivery.headers.signature;
+  if (signature === undefined) {
+    return [
+      'The request has no signature header: it did not come from the platform, or a proxy dropped the header.',
+    ];
+  }
+  if (!/^[0-9a-f]{64}$/i.test(signature)) {
+    return [
+      'The signature header is not 64 hex characters: the platform sends the bare hex HMAC-SHA256, with no prefix such as sha256=.',
+    ];
+  }
+  return [...SIGNATURE_CAUSE_LIST];
+}

@@ -1,0 +1,260 @@
+// The inspector of `schoolhooks listen --ui`, end to end: the real bin, deliveries sent by the real
+// curl binary, and the page in headless Chromium (Debian's package, driven by playwright-core).
+// Without /usr/bin/chromium this suite fails; it never skips.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDelivery, fixtures } from '../../src/testing/index.js';
+import { launchChromium } from '../helpers/browser.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SECRET = 'Ui7sE3cR9eT1kE5yN0tT4oB8eS6hO2wN3aN7yW1hE9rE5zQ0xV4bN8mL2kJ6hG3f';
+const run = promisify(execFile);
+
+let listener: ChildProcess;
+let output = '';
+let origin = '';
+let browser: Browser;
+let page: Page;
+/** Every response body the page received, and every server-sent message, to search for the secret. */
+const responses: Promise<string>[] = [];
+const streamed: string[] = [];
+const pageErrors: string[] = [];
+const snapshots: string[] = [];
+
+/** POST `body` to the receiver with the real curl binary; resolves to the answer's JSON. */
+async function curl(body: string, signature: string): Promise<{ outcome: string }> {
+  const { stdout } = await run('curl', [
+    '-sS',
+    '-X',
+    'POST',
+    `${origin}/hooks`,
+    '-H',
+    'content-type: application/json',
+    '-H',
+    `signature: ${signature}`,
+    '--data-binary',
+    body,
+  ]);
+  return JSON.parse(stdout) as { outcome: string };
+}
+
+function row(name: RegExp) {
+  return page.locator('#list').getByRole('link', { name });
+}
+
+/** Keep the page's HTML as it is now, to search for the secret at the end. */
+async function snapshot(): Promise<void> {
+  snapshots.push(await page.content());
+}
+
+async function detailText(): Promise<string> {
+  return (await page.locator('#detail').textContent()) ?? '';
+}
+
+beforeAll(async () => {
+  listener = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'src/cli/index.ts'), 'listen', '--ui', '--port', '0'],
+    {
+      cwd: ROOT,
+      env: { ...process.env, SCHOOL_WEBHOOK_SECRET: SECRET },
+    },
+  );
+  listener.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  listener.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  // Chromium is launched while the bin starts.
+  browser = await launchChromium();
+  for (let i = 0; i < 400 && !output.includes('Inspector on'); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  const url = /Inspector on (http:\/\/127\.0\.0\.1:\d+)\/_schoolhooks\//.exec(output)?.[1];
+  if (url === undefined)
+    throw new Error(`listen --ui did not print the inspector's URL:\n${output}`);
+  origin = url;
+
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await context.newPage();
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  page.on('response', (response) => {
+    // The live stream never ends: its messages are read through the DevTools protocol below.
+    if ((response.headers()['content-type'] ?? '').startsWith('text/event-stream')) return;
+    responses.push(response.text().catch(() => ''));
+  });
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  cdp.on('Network.eventSourceMessageReceived', (message) => streamed.push(message.data));
+  await page.goto(`${origin}/_schoolhooks/`);
+  await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  if (listener && listener.exitCode === null) {
+    const exited = new Promise((resolve) => listener.once('close', resolve));
+    listener.kill('SIGTERM');
+    await exited;
+  }
+});
+
+describe('schoolhooks listen --ui in Chromium', () => {
+  it('prints the page URL and binds to 127.0.0.1 by default', () => {
+    expect(output).toContain(
+      `Inspector on ${origin}/_schoolhooks/ (keeps the last 500 deliveries)`,
+    );
+  });
+
+  it('shows deliveries sent with curl as they arrive, newest first', async () => {
+    // A mark on the window: still there at the end means the rows came without a reload.
+    await page.evaluate(() => Object.assign(window, { notReloaded: true }));
+    const payment = createDelivery('PaymentCompleted', undefined, {
+      secret: SECRET,
+      idempotencyKey: 'e2e-payment-1',
+    });
+    expect((await curl(payment.body, payment.headers.signature)).outcome).toBe('processed');
+    await row(/PaymentCompleted, 200 processed, key e2e-payment-1/).waitFor();
+
+    const signup = createDelivery('UserSignedUp', undefined, {
+      secret: SECRET,
+      idempotencyKey: 'e2e-signup-1',
+    });
+    await curl(signup.body, signup.headers.signature);
+    await row(/UserSignedUp, 200 processed, key e2e-signup-1/).waitFor();
+
+    const names = await page
+      .locator('#list a')
+      .evaluateAll((links) => links.map((link) => link.getAttribute('aria-label')));
+    expect(names[0]).toMatch(/^#2 UserSignedUp/);
+    expect(names[1]).toMatch(/^#1 PaymentCompleted/);
+    expect(await page.locator('#announcer').textContent()).toContain(
+      'New delivery #2 UserSignedUp',
+    );
+    expect(await page.evaluate(() => 'notReloaded' in window)).toBe(true);
+    await snapshot();
+  });
+
+  it('opens a delivery to its payload, headers and shortened signature', async () => {
+    await row(/PaymentCompleted, 200 processed/).click();
+    await page.getByRole('heading', { name: '#1 PaymentCompleted' }).waitFor();
+    const text = await detailText();
+    expect(text).toContain('"totalAmount": 17390');
+    expect(text).toContain('"idempotencyKey": "e2e-payment-1"');
+    const signature = await page
+      .locator('.headers dt', { hasText: /^signature$/ })
+      .locator('xpath=following-sibling::dd[1]')
+      .textContent();
+    expect(signature).toMatch(/^[0-9a-f]{8}…[0-9a-f]{4}$/);
+    // Objects fold: closing the payment hides its fields.
+    const payment = page.locator('details.json-node', {
+      has: page.locator('> summary', { hasText: '"payment":' }),
+    });
+    await payment.locator('> summary').click();
+    expect(await payment.locator('> .json-children').isVisible()).toBe(false);
+    await snapshot();
+  });
+
+  it('marks an invalid payload’s Zod issue at its path in the JSON, and lists it', async () => {
+    const data = fixtures.PaymentCompleted({
+      payment: { invoice: { totalAmount: 'lots' as unknown as number } },
+    });
+    const invalid = createDelivery('PaymentCompleted', data, {
+      secret: SECRET,
+      idempotencyKey: 'e2e-invalid-1',
+    });
+    expect((await curl(invalid.body, invalid.headers.signature)).outcome).toBe('invalid_payload');
+    await row(/PaymentCompleted, 422 invalid_payload, key e2e-invalid-1/).click();
+    await page.getByRole('heading', { name: 'Payload issues' }).waitFor();
+
+    const marked = page.locator('[data-issue="data.payment.invoice.totalAmount"]');
+    expect(await marked.textContent()).toMatch(/"totalAmount": "lots"\s*,?⚠ .*number/);
+    const listed = page.getByRole('link', { name: 'data.payment.invoice.totalAmount' });
+    await listed.click();
+    expect(await marked.evaluate((node) => node === document.activeElement)).toBe(true);
+    await snapshot();
+  });
+
+  it('replays a delivery’s stored bytes through the receiver: a duplicate', async () => {
+    await row(/#1 PaymentCompleted/).click();
+    await page.getByRole('heading', { name: '#1 PaymentCompleted' }).waitFor();
+    await page.getByRole('button', { name: 'Replay' }).click();
+    const replayed = page.locator('#detail .action-status a');
+    await replayed.waitFor();
+    expect(await replayed.textContent()).toMatch(/^#\d+ PaymentCompleted, 200 duplicate$/);
+    expect(await page.locator('#list a').first().getAttribute('aria-label')).toMatch(
+      /PaymentCompleted, 200 duplicate, key e2e-payment-1/,
+    );
+    await replayed.click();
+    await expect.poll(detailText).toContain('a replay of #1');
+  });
+
+  it('lists the likely causes of a 401', async () => {
+    const wrong = createDelivery('UserSignedUp', undefined, {
+      secret: 'not-the-endpoint-secret',
+      idempotencyKey: 'e2e-wrong-key',
+    });
+    expect((await curl(wrong.body, wrong.headers.signature)).outcome).toBe('invalid_signature');
+    await row(/401 invalid_signature/).click();
+    await page.getByRole('heading', { name: 'Why the signature failed' }).waitFor();
+    const text = await detailText();
+    expect(text).toContain('temporary key');
+    expect(text).toContain('the signature covers the raw bytes');
+    await snapshot();
+  });
+
+  it('sends a fixture, signed by the server, from the page', async () => {
+    await page.getByLabel('Send a fixture, signed').selectOption('CourseCompleted');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    const sent = page.locator('#send-status a');
+    await sent.waitFor();
+    expect(await sent.textContent()).toMatch(/^#\d+ CourseCompleted, 200 processed$/);
+    await row(/CourseCompleted, 200 processed/).waitFor();
+  });
+
+  it('filters by event and by outcome', async () => {
+    await page.getByLabel('Outcome').selectOption('class:refused');
+    const refused = await page
+      .locator('#list a')
+      .evaluateAll((links) => links.map((link) => link.getAttribute('aria-label')));
+    expect(refused).toHaveLength(2);
+    expect(refused.every((name) => /, 4\d\d /.test(name ?? ''))).toBe(true);
+    await page.getByLabel('Outcome').selectOption('');
+    await page.getByLabel('Event').selectOption('PaymentCompleted');
+    expect(await page.locator('#list a').count()).toBe(3);
+    await page.getByLabel('Event').selectOption('');
+  });
+
+  it('opens a delivery from the keyboard and moves focus to it', async () => {
+    await row(/UserSignedUp, 200 processed/).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: '#2 UserSignedUp' }).waitFor();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('detail');
+    await page.keyboard.press('Tab');
+    // The next stop is a real control inside the delivery.
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Replay');
+  });
+
+  it('fits a 360 px wide screen without sideways scrolling', async () => {
+    await page.setViewportSize({ width: 360, height: 800 });
+    await row(/#1 PaymentCompleted/).click();
+    await page.getByRole('heading', { name: '#1 PaymentCompleted' }).waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(
+      360,
+    );
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('never shows the secret: not in a page, a response or a streamed message', async () => {
+    await snapshot();
+    const bodies = await Promise.all(responses);
+    // The checks below saw real traffic: the page, its assets, the API and the stream.
+    expect(bodies.length).toBeGreaterThan(8);
+    expect(streamed.length).toBeGreaterThan(5);
+    expect(snapshots.length).toBeGreaterThan(4);
+    for (const text of [...snapshots, ...bodies, ...streamed]) expect(text).not.toContain(SECRET);
+    expect(output).not.toContain(SECRET);
+    expect(pageErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,248 @@
+// The inspector's HTTP side without a browser: `listen --ui` run in this process, its endpoints
+// called with fetch and raw node:http requests (a browser would not send a forged Host).
+import { execFile } from 'node:child_process';
+import { request } from 'node:http';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CliIo } from '../../src/cli/command.js';
+import { shortenSignature, SIGNATURE_CAUSE_LIST } from '../../src/cli/inspector/delivery-view.js';
+import { isLocalOrIpHost } from '../../src/cli/inspector/guard.js';
+import { main } from '../../src/cli/main.js';
+import { createDelivery } from '../../src/testing/index.js';
+
+const SECRET = 'In5pE7cT0rS3cR9eTk2L4mN6bV8cX1zA3sD5fG7hJ9kL2qW4eR6tY8uI0oP2aS4d';
+const run = promisify(execFile);
+
+interface Listening {
+  origin: string;
+  output: () => string;
+  stop: () => Promise<number>;
+}
+
+/** Run `schoolhooks listen …args` in this process until `stop()`. */
+async function listen(args: readonly string[]): Promise<Listening> {
+  let output = '';
+  let stopNow = (): void => {};
+  const io: CliIo = {
+    out: (text) => void (output += `${text}\n`),
+    err: (text) => void (output += `${text}\n`),
+    readStdin: async () => new Uint8Array(),
+    stdinIsTty: true,
+    env: { SCHOOL_WEBHOOK_SECRET: SECRET },
+    untilStopped: () => new Promise<void>((resolve) => (stopNow = resolve)),
+  };
+  const exited = main(['listen', '--port', '0', ...args], io);
+  for (let i = 0; i < 200 && !output.includes('Listening on'); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  const origin = /Listening on (http:\/\/[^/]+)/.exec(output)?.[1];
+  if (origin === undefined) throw new Error(`listen did not start:\n${output}`);
+  return {
+    origin,
+    output: () => output,
+    stop: async () => {
+      stopNow();
+      return exited;
+    },
+  };
+}
+
+const ACT = { 'content-type': 'application/json', 'x-schoolhooks-inspector': '1' };
+
+async function deliver(origin: string, key: string): Promise<Response> {
+  const { body, headers } = createDelivery('UserSignedUp', undefined, {
+    secret: SECRET,
+    idempotencyKey: key,
+  });
+  return fetch(`${origin}/hooks`, { method: 'POST', headers, body });
+}
+
+/** A raw GET with any Host header (fetch would not send a forged one). */
+function getWithHost(url: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    request(url, { headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+describe('listen --ui, over HTTP', () => {
+  let server: Listening;
+  let api = '';
+
+  beforeAll(async () => {
+    server = await listen(['--ui', '--keep', '3', '--path', '/hooks']);
+    api = `${server.origin}/_schoolhooks/api`;
+  });
+
+  afterAll(async () => {
+    expect(await server.stop()).toBe(0);
+    expect(server.output()).not.toContain(SECRET);
+  });
+
+  it('binds to 127.0.0.1 and prints the page URL', () => {
+    expect(server.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(server.output()).toContain(
+      `Inspector on ${server.origin}/_schoolhooks/ (keeps the last 3 deliveries)`,
+    );
+  });
+
+  it('serves the page, its assets and a redirect from /_schoolhooks, with a strict CSP', async () => {
+    const page = await fetch(`${server.origin}/_schoolhooks/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const html = await page.text();
+    expect(html).toContain('<script src="inspector.js" defer></script>');
+    // Nothing from a CDN or any other host.
+    expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+    for (const [file, type] of [
+      ['inspector.js', 'text/javascript'],
+      ['inspector.css', 'text/css'],
+    ]) {
+      const asset = await fetch(`${server.origin}/_schoolhooks/${file}`);
+      expect(asset.headers.get('content-type')).toContain(type);
+    }
+    const bare = await fetch(`${server.origin}/_schoolhooks`, { redirect: 'manual' });
+    expect([bare.status, bare.headers.get('location')]).toEqual([308, '/_schoolhooks/']);
+  });
+
+  it('keeps only the last --keep deliveries, newest first', async () => {
+    for (const key of ['keep-1', 'keep-2', 'keep-3', 'keep-4']) await deliver(server.origin, key);
+    const { deliveries, keep } = (await (await fetch(`${api}/deliveries`)).json()) as {
+      keep: number;
+      deliveries: { idempotencyKey: string; outcomeClass: string }[];
+    };
+    expect(keep).toBe(3);
+    expect(deliveries.map((d) => d.idempotencyKey)).toEqual(['keep-4', 'keep-3', 'keep-2']);
+    expect(deliveries[0]?.outcomeClass).toBe('processed');
+  });
+
+  it('shows one delivery with its signature shortened, and a curl command that sends it again', async () => {
+    const [latest] = (
+      (await (await fetch(`${api}/deliveries`)).json()) as {
+        deliveries: { id: number }[];
+      }
+    ).deliveries;
+    const view = (await (await fetch(`${api}/deliveries/${latest?.id}`)).json()) as {
+      headers: Record<string, string>;
+      body: string;
+      curl: string;
+    };
+    const signature = createDelivery('UserSignedUp', undefined, { secret: SECRET }).headers
+      .signature;
+    expect(view.headers.signature).toMatch(/^[0-9a-f]{8}…[0-9a-f]{4}$/);
+    expect(shortenSignature(signature)).toHaveLength(13);
+    expect(view.curl).not.toContain(SECRET);
+    // The command, run by a shell, sends the same bytes with the same signature: a duplicate.
+    const { stdout } = await run('sh', ['-c', view.curl]);
+    expect(JSON.parse(stdout)).toEqual({
+      ok: true,
+      outcome: 'duplicate',
+      idempotencyKey: 'keep-4',
+    });
+  });
+
+  it('refuses replay and send without the page’s header, from another origin or site', async () => {
+    const replay = `${api}/deliveries/1/replay`;
+    const cases: [Record<string, string>, string][] = [
+      [{ 'content-type': 'application/json' }, 'inspector_header_required'],
+      [{ ...ACT, origin: 'http://evil.example' }, 'cross_origin'],
+      [{ ...ACT, 'sec-fetch-site': 'cross-site' }, 'cross_site'],
+    ];
+    for (const [headers, error] of cases) {
+      for (const url of [replay, `${api}/send`]) {
+        const answer = await fetch(url, {
+          method: 'POST',
+          headers,
+          body: '{"event":"UserSignedUp"}',
+        });
+        expect([answer.status, ((await answer.json()) as { error: string }).error]).toEqual([
+          403,
+          error,
+        ]);
+      }
+    }
+  });
+
+  it('answers only requests addressed to localhost or an IP address (no DNS rebinding)', async () => {
+    const url = `${api}/deliveries`;
+    expect(await getWithHost(url, 'attacker.example:80')).toBe(403);
+    expect(await getWithHost(url, 'localhost:3000')).toBe(200);
+    expect(await getWithHost(url, '[::1]:3000')).toBe(200);
+    expect(isLocalOrIpHost('127.0.0.1.nip.io')).toBe(false);
+    expect(isLocalOrIpHost('app.localhost:8080')).toBe(true);
+  });
+
+  it('sends a fixture signed with the receiver’s secret, and refuses an unknown one', async () => {
+    const sent = await fetch(`${api}/send`, {
+      method: 'POST',
+      headers: ACT,
+      body: JSON.stringify({ event: 'CertificateIssued' }),
+    });
+    const answer = (await sent.json()) as {
+      result: { outcome: string };
+      delivery: { event: string; source: string };
+    };
+    expect(answer.result.outcome).toBe('processed');
+    expect(answer.delivery).toMatchObject({ event: 'CertificateIssued', source: 'fixture' });
+    const unknown = await fetch(`${api}/send`, {
+      method: 'POST',
+      headers: ACT,
+      body: JSON.stringify({ event: 'UserSignedIn' }),
+    });
+    expect(unknown.status).toBe(400);
+  });
+
+  it('gives the likely causes of a 401, and 404 for a delivery no longer kept', async () => {
+    const { body } = createDelivery('UserSignedUp', undefined, { secret: SECRET });
+    await fetch(`${server.origin}/hooks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', signature: 'f'.repeat(64) },
+      body,
+    });
+    const [latest] = (
+      (await (await fetch(`${api}/deliveries`)).json()) as {
+        deliveries: { id: number; status: number }[];
+      }
+    ).deliveries;
+    expect(latest?.status).toBe(401);
+    const view = (await (await fetch(`${api}/deliveries/${latest?.id}`)).json()) as {
+      causes: string[];
+    };
+    expect(view.causes).toEqual(SIGNATURE_CAUSE_LIST);
+    expect(view.causes.join(' ')).toContain('temporary key');
+    expect((await fetch(`${api}/deliveries/1`)).status).toBe(404);
+  });
+});
+
+describe('listen without --ui', () => {
+  it('leaves /_schoolhooks/ to the receiver, as before', async () => {
+    const server = await listen([]);
+    const page = await fetch(`${server.origin}/_schoolhooks/`);
+    expect(page.status).toBe(405);
+    expect(server.output()).not.toContain('Inspector on');
+    expect(await server.stop()).toBe(0);
+  });
+
+  it('refuses --keep 0 and a --path inside the inspector’s', async () => {
+    for (const args of [
+      ['--ui', '--keep', '0'],
+      ['--ui', '--path', '/_schoolhooks/hooks'],
+    ]) {
+      let err = '';
+      const code = await main(['listen', ...args], {
+        out: () => {},
+        err: (text) => void (err += text),
+        readStdin: async () => new Uint8Array(),
+        stdinIsTty: true,
+        env: { SCHOOL_WEBHOOK_SECRET: SECRET },
+        untilStopped: async () => {},
+      });
+      expect(code).toBe(2);
+      expect(err).toMatch(/--keep must be|--path must not be below/);
+    }
+  });
+});
