@@ -3,8 +3,7 @@
  * the metric points it recorded, read back as plain data.
  */
 
-import type { SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import { context, type Attributes } from '@opentelemetry/api';
+import { context, type Attributes, type SpanKind, type SpanStatusCode } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
   AggregationTemporality,
