@@ -12,6 +12,18 @@ const frameworks = [
   'node:https',
 ];
 
+const frameworkFree = frameworks.map((group) => ({
+  group: [group],
+  message: 'The core is framework-free.',
+}));
+
+const openTelemetryFree = [
+  {
+    group: ['@opentelemetry/*'],
+    message: 'Only src/otel imports OpenTelemetry: the core holds the Telemetry interface alone.',
+  },
+];
+
 export default tseslint.config(
   { ignores: ['dist', 'coverage', 'node_modules'] },
   js.configs.recommended,
@@ -64,19 +76,19 @@ export default tseslint.config(
   },
   {
     // The core stays framework-free: only the Redis store (types), the testing toolkit and the CLI
-    // may reach for servers and clients.
+    // may reach for servers and clients. Only src/otel may import OpenTelemetry (DESIGN 11).
     files: ['src/**/*.ts'],
-    ignores: ['src/stores/redis.ts', 'src/testing/**', 'src/cli/**'],
+    ignores: ['src/stores/redis.ts', 'src/testing/**', 'src/cli/**', 'src/otel/**'],
     rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: frameworks.map((group) => ({
-            group: [group],
-            message: 'The core is framework-free.',
-          })),
-        },
-      ],
+      'no-restricted-imports': ['error', { patterns: [...frameworkFree, ...openTelemetryFree] }],
     },
+  },
+  {
+    files: ['src/otel/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: frameworkFree }] },
+  },
+  {
+    files: ['src/stores/redis.ts', 'src/testing/**/*.ts', 'src/cli/**/*.ts', 'adapters/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: openTelemetryFree }] },
   },
 );

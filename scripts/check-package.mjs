@@ -6,9 +6,11 @@
  *   2. @arethetypeswrong/cli, profile node16: every subpath's types resolve for ESM and CJS
  *      consumers and match the JavaScript they describe.
  *   3. Isolation: in a directory holding only the packed package and its runtime dependencies
- *      (express, hono and ioredis cannot be resolved there), every subpath loads with `import` and
- *      with `require`, and the bin runs (and `listen --ui` serves the inspector's packed page). An import of a framework anywhere in a subpath's graph
- *      fails with ERR_MODULE_NOT_FOUND.
+ *      (express, hono, ioredis and @opentelemetry/api cannot be resolved there), every subpath
+ *      loads with `import` and with `require`, and the bin runs (and `listen --ui` serves the
+ *      inspector's packed page). An import of an optional peer anywhere in a subpath's graph
+ *      fails with ERR_MODULE_NOT_FOUND. A subpath built on a peer (`schoolhooks/otel`) then
+ *      loads once that peer, and only it, is added.
  *   4. The core bundle: `dist/index.js` and its chunks import nothing at runtime but the declared
  *      dependencies (no node: built-in, so Workers can load it), and stay within a gzip budget.
  *
@@ -46,7 +48,13 @@ import { formatMessage } from 'publint/utils';
 const CORE_GZIP_BUDGET = 12_200;
 
 /** Optional peers the core must never load (DESIGN 2). */
-const FRAMEWORKS = ['express', 'hono', 'ioredis'];
+const FRAMEWORKS = ['express', 'hono', 'ioredis', '@opentelemetry/api'];
+
+/**
+ * Subpaths that exist to use an optional peer: they load once that peer is installed, and
+ * without it fail by naming it. Every other subpath loads with no peer at all.
+ */
+const PEER_SUBPATHS = { otel: ['@opentelemetry/api'] };
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -205,23 +213,45 @@ async function checkIsolation(tarball) {
     }
   }
 
-  const specifiers = Object.keys(pkg.exports)
+  const subpaths = Object.keys(pkg.exports)
     .filter((subpath) => subpath !== './package.json')
-    .map((subpath) => (subpath === '.' ? pkg.name : `${pkg.name}/${subpath.slice(2)}`));
+    .map((subpath) => subpath.slice(2));
+  const specifierOf = (subpath) => (subpath === '' ? pkg.name : `${pkg.name}/${subpath}`);
+  const specifiers = subpaths.filter((subpath) => !(subpath in PEER_SUBPATHS)).map(specifierOf);
   for (const specifier of specifiers) {
-    const quoted = JSON.stringify(specifier);
-    const loads = [
-      ['import', ['--input-type=module', '-e', `await import(${quoted})`]],
-      ['require', ['--input-type=commonjs', '-e', `require(${quoted})`]],
-    ];
-    for (const [how, args] of loads) {
-      const loaded = await run(process.execPath, args, options);
-      if (loaded.code !== 0) {
-        ok = false;
-        const why = loaded.output.split('\n').find((line) => /Error|Cannot find/.test(line));
-        lines.push(`${how} ${specifier} failed: ${why ?? loaded.output.trim()}`);
-      }
+    for (const failure of await loadFailures(specifier, options)) {
+      ok = false;
+      lines.push(failure);
     }
+  }
+  // Each peer's subpath: refused by naming its peer while the peer is absent, loaded once it is
+  // added (in a copy of the consumer, so each peer is judged alone).
+  for (const [subpath, peers] of Object.entries(PEER_SUBPATHS)) {
+    const specifier = specifierOf(subpath);
+    if (!subpaths.includes(subpath)) {
+      ok = false;
+      lines.push(`${specifier} is not in the exports map`);
+      continue;
+    }
+    const without = await run(
+      process.execPath,
+      ['--input-type=module', '-e', `await import(${JSON.stringify(specifier)})`],
+      options,
+    );
+    if (without.code === 0 || !peers.some((peer) => without.output.includes(peer))) {
+      ok = false;
+      lines.push(`${specifier} loaded without ${peers.join(', ')}, or failed for another reason`);
+    }
+    const withPeer = join(work, `consumer-${subpath}`);
+    cpSync(consumer, withPeer, { recursive: true });
+    copyDependencies(peers, root, join(withPeer, 'node_modules'));
+    const failures = await loadFailures(specifier, { cwd: withPeer, env });
+    if (failures.length > 0) ok = false;
+    lines.push(
+      ...failures,
+      ...(failures.length === 0 ? [`${specifier} loads with ${peers.join(', ')} added`] : []),
+    );
+    specifiers.push(specifier);
   }
   const bin = Object.values(
     typeof pkg.bin === 'string' ? { [pkg.name]: pkg.bin } : (pkg.bin ?? {}),
@@ -246,7 +276,7 @@ async function checkIsolation(tarball) {
     'isolation',
     ok,
     ok
-      ? `${specifiers.length} subpaths load with import and require, and the bin runs and serves the inspector, without ${FRAMEWORKS.join(', ')}`
+      ? `${specifiers.length} subpaths load with import and require, and the bin runs and serves the inspector, without ${FRAMEWORKS.join(', ')} (a peer's own subpath with that peer)`
       : 'a subpath needs a module the core must not load',
     lines,
   );
@@ -293,6 +323,27 @@ async function checkCoreBundle() {
     `${kB(output.contents.byteLength)} minified, ${kB(gzipped)} gzipped (budget ${kB(CORE_GZIP_BUDGET)})`,
     lines,
   );
+}
+
+/**
+ * Load a specifier with `import` and with `require` in a consumer directory.
+ * @returns {Promise<string[]>} one line per way it failed to load
+ */
+async function loadFailures(specifier, options) {
+  const quoted = JSON.stringify(specifier);
+  const loads = [
+    ['import', ['--input-type=module', '-e', `await import(${quoted})`]],
+    ['require', ['--input-type=commonjs', '-e', `require(${quoted})`]],
+  ];
+  const failures = [];
+  for (const [how, args] of loads) {
+    const loaded = await run(process.execPath, args, options);
+    if (loaded.code !== 0) {
+      const why = loaded.output.split('\n').find((line) => /Error|Cannot find/.test(line));
+      failures.push(`${how} ${specifier} failed: ${why ?? loaded.output.trim()}`);
+    }
+  }
+  return failures;
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * The core and the adapters import express, hono, ioredis and node:http for their types only
  * (DESIGN 1 and 2): importing `schoolhooks` must never load a framework the user did not install.
+ * OpenTelemetry is imported by `src/otel/` alone, not even for types elsewhere (DESIGN 11).
  * Read with the TypeScript parser, so type-only imports are told apart from imports that survive
  * compilation.
  */
@@ -19,8 +20,8 @@ const FORBIDDEN =
 /** Where servers and clients are allowed: the Redis store (DESIGN 1), the toolkit and the CLI. */
 const EXEMPT = ['src/stores/redis.ts', 'src/testing/', 'src/cli/'];
 
-/** The TypeScript files of `src/` and `adapters/` that must stay framework-free, repo-relative. */
-function coreFiles(): string[] {
+/** The TypeScript files of `src/` and `adapters/`, repo-relative. */
+function sourceFiles(): string[] {
   return ['src', 'adapters']
     .flatMap((dir) =>
       readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' }).map((file) =>
@@ -30,26 +31,39 @@ function coreFiles(): string[] {
       ),
     )
     .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))
-    .filter((file) => !EXEMPT.some((exempt) => file === exempt || file.startsWith(exempt)))
     .sort();
 }
+
+/** The files that must stay framework-free. */
+function coreFiles(): string[] {
+  return sourceFiles().filter(
+    (file) => !EXEMPT.some((exempt) => file === exempt || file.startsWith(exempt)),
+  );
+}
+
+/** Where OpenTelemetry may be imported. */
+const OPEN_TELEMETRY_HOME = 'src/otel/';
 
 /**
  * The module specifiers a file loads at runtime. Under `verbatimModuleSyntax` only a whole
  * `import type` / `export type` disappears: `import { type A } from 'x'` still compiles to
  * `import {} from 'x'`, which loads `x`.
  */
-function runtimeImports(source: string, fileName = 'file.ts'): string[] {
+function runtimeImports(source: string, fileName = 'file.ts', withTypes = false): string[] {
   const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true);
   const found: string[] = [];
   const visit = (node: ts.Node): void => {
-    if (ts.isImportDeclaration(node) && !node.importClause?.isTypeOnly) {
+    if (ts.isImportDeclaration(node) && (withTypes || !node.importClause?.isTypeOnly)) {
       found.push(specifier(node.moduleSpecifier));
-    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && !node.isTypeOnly) {
+    } else if (
+      ts.isExportDeclaration(node) &&
+      node.moduleSpecifier &&
+      (withTypes || !node.isTypeOnly)
+    ) {
       found.push(specifier(node.moduleSpecifier));
     } else if (
       ts.isImportEqualsDeclaration(node) &&
-      !node.isTypeOnly &&
+      (withTypes || !node.isTypeOnly) &&
       ts.isExternalModuleReference(node.moduleReference)
     ) {
       found.push(specifier(node.moduleReference.expression));
@@ -57,6 +71,9 @@ function runtimeImports(source: string, fileName = 'file.ts'): string[] {
       const isImport = node.expression.kind === ts.SyntaxKind.ImportKeyword;
       const isRequire = ts.isIdentifier(node.expression) && node.expression.text === 'require';
       if (isImport || isRequire) found.push(specifier(node.arguments[0]!));
+    } else if (withTypes && ts.isImportTypeNode(node)) {
+      const { argument } = node;
+      if (ts.isLiteralTypeNode(argument)) found.push(specifier(argument.literal));
     }
     ts.forEachChild(node, visit);
   };
@@ -95,6 +112,41 @@ describe('the core and the adapters', () => {
 
   it.each(files)('%s imports no framework or HTTP server at runtime', (file) => {
     expect(forbiddenImports(readFileSync(join(root, file), 'utf8'), file)).toEqual([]);
+  });
+});
+
+/** Every import of OpenTelemetry in a file, type-only ones included. */
+function openTelemetryImports(source: string, fileName?: string): string[] {
+  return runtimeImports(source, fileName, true).filter((name) =>
+    name.startsWith('@opentelemetry/'),
+  );
+}
+
+describe('OpenTelemetry', () => {
+  const files = sourceFiles().filter((file) => !file.startsWith(OPEN_TELEMETRY_HOME));
+
+  it('is imported by src/otel, and every other file is scanned', () => {
+    expect(files).toEqual(
+      expect.arrayContaining(['src/index.ts', 'src/telemetry.ts', 'src/receiver.ts']),
+    );
+    const otel = sourceFiles().filter((file) => file.startsWith(OPEN_TELEMETRY_HOME));
+    expect(
+      otel.flatMap((file) => openTelemetryImports(readFileSync(join(root, file), 'utf8'), file)),
+    ).toContain('@opentelemetry/api');
+  });
+
+  it.each(files)('is not imported by %s, not even for types', (file) => {
+    expect(openTelemetryImports(readFileSync(join(root, file), 'utf8'), file)).toEqual([]);
+  });
+
+  it.each([
+    "import { trace } from '@opentelemetry/api';",
+    "import type { Span } from '@opentelemetry/api';",
+    "export type { Tracer } from '@opentelemetry/api';",
+    "type Api = typeof import('@opentelemetry/api');",
+    "const { W3CTraceContextPropagator } = require('@opentelemetry/core');",
+  ])('is found in %s', (source) => {
+    expect(openTelemetryImports(source)).toHaveLength(1);
   });
 });
 

@@ -1,0 +1,65 @@
+/**
+ * The names `schoolhooks/otel` reports under: spans, metrics and attributes (DESIGN section 11).
+ * They are the contract dashboards and alerts are written against.
+ * @module
+ */
+
+/** The instrumentation scope: the tracer's and the meter's name. */
+export const SCOPE = 'schoolhooks';
+
+/**
+ * The span names.
+ *
+ * @example
+ * ```ts
+ * import { SPANS } from 'schoolhooks/otel';
+ *
+ * const deliveries = exporter.getFinishedSpans().filter((span) => span.name === SPANS.delivery);
+ * ```
+ */
+export const SPANS = {
+  /** One HTTP delivery, from the request to the answer. */
+  delivery: 'schoolhooks.delivery',
+  /** The handlers of one delivery or job, until they settle (even after a timeout answered). */
+  handlers: 'schoolhooks.handlers',
+  /** A worker's run of an inbox job, linked to the delivery that stored it. */
+  job: 'schoolhooks.job',
+} as const;
+
+/**
+ * The metric names: a counter and two histograms in ms.
+ *
+ * @example
+ * ```ts
+ * import { METRICS } from 'schoolhooks/otel';
+ *
+ * const view = { instrumentName: METRICS.handlersDuration, aggregation: { type: AggregationType.EXPONENTIAL_HISTOGRAM } };
+ * ```
+ */
+export const METRICS = {
+  deliveries: 'schoolhooks.deliveries',
+  deliveryDuration: 'schoolhooks.delivery.duration',
+  handlersDuration: 'schoolhooks.handlers.duration',
+} as const;
+
+/**
+ * The attribute names. None of them ever holds a secret, a signature, a body or a token.
+ *
+ * @example
+ * ```ts
+ * import { ATTRIBUTES } from 'schoolhooks/otel';
+ *
+ * const failed = spans.filter((span) => span.attributes[ATTRIBUTES.outcome] === 'handler_failed');
+ * ```
+ */
+export const ATTRIBUTES = {
+  event: 'schoolhooks.event',
+  outcome: 'schoolhooks.outcome',
+  idempotencyKey: 'schoolhooks.idempotency_key',
+  /** `delivery` or `job`, on metrics, to tell HTTP answers from inbox runs. */
+  kind: 'schoolhooks.kind',
+  attempt: 'schoolhooks.attempt',
+  handlersResult: 'schoolhooks.handlers.result',
+  statusCode: 'http.response.status_code',
+  errorType: 'error.type',
+} as const;
