@@ -42,7 +42,7 @@ import {
 import type { Fingerprint, RawBody, Verification } from './signature.js';
 import type { SyncIdempotencyStore } from './stores/memory.js';
 import type { ClaimResult, IdempotencyStore } from './stores/types.js';
-import type { DeliveryObservation } from './telemetry.js';
+import type { DeliveryObservation, TraceCarrier } from './telemetry.js';
 
 const MINUTE = 60_000;
 /** How far in the future a timestamp may lie (clock skew between the platform and us). */
@@ -301,6 +301,7 @@ export class DeliveryPipeline {
     const settle = (settled: HandlersSettled): Ending | Promise<Ending> => {
       observation?.handlersEnded({
         result: settled.ok ? 'succeeded' : 'failed',
+        timedOut: false,
         durationMs: performance.now() - startedAt,
       });
       if (settled.ok) {
@@ -328,7 +329,8 @@ export class DeliveryPipeline {
       // They go on: success completes the key, failure releases it for the next retry.
       void first.later.then((settled) => {
         observation?.handlersEnded({
-          result: 'timeout',
+          result: settled.ok ? 'succeeded' : 'failed',
+          timedOut: true,
           durationMs: performance.now() - startedAt,
         });
         if (settled.ok) return this.complete(key, token, fingerprint);
@@ -366,7 +368,7 @@ export class DeliveryPipeline {
       receivedAt: new Date(this.#config.now()).toISOString(),
     };
     if (!exact) stored.encoding = 'base64';
-    const trace = observation?.carrier();
+    const trace = observation === undefined ? undefined : carrierOf(observation);
     if (trace !== undefined) stored.trace = trace;
     let enqueued: Promise<void>;
     try {
@@ -452,6 +454,15 @@ export class DeliveryPipeline {
     );
     return undefined;
   };
+}
+
+/** The observation's trace context, or none if the observer fails: it never costs a delivery. */
+function carrierOf(observation: DeliveryObservation): TraceCarrier | undefined {
+  try {
+    return observation.carrier();
+  } catch {
+    return undefined;
+  }
 }
 
 /** A shared answer of the verify step, for every signature that fails. */

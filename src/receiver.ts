@@ -25,7 +25,7 @@ import { isPromiseLike, type AnyHandler, type HandlerContext } from './run-handl
 import { createVerifier, type RawBody, type Verification } from './signature.js';
 import { memoryStore, syncFaceOf } from './stores/memory.js';
 import type { IdempotencyStore } from './stores/types.js';
-import type { DeliveryObservation, Telemetry } from './telemetry.js';
+import type { DeliveryObservation, Telemetry, TelemetryStart } from './telemetry.js';
 
 export type { Logger } from './pipeline.js';
 
@@ -358,8 +358,21 @@ export function createReceiver({
     });
   }
 
+  /** The observation of a delivery or a run; none if the observer fails (it never costs one). */
+  function observe(start: TelemetryStart): DeliveryObservation | undefined {
+    try {
+      return telemetry!.start(start);
+    } catch (thrown) {
+      logger?.error(
+        { err: thrown instanceof Error ? thrown.message : String(thrown) },
+        'telemetry.start threw',
+      );
+      return undefined;
+    }
+  }
+
   async function handle(request: WebhookRequest): Promise<WebhookResult> {
-    const observation = telemetry?.start(DELIVERY);
+    const observation = telemetry && observe(DELIVERY);
     const startedAt = observation ? performance.now() : 0;
     let ending: Ending;
     try {
@@ -383,7 +396,7 @@ export function createReceiver({
     stored: StoredDelivery,
     { attempt }: StoredRunOptions,
   ): Promise<StoredRunResult> {
-    const observation = telemetry?.start({ kind: 'job', attempt, link: stored.trace });
+    const observation = telemetry && observe({ kind: 'job', attempt, link: stored.trace });
     const startedAt = observation ? performance.now() : 0;
     let ending: Ending;
     try {

@@ -42,15 +42,17 @@ export interface TelemetryRecord {
 
 /** How the handlers of one delivery ended. */
 export interface HandlersRecord {
-  /** `failed` when a handler threw or rejected; `timeout` when they outlived handlerTimeoutMs. */
-  result: 'succeeded' | 'failed' | 'timeout';
+  /** `failed` when a handler threw or rejected (after a timeout too: how they ended at last). */
+  result: 'succeeded' | 'failed';
+  /** True when they outlived handlerTimeoutMs, so the delivery was answered `timeout` first. */
+  timedOut: boolean;
   /** From their start until they settled (after a timeout, until they settled anyway), in ms. */
   durationMs: number;
 }
 
 /**
  * One delivery (or inbox run) being observed. The receiver calls `end` exactly once; the
- * handler methods only when handlers run.
+ * handler methods only when handlers run. Its methods must not throw.
  */
 export interface DeliveryObservation {
   /**

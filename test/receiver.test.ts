@@ -7,13 +7,16 @@ import {
   HandlerTimeoutError,
   IdempotencyConflictError,
   isSchoolhooksError,
+  memoryInbox,
   memoryStore,
   PayloadValidationError,
   SignatureError,
   StoreUnavailableError,
   type IdempotencyStore,
   type ReceiverOptions,
+  type HandlersRecord,
   type SchoolhooksError,
+  type Telemetry,
 } from '../src/index.js';
 import { deferred, hmacHex, SECRET, signedRaw, signedRequest } from './helpers/signed.js';
 
@@ -620,5 +623,69 @@ describe('errors', () => {
     const result = await receiver.handle({ ...signedRequest(), method: 'PUT' });
     expect(result.status).toBe(405);
     expect(logged).toEqual([{ err: 'onError broke' }]);
+  });
+});
+
+describe('receiver telemetry: an observer never changes an answer', () => {
+  it('answers as usual when telemetry.start throws, and logs it', async () => {
+    const logged: string[] = [];
+    const logger = {
+      debug() {},
+      info() {},
+      warn() {},
+      error(_fields: Record<string, unknown>, msg?: string) {
+        logged.push(msg ?? '');
+      },
+    };
+    const telemetry = {
+      start(): never {
+        throw new Error('exporter misconfigured');
+      },
+    };
+    const { receiver } = setup({ telemetry, logger });
+    receiver.on('UserSignedIn', () => {});
+    expect((await receiver.handle(signedRequest())).outcome).toBe('processed');
+    expect(logged).toContain('telemetry.start threw');
+  });
+
+  it('stores a delivery without a trace context when carrier() throws', async () => {
+    const inbox = memoryInbox();
+    const telemetry: Telemetry = {
+      start: () => ({
+        runHandlers: (run) => run(),
+        handlersEnded() {},
+        carrier() {
+          throw new Error('no propagator');
+        },
+        end() {},
+      }),
+    };
+    const { receiver } = setup({ telemetry, inbox });
+    expect((await receiver.handle(signedRequest())).outcome).toBe('queued');
+    expect(await inbox.jobs()).toHaveLength(1);
+    await inbox.close();
+  });
+
+  it('reports timed-out handlers once they settle, with how they ended at last', async () => {
+    const records: HandlersRecord[] = [];
+    const telemetry: Telemetry = {
+      start: () => ({
+        runHandlers: (run) => run(),
+        handlersEnded: (record) => records.push(record),
+        carrier: () => undefined,
+        end() {},
+      }),
+    };
+    const gate = deferred();
+    const { receiver } = setup({ telemetry, handlerTimeoutMs: 20 });
+    receiver.on('UserSignedIn', async () => {
+      await gate.promise;
+      throw new Error('late failure');
+    });
+    expect((await receiver.handle(signedRequest())).outcome).toBe('timeout');
+    expect(records).toEqual([]);
+    gate.resolve();
+    await vi.waitFor(() => expect(records).toHaveLength(1));
+    expect(records[0]).toMatchObject({ result: 'failed', timedOut: true });
   });
 });

@@ -60,6 +60,8 @@ export const ATTRIBUTES = {
   kind: 'schoolhooks.kind',
   attempt: 'schoolhooks.attempt',
   handlersResult: 'schoolhooks.handlers.result',
+  /** After a timeout: how the handlers ended at last, `succeeded` or `failed`. */
+  handlersLateResult: 'schoolhooks.handlers.late_result',
   statusCode: 'http.response.status_code',
   errorType: 'error.type',
 } as const;

@@ -58,9 +58,11 @@ export class SpanObservation implements DeliveryObservation {
     const span = this.#handlersSpan;
     if (span !== undefined) {
       this.#handlersSpan = undefined;
-      span.setAttribute(ATTRIBUTES.handlersResult, record.result);
-      if (record.result !== 'succeeded') {
-        span.setAttribute(ATTRIBUTES.errorType, record.result);
+      span.setAttribute(ATTRIBUTES.handlersResult, resultOf(record));
+      // After a timeout, how the handlers ended at last: a late failure released the key.
+      if (record.timedOut) span.setAttribute(ATTRIBUTES.handlersLateResult, record.result);
+      if (resultOf(record) !== 'succeeded') {
+        span.setAttribute(ATTRIBUTES.errorType, resultOf(record));
         span.setStatus({ code: SpanStatusCode.ERROR });
       }
       span.end();
@@ -102,9 +104,17 @@ export class SpanObservation implements DeliveryObservation {
     }
   }
 
-  #recordHandlers({ result, durationMs }: HandlersRecord, { kind, event }: TelemetryRecord): void {
-    const points: Attributes = { [ATTRIBUTES.kind]: kind, [ATTRIBUTES.handlersResult]: result };
+  #recordHandlers(handlers: HandlersRecord, { kind, event }: TelemetryRecord): void {
+    const points: Attributes = {
+      [ATTRIBUTES.kind]: kind,
+      [ATTRIBUTES.handlersResult]: resultOf(handlers),
+    };
     if (event !== undefined) points[ATTRIBUTES.event] = event;
-    this.#instruments.handlersDuration.record(durationMs, points);
+    this.#instruments.handlersDuration.record(handlers.durationMs, points);
   }
+}
+
+/** `timeout` for handlers that outlived handlerTimeoutMs, else how they ended. */
+function resultOf({ result, timedOut }: HandlersRecord): 'succeeded' | 'failed' | 'timeout' {
+  return timedOut ? 'timeout' : result;
 }

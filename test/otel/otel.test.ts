@@ -321,7 +321,11 @@ describe('openTelemetry(): the handlers', () => {
       name: 'schoolhooks.handlers',
       parentSpanId: delivery!.spanId,
       status: SpanStatusCode.ERROR,
-      attributes: { 'schoolhooks.handlers.result': 'timeout', 'error.type': 'timeout' },
+      attributes: {
+        'schoolhooks.handlers.result': 'timeout',
+        'schoolhooks.handlers.late_result': 'succeeded',
+        'error.type': 'timeout',
+      },
     });
     const duration = (await t.points()).find(
       (point) => point.metric === 'schoolhooks.handlers.duration',
