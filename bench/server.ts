@@ -109,9 +109,10 @@ async function octokitServer(): Promise<Server> {
 // schoolhooks: the core with a handler for both events (so each is validated, claimed, run and
 // completed), behind each adapter.
 
-async function schoolhooksReceiver(store: 'memory' | 'redis') {
+async function schoolhooksReceiver(store: 'memory' | 'redis', telemetry = false) {
   const { createReceiver } = await import('../src/index.js');
   let storeOption = {};
+  const telemetryOption = telemetry ? { telemetry: await recordingTelemetry() } : {};
   if (store === 'redis') {
     const { Redis } = await import('ioredis');
     const { redisStore } = await import('../src/stores/redis.js');
@@ -123,6 +124,7 @@ async function schoolhooksReceiver(store: 'memory' | 'redis') {
   const receiver = createReceiver({
     secret: SECRET,
     ...storeOption,
+    ...telemetryOption,
     // Short enough that what a run leaves in Redis expires on its own within the hour.
     maxEventAgeMs: 3_600_000,
     dedupTtlMs: 3_600_000,
@@ -141,9 +143,47 @@ async function schoolhooksReceiver(store: 'memory' | 'redis') {
 /** Keys the benchmark writes to Redis start with this; bench/run.ts deletes them at the end. */
 const REDIS_PREFIX = 'schoolhooks-bench:';
 
-async function nodeAdapter(store: 'memory' | 'redis'): Promise<Server> {
+async function nodeAdapter(store: 'memory' | 'redis', telemetry = false): Promise<Server> {
   const { nodeListener } = await import('../adapters/node.js');
-  return createServer(nodeListener(await schoolhooksReceiver(store), { path: BENCH_PATH }));
+  const receiver = await schoolhooksReceiver(store, telemetry);
+  return createServer(nodeListener(receiver, { path: BENCH_PATH }));
+}
+
+/**
+ * openTelemetry() on the SDK as a service would run it: every span recorded and batched, every
+ * metric aggregated; the exporters drop what they get, so the cost measured is ours and the
+ * SDK's, not a collector's.
+ */
+async function recordingTelemetry() {
+  const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+  const { MeterProvider, PeriodicExportingMetricReader, AggregationTemporality } =
+    await import('@opentelemetry/sdk-metrics');
+  const { openTelemetry } = await import('../src/otel/index.js');
+  const { ExportResultCode } = await import('@opentelemetry/core');
+  const done = (callback: (result: { code: number }) => void) =>
+    callback({ code: ExportResultCode.SUCCESS });
+  const tracerProvider = new BasicTracerProvider({
+    spanProcessors: [
+      new BatchSpanProcessor({
+        export: (_spans, callback) => done(callback),
+        shutdown: async () => {},
+      }),
+    ],
+  });
+  const meterProvider = new MeterProvider({
+    readers: [
+      new PeriodicExportingMetricReader({
+        exporter: {
+          export: (_metrics, callback) => done(callback),
+          forceFlush: async () => {},
+          shutdown: async () => {},
+          selectAggregationTemporality: () => AggregationTemporality.CUMULATIVE,
+        },
+        exportIntervalMillis: 1_000,
+      }),
+    ],
+  });
+  return openTelemetry({ tracerProvider, meterProvider });
 }
 
 /** No adapter: (a)'s body reading, then the core. */
@@ -202,6 +242,7 @@ const factories: Record<ServerId, () => Promise<Server>> = {
   hono: honoAdapter,
   fetch: fetchAdapter,
   'node-redis': () => nodeAdapter('redis'),
+  'node-otel': () => nodeAdapter('memory', true),
   octokit: octokitServer,
   'express-hand': expressHandWritten,
   'hono-hand': honoHandWritten,

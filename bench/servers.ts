@@ -13,6 +13,7 @@ export const SERVER_IDS = [
   'hono',
   'fetch',
   'node-redis',
+  'node-otel',
   'octokit',
   'express-hand',
   'hono-hand',
@@ -40,6 +41,10 @@ export const SERVERS: Record<ServerId, { label: string; style: SignatureStyle }>
     style: 'schoolhooks',
   },
   'node-redis': { label: '(c) schoolhooks node adapter + redisStore', style: 'schoolhooks' },
+  'node-otel': {
+    label: '(b) node adapter + memoryStore + openTelemetry (SDK, batch spans, no-op export)',
+    style: 'schoolhooks',
+  },
   octokit: { label: '(d) @octokit/webhooks node middleware', style: 'octokit' },
   'express-hand': { label: '(e) hand-written Express 5 (same HMAC check)', style: 'schoolhooks' },
   'hono-hand': {
