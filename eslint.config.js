@@ -7,6 +7,8 @@ const frameworks = [
   'hono/*',
   '@hono/*',
   'ioredis',
+  'bullmq',
+  'bullmq/*',
   'node:http',
   'http',
   'node:https',
@@ -43,10 +45,10 @@ export default tseslint.config(
     },
   },
   {
-    // The core stays framework-free: only the Redis store (types), the testing toolkit and the CLI
-    // may reach for servers and clients.
+    // The core stays framework-free: only the Redis store (types), the BullMQ inbox, the testing
+    // toolkit and the CLI may reach for servers and clients.
     files: ['src/**/*.ts'],
-    ignores: ['src/stores/redis.ts', 'src/testing/**', 'src/cli/**'],
+    ignores: ['src/stores/redis.ts', 'src/inbox/bullmq.ts', 'src/testing/**', 'src/cli/**'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -55,6 +57,20 @@ export default tseslint.config(
             group: [group],
             message: 'The core is framework-free.',
           })),
+        },
+      ],
+    },
+  },
+  {
+    // schoolhooks/bullmq: BullMQ and ioredis, and still no web framework.
+    files: ['src/inbox/bullmq.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: frameworks
+            .filter((group) => !group.startsWith('bullmq') && group !== 'ioredis')
+            .map((group) => ({ group: [group], message: 'schoolhooks/bullmq is framework-free.' })),
         },
       ],
     },

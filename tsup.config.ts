@@ -8,6 +8,7 @@ export default defineConfig({
     node: 'adapters/node.ts',
     fetch: 'adapters/fetch.ts',
     redis: 'src/stores/redis.ts',
+    bullmq: 'src/inbox/bullmq.ts',
     api: 'src/api/index.ts',
     links: 'src/links/index.ts',
     testing: 'src/testing/index.ts',
@@ -21,5 +22,5 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: 'node20',
-  external: ['express', 'hono', 'ioredis', '@hono/node-server'],
+  external: ['express', 'hono', 'ioredis', 'bullmq', '@hono/node-server'],
 });

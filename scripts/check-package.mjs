@@ -6,9 +6,11 @@
  *   2. @arethetypeswrong/cli, profile node16: every subpath's types resolve for ESM and CJS
  *      consumers and match the JavaScript they describe.
  *   3. Isolation: in a directory holding only the packed package and its runtime dependencies
- *      (express, hono and ioredis cannot be resolved there), every subpath loads with `import` and
- *      with `require`, and the bin runs. An import of a framework anywhere in a subpath's graph
- *      fails with ERR_MODULE_NOT_FOUND.
+ *      (express, hono, ioredis and bullmq cannot be resolved there), every subpath loads with
+ *      `import` and with `require`, and the bin runs. An import of a framework anywhere in a
+ *      subpath's graph fails with ERR_MODULE_NOT_FOUND. A subpath that is the entry of an optional
+ *      peer (`schoolhooks/bullmq`) must fail there, naming its peer, and load once the peer is
+ *      installed beside the package.
  *   4. The core bundle: `dist/index.js` and its chunks import nothing at runtime but the declared
  *      dependencies (no node: built-in, so Workers can load it), and stay within a gzip budget.
  *
@@ -46,7 +48,10 @@ import { formatMessage } from 'publint/utils';
 const CORE_GZIP_BUDGET = 12_200;
 
 /** Optional peers the core must never load (DESIGN 2). */
-const FRAMEWORKS = ['express', 'hono', 'ioredis'];
+const FRAMEWORKS = ['express', 'hono', 'ioredis', 'bullmq'];
+
+/** Subpaths that are an optional peer's entry, and the peers they load. */
+const PEER_SUBPATHS = { 'schoolhooks/bullmq': ['bullmq', 'ioredis'] };
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -209,17 +214,38 @@ async function checkIsolation(tarball) {
     .filter((subpath) => subpath !== './package.json')
     .map((subpath) => (subpath === '.' ? pkg.name : `${pkg.name}/${subpath.slice(2)}`));
   for (const specifier of specifiers) {
-    const quoted = JSON.stringify(specifier);
-    const loads = [
-      ['import', ['--input-type=module', '-e', `await import(${quoted})`]],
-      ['require', ['--input-type=commonjs', '-e', `require(${quoted})`]],
-    ];
-    for (const [how, args] of loads) {
+    const peers = PEER_SUBPATHS[specifier];
+    for (const [how, args] of loadsOf(specifier)) {
       const loaded = await run(process.execPath, args, options);
+      const why = loaded.output.split('\n').find((line) => /Error|Cannot find/.test(line));
+      if (peers === undefined && loaded.code !== 0) {
+        ok = false;
+        lines.push(`${how} ${specifier} failed: ${why ?? loaded.output.trim()}`);
+      } else if (
+        peers !== undefined &&
+        (loaded.code === 0 || !peers.some((p) => why?.includes(p)))
+      ) {
+        ok = false;
+        lines.push(`${how} ${specifier} without ${peers.join(' and ')}: ${why ?? 'loaded'}`);
+      }
+    }
+  }
+
+  // The entries of optional peers, in a consumer that installed those peers.
+  for (const [specifier, peers] of Object.entries(PEER_SUBPATHS)) {
+    const withPeers = join(work, `consumer-${peers.join('-')}`);
+    cpSync(consumer, withPeers, { recursive: true });
+    copyDependencies(peers, root, join(withPeers, 'node_modules'));
+    for (const [how, args] of loadsOf(specifier)) {
+      const loaded = await run(process.execPath, args, { cwd: withPeers, env });
       if (loaded.code !== 0) {
         ok = false;
         const why = loaded.output.split('\n').find((line) => /Error|Cannot find/.test(line));
-        lines.push(`${how} ${specifier} failed: ${why ?? loaded.output.trim()}`);
+        lines.push(
+          `${how} ${specifier} with ${peers.join(' and ')} failed: ${why ?? loaded.output.trim()}`,
+        );
+      } else {
+        lines.push(`${how} ${specifier} loads once ${peers.join(' and ')} are installed`);
       }
     }
   }
@@ -241,10 +267,19 @@ async function checkIsolation(tarball) {
     'isolation',
     ok,
     ok
-      ? `${specifiers.length} subpaths load with import and require, and the bin runs, without ${FRAMEWORKS.join(', ')}`
+      ? `${specifiers.length - Object.keys(PEER_SUBPATHS).length} subpaths load with import and require, and the bin runs, without ${FRAMEWORKS.join(', ')}; ${Object.keys(PEER_SUBPATHS).join(', ')} only with its peers`
       : 'a subpath needs a module the core must not load',
     lines,
   );
+}
+
+/** How a consumer loads a specifier: with `import`, and with `require`. */
+function loadsOf(specifier) {
+  const quoted = JSON.stringify(specifier);
+  return [
+    ['import', ['--input-type=module', '-e', `await import(${quoted})`]],
+    ['require', ['--input-type=commonjs', '-e', `require(${quoted})`]],
+  ];
 }
 
 async function checkCoreBundle() {
