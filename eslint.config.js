@@ -7,6 +7,8 @@ const frameworks = [
   'hono/*',
   '@hono/*',
   'ioredis',
+  'bullmq',
+  'bullmq/*',
   'node:http',
   'http',
   'node:https',
@@ -75,10 +77,17 @@ export default tseslint.config(
     },
   },
   {
-    // The core stays framework-free: only the Redis store (types), the testing toolkit and the CLI
-    // may reach for servers and clients. Only src/otel may import OpenTelemetry (DESIGN 11).
+    // The core stays framework-free: only the Redis store (types), the BullMQ inbox, the testing
+    // toolkit and the CLI may reach for servers and clients. Only src/otel may import
+    // OpenTelemetry (DESIGN 11).
     files: ['src/**/*.ts'],
-    ignores: ['src/stores/redis.ts', 'src/testing/**', 'src/cli/**', 'src/otel/**'],
+    ignores: [
+      'src/stores/redis.ts',
+      'src/inbox/bullmq.ts',
+      'src/testing/**',
+      'src/cli/**',
+      'src/otel/**',
+    ],
     rules: {
       'no-restricted-imports': ['error', { patterns: [...frameworkFree, ...openTelemetryFree] }],
     },
@@ -90,5 +99,25 @@ export default tseslint.config(
   {
     files: ['src/stores/redis.ts', 'src/testing/**/*.ts', 'src/cli/**/*.ts', 'adapters/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: openTelemetryFree }] },
+  },
+  {
+    // schoolhooks/bullmq: BullMQ and ioredis, and still no web framework nor OpenTelemetry.
+    files: ['src/inbox/bullmq.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...frameworks
+              .filter((group) => !group.startsWith('bullmq') && group !== 'ioredis')
+              .map((group) => ({
+                group: [group],
+                message: 'schoolhooks/bullmq is framework-free.',
+              })),
+            ...openTelemetryFree,
+          ],
+        },
+      ],
+    },
   },
 );

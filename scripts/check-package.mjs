@@ -6,11 +6,11 @@
  *   2. @arethetypeswrong/cli, profile node16: every subpath's types resolve for ESM and CJS
  *      consumers and match the JavaScript they describe.
  *   3. Isolation: in a directory holding only the packed package and its runtime dependencies
- *      (express, hono, ioredis and @opentelemetry/api cannot be resolved there), every subpath
+ *      (express, hono, ioredis, bullmq and @opentelemetry/api cannot be resolved there), every subpath
  *      loads with `import` and with `require`, and the bin runs (and `listen --ui` serves the
  *      inspector's packed page). An import of an optional peer anywhere in a subpath's graph
- *      fails with ERR_MODULE_NOT_FOUND. A subpath built on a peer (`schoolhooks/otel`) then
- *      loads once that peer, and only it, is added.
+ *      fails with ERR_MODULE_NOT_FOUND. A subpath built on a peer (`schoolhooks/otel`,
+ *      `schoolhooks/bullmq`) then loads once that peer, and only it, is added.
  *   4. The core bundle: `dist/index.js` and its chunks import nothing at runtime but the declared
  *      dependencies (no node: built-in, so Workers can load it), and stay within a gzip budget.
  *
@@ -48,13 +48,13 @@ import { formatMessage } from 'publint/utils';
 const CORE_GZIP_BUDGET = 12_200;
 
 /** Optional peers the core must never load (DESIGN 2). */
-const FRAMEWORKS = ['express', 'hono', 'ioredis', '@opentelemetry/api'];
+const FRAMEWORKS = ['express', 'hono', 'ioredis', 'bullmq', '@opentelemetry/api'];
 
 /**
  * Subpaths that exist to use an optional peer: they load once that peer is installed, and
  * without it fail by naming it. Every other subpath loads with no peer at all.
  */
-const PEER_SUBPATHS = { otel: ['@opentelemetry/api'] };
+const PEER_SUBPATHS = { otel: ['@opentelemetry/api'], bullmq: ['bullmq', 'ioredis'] };
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `schoolhooks` bin: listen, send, replay, sign, verify, simulate, schema. Runs
+ * The `schoolhooks` bin: listen, send, replay, sign, verify, simulate, schema, inbox. Runs
  * {@link main} on the real process.
  * @module schoolhooks/cli
  */

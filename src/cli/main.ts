@@ -4,6 +4,7 @@
  */
 
 import { CliFailure, EXIT, messageOf, UsageError, type CliCommand, type CliIo } from './command.js';
+import { inboxCommand } from './inbox.js';
 import { listenCommand } from './listen.js';
 import { replayCommand } from './replay.js';
 import { schemaCommand } from './schema.js';
@@ -20,6 +21,7 @@ const COMMANDS: readonly CliCommand[] = [
   verifyCommand,
   simulateCommand,
   schemaCommand,
+  inboxCommand,
 ];
 
 const OVERVIEW = `Usage: schoolhooks <command> [options]

@@ -12,7 +12,7 @@ import { FIXED_CONTRACT_EVENTS, UNCONTRACTED_EVENTS } from '../../src/index.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'src/cli/index.ts');
 const SECRET = 'Pq4wE7rT0yU3iO6pA9sD2fG5hJ8kL1zX4cV7bN0mQ3wE6rT9yU2iO5pA8sD1fG4h';
-const COMMANDS = ['listen', 'send', 'replay', 'sign', 'verify', 'simulate', 'schema'];
+const COMMANDS = ['listen', 'send', 'replay', 'sign', 'verify', 'simulate', 'schema', 'inbox'];
 const withSecret = { SCHOOL_WEBHOOK_SECRET: SECRET };
 const BODY = '{"event":"UserSignedUp","timestamp":"2025-01-01T00:00:00.000Z"}\n';
 

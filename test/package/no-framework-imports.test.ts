@@ -1,7 +1,9 @@
 /**
- * The core and the adapters import express, hono, ioredis and node:http for their types only
- * (DESIGN 1 and 2): importing `schoolhooks` must never load a framework the user did not install.
- * OpenTelemetry is imported by `src/otel/` alone, not even for types elsewhere (DESIGN 11).
+ * The core and the adapters import express, hono, ioredis, bullmq and node:http for their types
+ * only (DESIGN 1 and 2): importing `schoolhooks` must never load a framework the user did not
+ * install. `src/inbox/bullmq.ts` (`schoolhooks/bullmq`) loads bullmq and ioredis, and nothing else
+ * of them; no other scanned file loads it. OpenTelemetry is imported by `src/otel/` alone, not even
+ * for types elsewhere (DESIGN 11).
  * Read with the TypeScript parser, so type-only imports are told apart from imports that survive
  * compilation.
  */
@@ -15,7 +17,15 @@ const root = join(import.meta.dirname, '..', '..');
 
 /** Modules only types may come from: the optional peers, their subpaths, and Node's HTTP servers. */
 const FORBIDDEN =
-  /^(?:express|hono|ioredis|@hono\/[^/]+|(?:node:)?https?|(?:node:)?http2)(?:\/.*)?$/;
+  /^(?:express|hono|ioredis|bullmq|@hono\/[^/]+|(?:node:)?https?|(?:node:)?http2)(?:\/.*)?$/;
+
+/** The module of `schoolhooks/bullmq`, by any relative path: loading it loads bullmq. */
+const BULLMQ_ENTRY = /(?:^|\/)inbox\/bullmq(?:\.js)?$|^\.\/bullmq(?:\.js)?$/;
+
+/** What an entry of an optional peer may load at runtime, beyond what the core may. */
+const PEER_ENTRIES: Readonly<Record<string, RegExp>> = {
+  'src/inbox/bullmq.ts': /^(?:bullmq|ioredis)$/,
+};
 
 /** Where servers and clients are allowed: the Redis store (DESIGN 1), the toolkit and the CLI. */
 const EXEMPT = ['src/stores/redis.ts', 'src/testing/', 'src/cli/'];
@@ -87,8 +97,11 @@ function specifier(node: ts.Node): string {
 }
 
 function forbiddenImports(source: string, fileName?: string): string[] {
+  const allowed = fileName === undefined ? undefined : PEER_ENTRIES[fileName];
   return runtimeImports(source, fileName).filter(
-    (name) => FORBIDDEN.test(name) || name.startsWith('<computed'),
+    (name) =>
+      ((FORBIDDEN.test(name) || BULLMQ_ENTRY.test(name)) && !allowed?.test(name)) ||
+      name.startsWith('<computed'),
   );
 }
 
@@ -101,6 +114,8 @@ describe('the core and the adapters', () => {
         'src/index.ts',
         'src/receiver.ts',
         'src/body.ts',
+        'src/inbox/index.ts',
+        'src/inbox/bullmq.ts',
         'adapters/express.ts',
         'adapters/hono.ts',
         'adapters/node.ts',
@@ -163,6 +178,9 @@ describe('the import scanner', () => {
     "const http = await import('node:http');",
     "const { Redis } = require('ioredis');",
     "import Redis = require('ioredis');",
+    "import { Queue } from 'bullmq';",
+    "export { bullmqInbox } from './bullmq.js';",
+    "const { bullmqInbox } = await import('../inbox/bullmq.js');",
   ])('flags %s', (source) => {
     expect(forbiddenImports(source)).toHaveLength(1);
   });
@@ -177,8 +195,20 @@ describe('the import scanner', () => {
     "import { nodeBodyReader } from '../src/express.js';",
     "import 'expressive';",
     "import { createHmac } from 'node:crypto';",
+    "import type { Queue } from 'bullmq';",
+    "import { memoryInbox } from './memory.js';",
   ])('lets %s through', (source) => {
     expect(forbiddenImports(source)).toEqual([]);
+  });
+
+  it('lets schoolhooks/bullmq load bullmq and ioredis, and nothing else of the peers', () => {
+    const entry = 'src/inbox/bullmq.ts';
+    expect(forbiddenImports("import { Queue } from 'bullmq';", entry)).toEqual([]);
+    expect(forbiddenImports("import { Redis } from 'ioredis';", entry)).toEqual([]);
+    expect(forbiddenImports("import express from 'express';", entry)).toEqual(['express']);
+    expect(forbiddenImports("import { Queue } from 'bullmq';", 'src/inbox/index.ts')).toEqual([
+      'bullmq',
+    ]);
   });
 
   it('flags an import whose specifier it cannot read', () => {

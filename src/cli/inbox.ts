@@ -1,0 +1,221 @@
+/**
+ * `schoolhooks inbox`: what a BullMQ inbox holds, one job in detail, and replay of dead letters.
+ * bullmq and ioredis are loaded only when this command runs, so the rest of the CLI works
+ * without them.
+ * @module
+ */
+
+import { parseArgs } from 'node:util';
+import type { InboxJob, InboxJobState } from '../inbox/managed.js';
+import type { BullmqInbox, BullmqInboxJob } from '../inbox/bullmq.js';
+import {
+  CliFailure,
+  EXIT,
+  messageOf,
+  parseOrUsage,
+  UsageError,
+  type CliCommand,
+} from './command.js';
+
+const STATES: readonly InboxJobState[] = ['waiting', 'delayed', 'active', 'failed', 'completed'];
+const CONNECT_TIMEOUT_MS = 5000;
+
+/** The `inbox` command. */
+export const inboxCommand: CliCommand = {
+  name: 'inbox',
+  summary: 'List, show and retry the jobs of a BullMQ inbox',
+  help: `Usage: schoolhooks inbox list [--state STATE] [--json]
+       schoolhooks inbox show <id> [--json]
+       schoolhooks inbox retry <id>... | --all [--event NAME]
+
+What a bullmqInbox (schoolhooks/bullmq) holds. Needs bullmq and ioredis installed.
+
+  list     Every job, or those in one state: id, state, attempts, event, when it was
+           received, and why its last run failed
+  show     One job, by its id or by its idempotencyKey: also its outcome and when it ended
+  retry    Put dead letters back in the queue to run again, with all their attempts:
+           the ones named, or --all of them (of one --event). Exit code 1 if a named job
+           is not a dead letter.
+
+A job's body and signature are never printed.
+
+Options:
+  --redis URL     Redis of the inbox (default: the REDIS_URL variable)
+  --queue NAME    BullMQ queue name (default schoolhooks)
+  --prefix P      BullMQ key prefix (default bull)
+  --state STATE   list: ${STATES.join(', ')}
+  --all           retry: every dead letter
+  --event NAME    retry --all: only dead letters of this event
+  --json          list, show: print JSON
+  -h, --help      Show this help`,
+  async run(args, io) {
+    const { values, positionals } = parseOrUsage(() =>
+      parseArgs({
+        args: [...args],
+        options: {
+          redis: { type: 'string' },
+          queue: { type: 'string' },
+          prefix: { type: 'string' },
+          state: { type: 'string' },
+          all: { type: 'boolean' },
+          event: { type: 'string' },
+          json: { type: 'boolean' },
+          help: { type: 'boolean', short: 'h' },
+        },
+        allowPositionals: true,
+      }),
+    );
+    if (values.help) {
+      io.out(inboxCommand.help);
+      return EXIT.ok;
+    }
+    const [action, ...ids] = positionals;
+    if (action !== 'list' && action !== 'show' && action !== 'retry') {
+      throw new UsageError(
+        action === undefined ? 'name an action: list, show or retry' : `unknown action '${action}'`,
+      );
+    }
+    const state = values.state;
+    if (state !== undefined && (action !== 'list' || !isState(state))) {
+      throw new UsageError(
+        action === 'list' ? `--state must be one of ${STATES.join(', ')}` : '--state is for list',
+      );
+    }
+    if (action === 'list' && ids.length > 0) throw new UsageError('list takes no job ids');
+    if (action === 'show' && ids.length !== 1) throw new UsageError('show takes one job id');
+    if (action === 'retry' && ids.length > 0 === (values.all === true)) {
+      throw new UsageError('retry takes job ids, or --all');
+    }
+    if (values.event !== undefined && !(action === 'retry' && values.all)) {
+      throw new UsageError('--event is for retry --all');
+    }
+    const url = values.redis ?? io.env['REDIS_URL'];
+    if (url === undefined || url === '') {
+      throw new UsageError('--redis URL is required (or set REDIS_URL)');
+    }
+    if (!/^rediss?:\/\//.test(url)) {
+      throw new UsageError('--redis must be a redis:// or rediss:// URL');
+    }
+
+    const queue = values.queue ?? 'schoolhooks';
+    if (queue === '' || queue.includes(':'))
+      throw new UsageError('--queue must be a name without ":"');
+
+    const inbox = await openInbox(url, queue, values.prefix ?? 'bull');
+    try {
+      if (action === 'list') {
+        const jobs = await inbox.jobs(state === undefined ? {} : { state });
+        if (values.json) io.out(JSON.stringify(jobs, null, 2));
+        else io.out(table(jobs));
+        return EXIT.ok;
+      }
+      if (action === 'show') {
+        const job = await inbox.getJob(ids[0]!);
+        if (job === undefined) throw new CliFailure(`no job '${ids[0]}' in this inbox`);
+        io.out(values.json ? JSON.stringify(job, null, 2) : details(job));
+        return EXIT.ok;
+      }
+      if (values.all) {
+        const count = await inbox.retryFailed(
+          values.event === undefined ? {} : { event: values.event },
+        );
+        io.out(`${count} dead letter${count === 1 ? '' : 's'} back in the queue`);
+        return EXIT.ok;
+      }
+      let missed = 0;
+      for (const id of ids) {
+        if (await inbox.retryJob(id)) {
+          io.out(`retried ${id}`);
+        } else {
+          missed++;
+          io.err(`${id}: not a dead letter in this inbox`);
+        }
+      }
+      return missed === 0 ? EXIT.ok : EXIT.failure;
+    } finally {
+      await inbox.close();
+    }
+  },
+};
+
+function isState(value: string): value is InboxJobState {
+  return (STATES as readonly string[]).includes(value);
+}
+
+/** Connect (failing after a few seconds, never retrying) and open the inbox on that client. */
+async function openInbox(url: string, queueName: string, prefix: string): Promise<BullmqInbox> {
+  let modules;
+  try {
+    modules = await Promise.all([import('ioredis'), import('../inbox/bullmq.js')]);
+  } catch (error) {
+    throw new CliFailure(`the inbox command needs bullmq and ioredis: ${messageOf(error)}`);
+  }
+  const [{ Redis }, { bullmqInbox }] = modules;
+  const client = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+  });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (error) {
+    client.disconnect();
+    // ioredis names the host and port, never the URL's password.
+    throw new CliFailure(`cannot reach Redis at ${redact(url)}: ${messageOf(error)}`);
+  }
+  const inbox = bullmqInbox({ connection: client, queueName, prefix });
+  return {
+    ...inbox,
+    async close() {
+      await inbox.close();
+      client.disconnect();
+    },
+  };
+}
+
+function table(jobs: readonly InboxJob[]): string {
+  const rows = jobs.map((job) => [
+    job.id,
+    job.state,
+    String(job.attemptsMade),
+    job.event,
+    job.receivedAt,
+    job.reason ?? '',
+  ]);
+  const header = ['ID', 'STATE', 'ATTEMPTS', 'EVENT', 'RECEIVED', 'REASON'];
+  const widths = header.map((title, i) =>
+    Math.max(title.length, ...rows.map((row) => row[i]!.length)),
+  );
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  const count = `${jobs.length} job${jobs.length === 1 ? '' : 's'}`;
+  return jobs.length === 0 ? count : [line(header), ...rows.map(line), count].join('\n');
+}
+
+function details(job: BullmqInboxJob): string {
+  const fields: [string, string | number | undefined][] = [
+    ['id', job.id],
+    ['event', job.event],
+    ['idempotencyKey', job.idempotencyKey],
+    ['state', job.state],
+    ['attempts', job.attemptsMade],
+    ['outcome', job.outcome],
+    ['reason', job.reason],
+    ['receivedAt', job.receivedAt],
+    ['finishedAt', job.finishedAt],
+  ];
+  return fields
+    .filter(([, value]) => value !== undefined)
+    .map(([name, value]) => `${`${name}:`.padEnd(16)}${value}`)
+    .join('\n');
+}
+
+/** The URL without its user and password. */
+function redact(url: string): string {
+  return url.replace(/\/\/[^/@\s]*@/, '//***@');
+}

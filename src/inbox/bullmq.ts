@@ -1,0 +1,461 @@
+/**
+ * The inbox on BullMQ and Redis: deliveries are acknowledged once they are jobs in Redis, and
+ * workers in any number of processes run the handlers with retries of our own (DESIGN 4b).
+ * Importing this entry loads bullmq and ioredis; the core never does.
+ * @module schoolhooks/bullmq
+ */
+
+import { Queue, UnrecoverableError, Worker, type Job, type JobType } from 'bullmq';
+import { Redis, type Cluster, type RedisOptions } from 'ioredis';
+import { Deadline, DeadlineQueue } from '../deadlines.js';
+import { ConfigError } from '../errors.js';
+import type { Logger, Receiver } from '../receiver.js';
+import type {
+  InboxJob,
+  InboxJobState,
+  InboxWorker,
+  InboxWorkOptions,
+  ManagedInbox,
+} from './managed.js';
+import type { StoredDelivery } from './types.js';
+
+const DAY = 24 * 3_600_000;
+
+/** Options of {@link bullmqInbox}. */
+export interface BullmqInboxOptions {
+  /**
+   * An ioredis `Redis` or `Cluster` (the inbox never closes it), or connection options or a
+   * `redis://` URL (the inbox makes its own client and closes it in `close()`). Workers get
+   * connections of their own, copied from it with `maxRetriesPerRequest: null` as BullMQ
+   * requires, so the client itself may keep any ioredis options.
+   */
+  connection: Redis | Cluster | RedisOptions | string;
+  /** BullMQ's queue name. Default `'schoolhooks'`. No `:`. */
+  queueName?: string;
+  /** BullMQ's key prefix. Default `'bull'`. On Redis Cluster, a hash tag such as `'{bull}'`. */
+  prefix?: string;
+  /** Runs of the handlers before a job is a dead letter. Default 10. */
+  attempts?: number;
+  /** The first retry's delay, doubling each time (BullMQ's exponential backoff). Default 30 s. */
+  backoffMs?: number;
+  /** How long a completed job is kept. Default 1 day. */
+  keepCompletedMs?: number;
+  /** How long a dead letter is kept for `retryFailed`. Default 30 days. */
+  keepFailedMs?: number;
+  /**
+   * The longest `enqueue` may take before it rejects (the receiver then answers 503
+   * `inbox_unavailable`). Default 2000. While the client is reconnecting it rejects at once.
+   */
+  enqueueTimeoutMs?: number;
+  /** Where connection errors of the queue and its workers are logged. Default: nowhere. */
+  logger?: Logger;
+}
+
+/** Options of {@link BullmqInbox.work}: {@link InboxWorkOptions} and BullMQ's stalled detection. */
+export interface BullmqWorkOptions extends InboxWorkOptions {
+  /**
+   * How long a running job's lock holds without being renewed (the worker renews it every half
+   * of it). A worker that dies mid-job loses it after this long, and the job is *stalled*.
+   * Default 30 s (BullMQ's).
+   */
+  lockDurationMs?: number;
+  /**
+   * How often a worker looks for stalled jobs and puts them back to run again (once; a job that
+   * stalls twice is a dead letter). Default 30 s (BullMQ's). A job of a crashed worker runs
+   * again within about `lockDurationMs + stalledIntervalMs`.
+   */
+  stalledIntervalMs?: number;
+}
+
+/** One job as {@link BullmqInbox.getJob} shows it: an {@link InboxJob} and how its last run ended. */
+export interface BullmqInboxJob extends InboxJob {
+  /** For a completed job: the run's outcome (`processed`, `duplicate` or `ignored`). */
+  outcome?: string;
+  /** When it completed or became a dead letter, ISO 8601. */
+  finishedAt?: string;
+}
+
+/** The BullMQ inbox: a {@link ManagedInbox}, its BullMQ queue, and single jobs by id. */
+export interface BullmqInbox extends ManagedInbox {
+  /** The BullMQ queue, e.g. for Bull Board (`new BullMQAdapter(inbox.queue)`). */
+  readonly queue: Queue<StoredDelivery, string>;
+  /** Run the receiver's handlers for the stored deliveries, in this process. */
+  work(receiver: Receiver, options?: BullmqWorkOptions): InboxWorker;
+  /** One job, by its id or by the idempotencyKey it was derived from. */
+  getJob(idOrKey: string): Promise<BullmqInboxJob | undefined>;
+  /** Put one dead letter back to run again; false when there is no such dead letter. */
+  retryJob(idOrKey: string): Promise<boolean>;
+}
+
+/** BullMQ's job types behind each state an inbox lists. */
+const JOB_TYPES: Readonly<Record<InboxJobState, JobType[]>> = {
+  waiting: ['wait', 'prioritized'],
+  delayed: ['delayed'],
+  active: ['active'],
+  completed: ['completed'],
+  failed: ['failed'],
+};
+const STATES = Object.keys(JOB_TYPES) as InboxJobState[];
+
+/** How many jobs one Redis call reads when listing. */
+const PAGE = 500;
+
+const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '#': '%23' };
+
+/**
+ * The BullMQ job id of an idempotencyKey. BullMQ refuses custom ids that contain `:` or that are
+ * integers (`"42"`), so `%`, `:` and `#` are written `%25`, `%3A` and `%23`, and a key that is an
+ * integer gets a leading `#`. Any other key is its own id, so Bull Board shows it as it is. Two
+ * keys never share an id.
+ *
+ * @example
+ * ```ts
+ * inboxJobId('8b0c6a4e-3f0e-4c43-9d59-2b7d0f1c9e11'); // the same string
+ * inboxJobId('order:42'); // 'order%3A42'
+ * inboxJobId('42'); // '#42'
+ * ```
+ */
+export function inboxJobId(idempotencyKey: string): string {
+  const escaped = idempotencyKey.replace(/[%:#]/g, (c) => ESCAPES[c] ?? c);
+  return `${parseInt(escaped, 10)}` === escaped ? `#${escaped}` : escaped;
+}
+
+/** An enqueue in progress, rejected by the shared timer when its budget runs out. */
+class BoundedAdd extends Deadline {
+  aborted = false;
+  constructor(private readonly onExpire: () => void) {
+    super();
+  }
+  expire(): void {
+    this.aborted = true;
+    this.onExpire();
+  }
+}
+
+/** Events of ioredis that end a connection attempt. */
+const STATUS_EVENTS = ['ready', 'close', 'end'] as const;
+
+/**
+ * Create an inbox on BullMQ. `handle()` of a receiver created with it answers 202 `queued` once
+ * the delivery is a job in Redis; `inbox.work(receiver)` runs the handlers, in this process or
+ * in any other that creates the same inbox.
+ *
+ * - Each delivery is one job named after its event, with the whole {@link StoredDelivery} as
+ *   its data (the raw body and its signature: workers verify it again) and the id
+ *   {@link inboxJobId} of its idempotencyKey, so storing the same event twice keeps one job.
+ * - `enqueue` never hangs: it rejects at once while the client is reconnecting or closed,
+ *   waits for a client that is still connecting, and rejects after `enqueueTimeoutMs` in any
+ *   case. An add that still reaches Redis after that (ioredis re-sends a command that was in
+ *   flight when a connection dropped) is harmless: the job id makes it the same job the
+ *   platform's retry stores, and the run lease in the receiver's store keeps it from running
+ *   twice.
+ * - A run that succeeds completes the job; one that cannot succeed (an invalid payload, a
+ *   signature that no longer verifies) is a dead letter at once (BullMQ's `UnrecoverableError`);
+ *   any other failure is retried after `backoffMs`, doubling, and is a dead letter after
+ *   `attempts` runs. Completed jobs are kept `keepCompletedMs`, dead letters `keepFailedMs`.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { createReceiver } from 'schoolhooks';
+ * import { redisStore } from 'schoolhooks/redis';
+ * import { bullmqInbox } from 'schoolhooks/bullmq';
+ *
+ * const connection = new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: null });
+ * const inbox = bullmqInbox({ connection, attempts: 10, backoffMs: 30_000 });
+ * const receiver = createReceiver({ secret, store: redisStore({ client: connection }), inbox });
+ * receiver.on('PaymentCompleted', grantAccess);
+ * const worker = inbox.work(receiver, { concurrency: 10 });
+ * // on shutdown:
+ * await worker.close();
+ * await inbox.close();
+ * ```
+ */
+export function bullmqInbox({
+  connection,
+  queueName = 'schoolhooks',
+  prefix = 'bull',
+  attempts = 10,
+  backoffMs = 30_000,
+  keepCompletedMs = DAY,
+  keepFailedMs = 30 * DAY,
+  enqueueTimeoutMs = 2000,
+  logger,
+}: BullmqInboxOptions): BullmqInbox {
+  if (queueName === '' || queueName.includes(':')) {
+    throw new ConfigError('bullmqInbox: queueName must be a non-empty name without ":"');
+  }
+  if (!Number.isInteger(attempts) || attempts < 1) {
+    throw new ConfigError('bullmqInbox: attempts must be a positive integer');
+  }
+  for (const [name, value] of Object.entries({ backoffMs, keepCompletedMs, keepFailedMs })) {
+    if (!(value >= 0) || !Number.isFinite(value)) {
+      throw new ConfigError(`bullmqInbox: ${name} must be a number of ms, 0 or more`);
+    }
+  }
+  if (!(enqueueTimeoutMs > 0) || !Number.isFinite(enqueueTimeoutMs)) {
+    throw new ConfigError('bullmqInbox: enqueueTimeoutMs must be a positive number of ms');
+  }
+
+  const owned = !isClient(connection);
+  const client: Redis | Cluster = isClient(connection)
+    ? connection
+    : typeof connection === 'string'
+      ? new Redis(connection)
+      : new Redis(connection);
+  const onConnectionError = (error: unknown): void => {
+    logger?.warn({ err: messageOf(error), queue: queueName }, 'inbox connection error');
+  };
+  if (owned) client.on('error', onConnectionError);
+
+  const queue = new Queue<StoredDelivery, string>(queueName, { connection: client, prefix });
+  queue.on('error', onConnectionError);
+  const jobOptions = {
+    attempts,
+    backoff: { type: 'exponential', delay: backoffMs },
+    // BullMQ counts these ages in seconds; it drops old jobs as later ones finish.
+    removeOnComplete: { age: Math.ceil(keepCompletedMs / 1000) },
+    removeOnFail: { age: Math.ceil(keepFailedMs / 1000) },
+  } as const;
+  // One timer for every enqueue in flight: they share enqueueTimeoutMs.
+  const deadlines = new DeadlineQueue(enqueueTimeoutMs);
+  const workers = new Set<InboxWorker>();
+  let statusChange: Promise<void> | undefined;
+  let closed = false;
+
+  /** Resolves once the client is ready: waits while it connects, fails while it reconnects. */
+  async function connected(call: BoundedAdd): Promise<void> {
+    for (;;) {
+      const { status } = client;
+      if (status === 'ready') return;
+      if (status === 'wait') client.connect().catch(noop);
+      else if (status !== 'connecting' && status !== 'connect') throw notReady();
+      await nextStatusChange();
+      if (call.aborted) throw notReady();
+    }
+  }
+
+  function nextStatusChange(): Promise<void> {
+    statusChange ??= new Promise<void>((resolve) => {
+      const settle = (): void => {
+        for (const event of STATUS_EVENTS) client.off(event, settle);
+        statusChange = undefined;
+        resolve();
+      };
+      for (const event of STATUS_EVENTS) client.on(event, settle);
+    });
+    return statusChange;
+  }
+
+  function notReady(): Error {
+    return new Error(`the Redis client of the inbox is not ready (status: ${client.status})`);
+  }
+
+  async function add(delivery: StoredDelivery, call: BoundedAdd): Promise<void> {
+    if (client.status !== 'ready') await connected(call);
+    if (call.aborted) return;
+    // A job with this id already there (a retry of the same event) is left as it is.
+    await queue.add(delivery.event, delivery, {
+      ...jobOptions,
+      jobId: inboxJobId(delivery.idempotencyKey),
+    });
+  }
+
+  async function findJob(idOrKey: string): Promise<Job<StoredDelivery, string> | undefined> {
+    const job = await queue.getJob(idOrKey);
+    if (job !== undefined) return job;
+    const derived = inboxJobId(idOrKey);
+    return derived === idOrKey ? undefined : queue.getJob(derived);
+  }
+
+  const inbox: BullmqInbox = {
+    queue,
+
+    enqueue(delivery) {
+      if (closed) return Promise.reject(new Error('the inbox is closed'));
+      return new Promise<void>((resolve, reject) => {
+        const call = new BoundedAdd(() =>
+          reject(new Error(`Redis did not store the job within ${enqueueTimeoutMs} ms`)),
+        );
+        deadlines.add(call);
+        add(delivery, call).then(
+          () => {
+            if (call.aborted) return;
+            deadlines.remove(call);
+            resolve();
+          },
+          (error: unknown) => {
+            if (call.aborted) return;
+            deadlines.remove(call);
+            reject(error instanceof Error ? error : new Error(String(error)));
+          },
+        );
+      });
+    },
+
+    work(receiver, { concurrency = 1, lockDurationMs, stalledIntervalMs } = {}) {
+      if (closed) throw new ConfigError('bullmqInbox: the inbox is closed');
+      if (!Number.isInteger(concurrency) || concurrency < 1) {
+        throw new ConfigError('bullmqInbox: concurrency must be a positive integer');
+      }
+      const template = blockingTemplate(client);
+      const worker = new Worker<StoredDelivery, string>(
+        queueName,
+        async (job) => {
+          const result = await receiver.processStored(job.data, {
+            attempt: job.attemptsMade + 1,
+          });
+          if (result.ok) return result.outcome;
+          const reason = result.reason ?? result.outcome;
+          // Retrying cannot help (an invalid payload): a dead letter now, for retryFailed later.
+          if (!result.retry) throw new UnrecoverableError(reason);
+          throw new Error(reason);
+        },
+        {
+          connection: template,
+          prefix,
+          concurrency,
+          ...(lockDurationMs === undefined ? {} : { lockDuration: lockDurationMs }),
+          ...(stalledIntervalMs === undefined ? {} : { stalledInterval: stalledIntervalMs }),
+        },
+      );
+      worker.on('error', onConnectionError);
+      let closing: Promise<void> | undefined;
+      const handle: InboxWorker = {
+        close() {
+          closing ??= worker.close().finally(() => {
+            workers.delete(handle);
+            template.disconnect();
+          });
+          return closing;
+        },
+      };
+      workers.add(handle);
+      return handle;
+    },
+
+    async retryFailed({ event }: { event?: string } = {}) {
+      let count = 0;
+      for (const job of await allJobs(['failed'])) {
+        if (event !== undefined && job.data.event !== event) continue;
+        if (await retryOne(job)) count++;
+      }
+      return count;
+    },
+
+    async jobs({ state }: { state?: InboxJobState } = {}) {
+      const list: InboxJob[] = [];
+      for (const one of state === undefined ? STATES : [state]) {
+        for (const job of await allJobs(JOB_TYPES[one])) list.push(listed(job, one));
+      }
+      return list;
+    },
+
+    async getJob(idOrKey) {
+      const job = await findJob(idOrKey);
+      if (job === undefined) return undefined;
+      const state = stateOf(await job.getState());
+      if (state === undefined) return undefined;
+      const shown: BullmqInboxJob = listed(job, state);
+      if (state === 'completed' && typeof job.returnvalue === 'string') {
+        shown.outcome = job.returnvalue;
+      }
+      if (job.finishedOn) shown.finishedAt = new Date(job.finishedOn).toISOString();
+      return shown;
+    },
+
+    async retryJob(idOrKey) {
+      const job = await findJob(idOrKey);
+      return job !== undefined && (await retryOne(job));
+    },
+
+    async close() {
+      closed = true;
+      await Promise.all([...workers].map((worker) => worker.close()));
+      await queue.close();
+      if (owned) {
+        try {
+          await client.quit();
+        } catch {
+          client.disconnect();
+        }
+      }
+    },
+  };
+  return inbox;
+
+  /** Every job of some BullMQ types, oldest first, read a page at a time. */
+  async function allJobs(types: JobType[]): Promise<Job<StoredDelivery, string>[]> {
+    const found: Job<StoredDelivery, string>[] = [];
+    for (let start = 0; ; start += PAGE) {
+      const page = await queue.getJobs(types, start, start + PAGE - 1, true);
+      // A job removed between the range read and the fetch comes back empty.
+      for (const job of page) if (job) found.push(job);
+      if (page.length < PAGE) return found;
+    }
+  }
+}
+
+/** Move one dead letter back to wait, with all its attempts again; false if it is not one. */
+async function retryOne(job: Job<StoredDelivery, string>): Promise<boolean> {
+  try {
+    await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+    return true;
+  } catch {
+    // No longer a dead letter (retried meanwhile, or removed): not counted.
+    return false;
+  }
+}
+
+function listed(job: Job<StoredDelivery, string>, state: InboxJobState): InboxJob {
+  const data: Partial<StoredDelivery> = job.data ?? {};
+  const listing: InboxJob = {
+    id: job.id ?? '',
+    event: data.event ?? job.name,
+    idempotencyKey: data.idempotencyKey ?? '',
+    state,
+    attemptsMade: job.attemptsMade,
+    receivedAt: data.receivedAt ?? new Date(job.timestamp).toISOString(),
+  };
+  // A completed job keeps the reason of a failed run before it; it no longer explains anything.
+  if (state !== 'completed' && job.failedReason) listing.reason = job.failedReason;
+  return listing;
+}
+
+function stateOf(state: string): InboxJobState | undefined {
+  for (const one of STATES) if ((JOB_TYPES[one] as string[]).includes(state)) return one;
+  // `waiting` is how getState() names jobs of the `wait` list.
+  return state === 'waiting' || state === 'waiting-children' ? 'waiting' : undefined;
+}
+
+/** An ioredis client rather than connection options. */
+function isClient(connection: BullmqInboxOptions['connection']): connection is Redis | Cluster {
+  return (
+    typeof connection === 'object' &&
+    typeof (connection as Partial<Redis>).duplicate === 'function' &&
+    typeof (connection as Partial<Redis>).status === 'string'
+  );
+}
+
+/**
+ * A client for BullMQ to copy a worker's connections from: the inbox's client with
+ * `maxRetriesPerRequest: null` (BullMQ blocks on them, and refuses anything else). It never
+ * connects itself: it is made lazy, and its options then say "connect at once", which is what
+ * BullMQ's copies of it (`duplicate()` copies the options) do.
+ */
+function blockingTemplate(client: Redis | Cluster): Redis | Cluster {
+  const template = client.isCluster
+    ? (client as Cluster).duplicate(undefined, {
+        lazyConnect: true,
+        redisOptions: { ...(client as Cluster).options.redisOptions, maxRetriesPerRequest: null },
+      })
+    : (client as Redis).duplicate({ lazyConnect: true, maxRetriesPerRequest: null });
+  template.options.lazyConnect = false;
+  return template;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function noop(): void {}

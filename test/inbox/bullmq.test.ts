@@ -1,0 +1,395 @@
+/**
+ * bullmqInbox on real Redis and real BullMQ, with deliveries over real HTTP (the node adapter on a
+ * loopback server, and fetch). Every test has a queue name and prefixes of its own, so parallel
+ * runs never meet.
+ */
+
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { nodeListener } from '../../adapters/node.js';
+import {
+  createReceiver,
+  memoryStore,
+  paymentCompletedDataSchema,
+  type Receiver,
+  type ReceiverOptions,
+  type SchoolhooksError,
+  type StoredDelivery,
+} from '../../src/index.js';
+import { bullmqInbox, inboxJobId, type BullmqInbox } from '../../src/inbox/bullmq.js';
+import { redisStore } from '../../src/stores/redis.js';
+import {
+  createTestDelivery,
+  fixtureDelivery,
+  SECRET,
+  type Delivery,
+} from '../helpers/deliveries.js';
+import { startRedisServer, useTestRedis, type TestRedis } from '../helpers/redis.js';
+
+let redis: TestRedis;
+let client: Redis;
+const run = randomUUID().slice(0, 8);
+/** What each test opened, closed after it whatever happened. */
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  redis = await useTestRedis();
+  client = new Redis(redis.url);
+});
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+});
+
+afterAll(async () => {
+  client?.disconnect();
+  await redis?.close();
+});
+
+/** A queue of its own, and its keys removed afterwards. */
+function newInbox(
+  options: Partial<Parameters<typeof bullmqInbox>[0]> = {},
+  connection: Parameters<typeof bullmqInbox>[0]['connection'] = client,
+): BullmqInbox {
+  const inbox = bullmqInbox({
+    connection,
+    queueName: `inbox-${randomUUID()}`,
+    prefix: `test-bull-${run}`,
+    backoffMs: 10,
+    ...options,
+  });
+  cleanups.push(async () => {
+    await inbox.queue.obliterate({ force: true }).catch(() => {});
+    await inbox.close();
+  });
+  return inbox;
+}
+
+function newReceiver(inbox: BullmqInbox, options: Partial<ReceiverOptions> = {}) {
+  const errors: SchoolhooksError[] = [];
+  const receiver = createReceiver({
+    secret: SECRET,
+    store: redisStore({ client, prefix: `test-inbox-${run}:${randomUUID()}:` }),
+    inbox,
+    ...options,
+  });
+  receiver.onError((error) => {
+    errors.push(error);
+  });
+  return { receiver, errors };
+}
+
+/** The receiver behind node:http on a loopback port; resolves to its URL. */
+async function serve(receiver: Receiver): Promise<string> {
+  const server: Server = createServer(nodeListener(receiver));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+}
+
+async function post(url: string, delivery: Delivery) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: delivery.headers,
+    body: delivery.body,
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** Waits until `check` passes, polling: workers run in their own time. */
+function eventually<T>(check: () => Promise<T> | T, timeout = 10_000): Promise<T> {
+  return vi.waitFor(check, { timeout, interval: 25 });
+}
+
+describe('inboxJobId', () => {
+  it('keeps an ordinary key, and escapes what BullMQ refuses in an id', () => {
+    expect(inboxJobId('8b0c6a4e-3f0e-4c43-9d59-2b7d0f1c9e11')).toBe(
+      '8b0c6a4e-3f0e-4c43-9d59-2b7d0f1c9e11',
+    );
+    expect(inboxJobId('order:42')).toBe('order%3A42');
+    expect(inboxJobId('a:b:c')).toBe('a%3Ab%3Ac');
+    expect(inboxJobId('42')).toBe('#42');
+    expect(inboxJobId('-7')).toBe('#-7');
+    expect(inboxJobId('042')).toBe('042');
+  });
+
+  it('never gives two keys one id', () => {
+    const keys = ['42', '#42', '%2342', '%', '%25', ':', '%3A', '#', '%23', 'a:b', 'a%3Ab'];
+    const ids = keys.map(inboxJobId);
+    expect(new Set(ids).size).toBe(keys.length);
+  });
+});
+
+describe('bullmqInbox: the HTTP side', () => {
+  it('answers 202 before any worker runs, a worker started later processes it once, a repeat is 200 duplicate', async () => {
+    const inbox = newInbox();
+    const { receiver } = newReceiver(inbox);
+    const effects: string[] = [];
+    receiver.on('UserSignedIn', (event, ctx) => {
+      effects.push(`${event.idempotencyKey}@${ctx.attempt}`);
+    });
+    const url = await serve(receiver);
+    const delivery = createTestDelivery('UserSignedIn', { user: { id: 1 } });
+    const key = delivery.idempotencyKey;
+
+    expect(await post(url, delivery)).toEqual({
+      status: 202,
+      body: { ok: true, outcome: 'queued', idempotencyKey: key },
+    });
+    expect(await inbox.jobs()).toMatchObject([
+      { id: key, event: 'UserSignedIn', idempotencyKey: key, state: 'waiting', attemptsMade: 0 },
+    ]);
+    expect(await post(url, delivery)).toMatchObject({
+      status: 200,
+      body: { outcome: 'duplicate' },
+    });
+    expect(effects).toEqual([]);
+
+    const worker = inbox.work(receiver, { concurrency: 2 });
+    cleanups.push(() => worker.close());
+    await eventually(async () => expect(await inbox.jobs({ state: 'completed' })).toHaveLength(1));
+    expect(effects).toEqual([`${key}@1`]);
+    expect(await inbox.getJob(key)).toMatchObject({
+      id: key,
+      state: 'completed',
+      outcome: 'processed',
+      attemptsMade: expect.any(Number),
+      finishedAt: expect.stringMatching(/^\d{4}-/),
+    });
+    // Still a duplicate once processed; nothing more is stored or run.
+    expect((await post(url, delivery)).body['outcome']).toBe('duplicate');
+    expect(await inbox.jobs()).toHaveLength(1);
+    expect(effects).toHaveLength(1);
+  });
+
+  it('keeps one job for one key however often it is enqueued', async () => {
+    const inbox = newInbox();
+    const delivery = createTestDelivery();
+    const stored: StoredDelivery = {
+      body: delivery.body,
+      signature: delivery.headers['signature']!,
+      event: 'UserSignedIn',
+      idempotencyKey: `order:${delivery.idempotencyKey}`,
+      receivedAt: new Date().toISOString(),
+    };
+    await Promise.all([inbox.enqueue(stored), inbox.enqueue(stored), inbox.enqueue(stored)]);
+    await inbox.enqueue(stored);
+    const jobs = await inbox.jobs();
+    expect(jobs.map((job) => job.id)).toEqual([inboxJobId(stored.idempotencyKey)]);
+    // Found by its id or by its key; the listing never holds the body or the signature.
+    expect(await inbox.getJob(stored.idempotencyKey)).toMatchObject({ state: 'waiting' });
+    expect(await inbox.getJob(jobs[0]!.id)).toMatchObject({ state: 'waiting' });
+    expect(JSON.stringify(jobs)).not.toContain(stored.signature);
+    expect(JSON.stringify(jobs)).not.toContain('"body"');
+    expect(await inbox.getJob('no-such-key')).toBeUndefined();
+  });
+
+  it('rejects enqueue once closed', async () => {
+    const inbox = newInbox();
+    await inbox.close();
+    const delivery = createTestDelivery();
+    await expect(
+      inbox.enqueue({
+        body: delivery.body,
+        signature: delivery.headers['signature']!,
+        event: 'UserSignedIn',
+        idempotencyKey: delivery.idempotencyKey,
+        receivedAt: new Date().toISOString(),
+      }),
+    ).rejects.toThrow('closed');
+  });
+});
+
+describe('bullmqInbox: the worker side', () => {
+  it('dead-letters an invalid payload at once, never running a handler, and replays it after a fix', async () => {
+    const inbox = newInbox();
+    const { receiver, errors } = newReceiver(inbox);
+    const handler = vi.fn();
+    receiver.on('PaymentCompleted', handler);
+    const url = await serve(receiver);
+    // The full fixture, with one field of a type the schema does not read.
+    const delivery = fixtureDelivery('PaymentCompleted', (data) => {
+      const payment = data['payment'] as { invoice: Record<string, unknown> };
+      payment.invoice['totalAmount'] = '4990.00';
+    });
+    expect((await post(url, delivery)).status).toBe(202);
+
+    const worker = inbox.work(receiver);
+    cleanups.push(() => worker.close());
+    const [dead] = await eventually(async () => {
+      const failed = await inbox.jobs({ state: 'failed' });
+      expect(failed).toHaveLength(1);
+      return failed;
+    });
+    expect(dead).toMatchObject({ idempotencyKey: delivery.idempotencyKey, attemptsMade: 1 });
+    expect(dead?.reason).toBe(
+      'invalid_payload: PaymentCompleted payload failed validation at data.payment.invoice.totalAmount: Invalid input: expected number, received string',
+    );
+    expect(handler).not.toHaveBeenCalled();
+    expect(errors.map((error) => error.code)).toContain('invalid_payload');
+    await worker.close();
+
+    // The fix: a receiver whose schema reads this payload, as an upgrade would bring.
+    const lenient = paymentCompletedDataSchema.extend({
+      payment: paymentCompletedDataSchema.shape.payment.extend({
+        invoice: paymentCompletedDataSchema.shape.payment.shape.invoice.extend({
+          totalAmount: z.union([z.number(), z.string()]),
+        }),
+      }),
+    });
+    const { receiver: fixed } = newReceiver(inbox, { schemas: { PaymentCompleted: lenient } });
+    const effects: string[] = [];
+    fixed.on('PaymentCompleted', (event) => {
+      effects.push(event.idempotencyKey);
+    });
+    const fixedWorker = inbox.work(fixed);
+    cleanups.push(() => fixedWorker.close());
+    expect(await inbox.retryFailed({ event: 'UserSignedIn' })).toBe(0);
+    expect(await inbox.retryFailed({ event: 'PaymentCompleted' })).toBe(1);
+    await eventually(async () => expect(await inbox.jobs({ state: 'completed' })).toHaveLength(1));
+    expect(effects).toEqual([delivery.idempotencyKey]);
+    expect(await inbox.retryFailed()).toBe(0);
+    expect(handler).not.toHaveBeenCalled();
+  });
+
+  it('retries a failing handler with backoff: it succeeds on attempt 3, its effect once', async () => {
+    const inbox = newInbox({ backoffMs: 20 });
+    const { receiver, errors } = newReceiver(inbox);
+    const effects: string[] = [];
+    const attempts: number[] = [];
+    receiver.on('UserSignedIn', (event, ctx) => {
+      attempts.push(ctx.attempt);
+      if (ctx.attempt < 3) throw new Error(`CRM is down (attempt ${ctx.attempt})`);
+      effects.push(event.idempotencyKey);
+    });
+    const url = await serve(receiver);
+    const delivery = createTestDelivery();
+    expect((await post(url, delivery)).status).toBe(202);
+    const worker = inbox.work(receiver);
+    cleanups.push(() => worker.close());
+    await eventually(async () => expect(await inbox.jobs({ state: 'completed' })).toHaveLength(1));
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(effects).toEqual([delivery.idempotencyKey]);
+    expect(errors.filter((error) => error.code === 'handler_failed')).toHaveLength(2);
+  });
+
+  it('shows a retried job as delayed with its reason, and dead-letters it after `attempts`', async () => {
+    const inbox = newInbox({ attempts: 3, backoffMs: 200 });
+    const { receiver } = newReceiver(inbox);
+    let runs = 0;
+    receiver.on('UserSignedIn', () => {
+      runs++;
+      throw new Error('CRM is down');
+    });
+    const url = await serve(receiver);
+    const delivery = createTestDelivery();
+    await post(url, delivery);
+    const worker = inbox.work(receiver);
+    cleanups.push(() => worker.close());
+    const [delayed] = await eventually(async () => {
+      const list = await inbox.jobs({ state: 'delayed' });
+      expect(list).toHaveLength(1);
+      return list;
+    });
+    expect(delayed).toMatchObject({ attemptsMade: 1, reason: 'handler_failed: CRM is down' });
+    const [dead] = await eventually(async () => {
+      const list = await inbox.jobs({ state: 'failed' });
+      expect(list).toHaveLength(1);
+      return list;
+    });
+    expect(dead).toMatchObject({
+      idempotencyKey: delivery.idempotencyKey,
+      attemptsMade: 3,
+      reason: 'handler_failed: CRM is down',
+    });
+    expect(runs).toBe(3);
+    // One dead letter back, with all its attempts again.
+    expect(await inbox.retryJob(delivery.idempotencyKey)).toBe(true);
+    expect(await inbox.retryJob(delivery.idempotencyKey)).toBe(false);
+    await eventually(() => expect(runs).toBe(6));
+    await eventually(async () => expect(await inbox.jobs({ state: 'failed' })).toHaveLength(1));
+  });
+});
+
+describe('bullmqInbox: when Redis fails', () => {
+  it('answers 503 inbox_unavailable within seconds while Redis is stopped, and queues the retry once it is back', async () => {
+    const server = await startRedisServer();
+    cleanups.push(() => server.close());
+    const connection = new Redis(server.url, { retryStrategy: () => 50 });
+    connection.on('error', () => {});
+    cleanups.push(async () => connection.disconnect());
+    const inbox = newInbox({}, connection);
+    // The store lives elsewhere: only the inbox loses its Redis here.
+    const { receiver, errors } = newReceiver(inbox, { store: memoryStore() });
+    const url = await serve(receiver);
+    await inbox.jobs(); // connected
+
+    await server.stop();
+    const delivery = createTestDelivery();
+    const startedAt = performance.now();
+    const refused = await post(url, delivery);
+    const elapsedMs = performance.now() - startedAt;
+    expect(refused).toEqual({
+      status: 503,
+      body: { ok: false, outcome: 'inbox_unavailable', idempotencyKey: delivery.idempotencyKey },
+    });
+    expect(elapsedMs).toBeLessThan(5000);
+    expect(errors.map((error) => error.code)).toEqual(['inbox_unavailable']);
+
+    // The platform retries later; by then Redis is back (empty: nothing was acknowledged).
+    await server.start();
+    await eventually(() => expect(connection.status).toBe('ready'));
+    expect(await inbox.jobs()).toEqual([]);
+    expect((await post(url, delivery)).body).toMatchObject({ outcome: 'queued' });
+    expect(await inbox.jobs()).toMatchObject([{ idempotencyKey: delivery.idempotencyKey }]);
+  });
+
+  it('answers 503 after enqueueTimeoutMs from a Redis that stops answering; the late add is the same job as the retry', async () => {
+    const server = await startRedisServer();
+    cleanups.push(async () => {
+      server.resume();
+      await server.close();
+    });
+    const connection = new Redis(server.url);
+    connection.on('error', () => {});
+    cleanups.push(async () => connection.disconnect());
+    const inbox = newInbox({ enqueueTimeoutMs: 300 }, connection);
+    const { receiver } = newReceiver(inbox, { store: memoryStore() });
+    const url = await serve(receiver);
+    await inbox.jobs();
+
+    server.pause();
+    const delivery = createTestDelivery();
+    const startedAt = performance.now();
+    expect((await post(url, delivery)).body['outcome']).toBe('inbox_unavailable');
+    const elapsedMs = performance.now() - startedAt;
+    expect(elapsedMs).toBeGreaterThanOrEqual(290);
+    expect(elapsedMs).toBeLessThan(3000);
+
+    server.resume();
+    // The add that timed out still reaches Redis once it answers again: one job...
+    await eventually(async () => expect(await inbox.jobs()).toHaveLength(1));
+    // ...which the platform's retry finds, instead of storing a second one.
+    expect((await post(url, delivery)).body['outcome']).toBe('queued');
+    expect(await inbox.jobs()).toMatchObject([{ idempotencyKey: delivery.idempotencyKey }]);
+  });
+
+  it('makes and closes its own client from a redis:// URL', async () => {
+    const inbox = newInbox({}, redis.url);
+    const delivery = createTestDelivery();
+    await inbox.enqueue({
+      body: delivery.body,
+      signature: delivery.headers['signature']!,
+      event: 'UserSignedIn',
+      idempotencyKey: delivery.idempotencyKey,
+      receivedAt: new Date().toISOString(),
+    });
+    expect(await inbox.jobs({ state: 'waiting' })).toHaveLength(1);
+    await inbox.queue.obliterate({ force: true });
+    await inbox.close();
+  });
+});
