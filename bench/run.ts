@@ -168,7 +168,8 @@ async function startServer(
   const child = start(
     SERVER_CORE,
     'server.ts',
-    [id, `${runTag}-${kind}`],
+    // A namespace per server: each server's keys start over, and two on Redis must not meet.
+    [id, `${runTag}-${kind}-${id}`],
     // One file per thread (tsx's loader runs on its own); the largest is the main thread's.
     profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}/${id}-${kind}`] : [],
   );

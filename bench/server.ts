@@ -109,17 +109,19 @@ async function octokitServer(): Promise<Server> {
 // schoolhooks: the core with a handler for both events (so each is validated, claimed, run and
 // completed), behind each adapter.
 
-async function schoolhooksReceiver(store: 'memory' | 'redis', telemetry = false) {
+async function schoolhooksReceiver(store: 'memory' | 'redis' | 'redis+inbox', telemetry = false) {
   const { createReceiver } = await import('../src/index.js');
   let storeOption = {};
   const telemetryOption = telemetry ? { telemetry: await recordingTelemetry() } : {};
-  if (store === 'redis') {
+  if (store !== 'memory') {
     const { Redis } = await import('ioredis');
     const { redisStore } = await import('../src/stores/redis.js');
     // ioredis's defaults (enableAutoPipelining measured no better here: the two commands of a
     // delivery are sequential, and concurrent deliveries rarely send in the same tick).
     const client = new Redis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379');
     storeOption = { store: redisStore({ client, prefix: REDIS_PREFIX, namespace }) };
+    if (store === 'redis+inbox')
+      storeOption = { ...storeOption, inbox: await countedInbox(client) };
   }
   const receiver = createReceiver({
     secret: SECRET,
@@ -143,7 +145,31 @@ async function schoolhooksReceiver(store: 'memory' | 'redis', telemetry = false)
 /** Keys the benchmark writes to Redis start with this; bench/run.ts deletes them at the end. */
 const REDIS_PREFIX = 'schoolhooks-bench:';
 
-async function nodeAdapter(store: 'memory' | 'redis', telemetry = false): Promise<Server> {
+/**
+ * The HTTP side of an inbox: every delivery stored as a BullMQ job (no worker runs here); the
+ * jobs are counted as they are stored, as the other servers count handler runs.
+ */
+async function countedInbox(client: import('ioredis').Redis) {
+  const { bullmqInbox } = await import('../src/inbox/bullmq.js');
+  const inbox = bullmqInbox({
+    connection: client,
+    queueName: `inbox-${namespace}`,
+    // Under REDIS_PREFIX, so bench/run.ts deletes the jobs with the store's keys.
+    prefix: `${REDIS_PREFIX}bull`,
+    keepCompletedMs: 3_600_000,
+  });
+  return {
+    async enqueue(delivery: Parameters<typeof inbox.enqueue>[0]) {
+      await inbox.enqueue(delivery);
+      handled++;
+    },
+  };
+}
+
+async function nodeAdapter(
+  store: 'memory' | 'redis' | 'redis+inbox',
+  telemetry = false,
+): Promise<Server> {
   const { nodeListener } = await import('../adapters/node.js');
   const receiver = await schoolhooksReceiver(store, telemetry);
   return createServer(nodeListener(receiver, { path: BENCH_PATH }));
@@ -243,6 +269,7 @@ const factories: Record<ServerId, () => Promise<Server>> = {
   fetch: fetchAdapter,
   'node-redis': () => nodeAdapter('redis'),
   'node-otel': () => nodeAdapter('memory', true),
+  'node-inbox': () => nodeAdapter('redis+inbox'),
   octokit: octokitServer,
   'express-hand': expressHandWritten,
   'hono-hand': honoHandWritten,

@@ -13,6 +13,7 @@ export const SERVER_IDS = [
   'hono',
   'fetch',
   'node-redis',
+  'node-inbox',
   'node-otel',
   'octokit',
   'express-hand',
@@ -41,6 +42,10 @@ export const SERVERS: Record<ServerId, { label: string; style: SignatureStyle }>
     style: 'schoolhooks',
   },
   'node-redis': { label: '(c) schoolhooks node adapter + redisStore', style: 'schoolhooks' },
+  'node-inbox': {
+    label: '(c) node adapter + redisStore + bullmqInbox (202 once the job is in Redis)',
+    style: 'schoolhooks',
+  },
   'node-otel': {
     label: '(b) node adapter + memoryStore + openTelemetry (SDK, batch spans, no-op export)',
     style: 'schoolhooks',
