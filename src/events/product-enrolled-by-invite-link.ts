@@ -4,16 +4,62 @@
  * @module
  */
 
-import type { z } from 'zod';
+import { z } from 'zod';
 import { looseIdSchema } from './entities.js';
 import { productEnrolledToFreeDataSchema } from './product-enrolled-to-free.js';
 
+/** True when the invite link is named in `inviteLinkId` or in `access.meta.inviteLinkId`. */
+function namesInviteLink(data: {
+  inviteLinkId?: unknown;
+  access?: { meta?: { inviteLinkId?: unknown } | null | undefined } | null | undefined;
+}): boolean {
+  return (
+    (data.inviteLinkId !== undefined && data.inviteLinkId !== null) ||
+    (data.access?.meta?.inviteLinkId !== undefined && data.access.meta.inviteLinkId !== null)
+  );
+}
+
+/** A JSON Schema value that is present and not null. */
+const PRESENT = { not: { type: 'null' } };
+
 /**
  * `data` of `ProductEnrolledByInviteLink` (interface 6): the contract of `ProductEnrolledToFree`
- * plus the required `inviteLinkId` (also found in `access.meta.inviteLinkId`).
+ * plus the invite link, in `inviteLinkId` or in `access.meta.inviteLinkId`: one of the two is the
+ * spine (DESIGN 3), so a payload naming neither is refused.
+ *
+ * @example
+ * ```ts
+ * const data = productEnrolledByInviteLinkDataSchema.parse(event.data);
+ * const link = data.inviteLinkId ?? data.access?.meta?.inviteLinkId;
+ * ```
  */
-export const productEnrolledByInviteLinkDataSchema = productEnrolledToFreeDataSchema.extend({
-  inviteLinkId: looseIdSchema,
-});
+export const productEnrolledByInviteLinkDataSchema = productEnrolledToFreeDataSchema
+  .extend({ inviteLinkId: looseIdSchema.nullish() })
+  .refine(namesInviteLink, {
+    message: 'an invite-link enrollment names its link in inviteLinkId or access.meta.inviteLinkId',
+    path: ['inviteLinkId'],
+  })
+  // The same rule for the JSON Schema, which cannot carry a refinement.
+  .meta({
+    anyOf: [
+      { required: ['inviteLinkId'], properties: { inviteLinkId: PRESENT } },
+      {
+        required: ['access'],
+        properties: {
+          access: {
+            type: 'object',
+            required: ['meta'],
+            properties: {
+              meta: {
+                type: 'object',
+                required: ['inviteLinkId'],
+                properties: { inviteLinkId: PRESENT },
+              },
+            },
+          },
+        },
+      },
+    ],
+  });
 /** `data` of `ProductEnrolledByInviteLink`. */
 export type ProductEnrolledByInviteLinkData = z.infer<typeof productEnrolledByInviteLinkDataSchema>;

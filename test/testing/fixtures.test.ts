@@ -30,10 +30,10 @@ describe('fixtures', () => {
   it('hands out a fresh copy every time', () => {
     const first = fixtures.PaymentCompleted();
     first.payment.invoice.totalAmount = -1;
-    first.payment.invoice.products.length = 0;
+    first.payment.invoice.products!.length = 0;
     const second = fixtures.PaymentCompleted();
     expect(second.payment.invoice.totalAmount).not.toBe(-1);
-    expect(second.payment.invoice.products.length).toBeGreaterThan(0);
+    expect(second.payment.invoice.products?.length).toBeGreaterThan(0);
   });
 
   it('deep-merges overrides, keeping every field they do not name', () => {
