@@ -4,7 +4,7 @@
  * @module
  */
 
-import { z } from 'zod';
+import type { z } from 'zod';
 import { looseIdSchema } from './entities.js';
 import { productEnrolledToFreeDataSchema } from './product-enrolled-to-free.js';
 
