@@ -90,6 +90,29 @@ describe('fixtures', () => {
     // @ts-expect-error -- the user is not nullable
     fixtures.UserSignedUp({ user: null });
   });
+
+  it('types overrides as the schemas accept them: null where allowed, any string in an open union', () => {
+    const data = fixtures.PaymentCompleted({
+      payment: {
+        acquiring: null,
+        invoice: { meta: null, currency: 'Kzt', user: { email: null, profile: null } },
+      },
+    });
+    expect(eventDataSchemas.PaymentCompleted.safeParse(data).success).toBe(true);
+    expect([data.payment.invoice.user.email, data.payment.acquiring]).toEqual([null, null]);
+    expectTypeOf(data.payment.invoice.user.email).toEqualTypeOf<string | null | undefined>();
+    const later = fixtures.PaymentCompleted({ payment: { invoice: { currency: 'Btc' } } });
+    expect(eventDataSchemas.PaymentCompleted.safeParse(later).success).toBe(true);
+    // @ts-expect-error -- totalAmount is part of the spine: never null
+    fixtures.PaymentCompleted({ payment: { invoice: { totalAmount: null } } });
+    // @ts-expect-error -- released may be absent but is never null
+    fixtures.PaymentCompleted({ payment: { released: null } });
+    // @ts-expect-error -- a lesson status is one of the six of interface 3.1
+    fixtures.CourseProgressChanged({ status: 'Finished' });
+    expectTypeOf(sparseFixtures.CertificateIssued().certificate.link).toBeString();
+    expectTypeOf(fixtureVariants.phoneOnlyStudent()).toEqualTypeOf<EventData<'UserSignedUp'>>();
+    expectTypeOf(fixtureVariants.phoneOnlyStudent.event).toEqualTypeOf<'UserSignedUp'>();
+  });
 });
 
 describe('sparseFixtures', () => {
