@@ -31,18 +31,16 @@ import { z } from 'zod';
 // literals into, so editors still offer them.
 export type OpenUnion<Known extends string> = Known | (string & Record<never, never>);
 
+/** Every open union is this one string schema at run time: its known values are types only. */
+const anyString = z.string();
+
 /**
- * A string schema typed as an open union of `known`. At run time it is a plain `z.string()` (one
- * `typeof` in the compiled check); the known values go into the JSON Schema as `examples`.
+ * A string schema typed as an open union of `Known`. At run time it is a plain `z.string()` (one
+ * `typeof` in the compiled check, and `{ "type": "string" }` in the JSON Schema, which is exactly
+ * what it accepts); the known values live in the types only, so they cost the bundle nothing.
  */
-function openUnion<const Known extends readonly string[]>(
-  known: Known,
-): z.ZodType<OpenUnion<Known[number]>, OpenUnion<Known[number]>> {
-  const schema = z.string().meta({
-    description: `Known values: ${known.join(', ')}. Any other string is accepted too.`,
-    examples: [...known],
-  });
-  return schema as unknown as z.ZodType<OpenUnion<Known[number]>, OpenUnion<Known[number]>>;
+function openUnion<Known extends string>(): z.ZodType<OpenUnion<Known>, OpenUnion<Known>> {
+  return anyString as unknown as z.ZodType<OpenUnion<Known>, OpenUnion<Known>>;
 }
 
 // Building blocks, kept private: the public surface is the entity schemas below.
@@ -51,6 +49,20 @@ function openUnion<const Known extends readonly string[]>(
 const entityId = z.number().int();
 /** ISO 8601 strings, deliberately unchecked (see the module comment). */
 const timestamp = z.string();
+// Field schemas shared by many entities: a Zod schema is immutable, so one instance serves every
+// field of its kind (and keeps the core bundle small).
+const text = z.string().optional();
+const maybeText = z.string().nullish();
+const flag = z.boolean().optional();
+const maybeFlag = z.boolean().nullish();
+const amount = z.number().optional();
+const maybeAmount = z.number().nullish();
+const time = timestamp.optional();
+const maybeTime = timestamp.nullish();
+const optionalId = entityId.optional();
+const maybeId = entityId.nullish();
+const anything = z.unknown().optional();
+
 /** An object whose keys the interface does not list. */
 const record = z.record(z.string(), z.unknown());
 /** An array whose items the interface does not describe. */
@@ -62,10 +74,10 @@ const list = z.array(z.unknown());
  */
 const stored = {
   id: entityId,
-  createdAt: timestamp.optional(),
-  updatedAt: timestamp.optional(),
-  deletedAt: timestamp.nullish(),
-  archivedAt: timestamp.nullish(),
+  createdAt: time,
+  updatedAt: time,
+  deletedAt: maybeTime,
+  archivedAt: maybeTime,
 };
 
 /**
@@ -78,25 +90,25 @@ export type LooseId = z.infer<typeof looseIdSchema>;
 
 /** Currencies the platform names (product, invoice, discount). */
 export type Currency = OpenUnion<'Free' | 'Exes' | 'Rub' | 'Uzs' | 'Kzt' | 'Usd' | 'Eur'>;
-const currencySchema = openUnion(['Free', 'Exes', 'Rub', 'Uzs', 'Kzt', 'Usd', 'Eur']);
+const currencySchema = openUnion<'Free' | 'Exes' | 'Rub' | 'Uzs' | 'Kzt' | 'Usd' | 'Eur'>();
 
 /**
  * UTM tags (interface 2.4). Only the keys that were passed are present, so every key is optional
  * and the object may be empty.
  */
 export const utmParamsSchema = z.looseObject({
-  utm_source: z.string().optional(),
-  utm_medium: z.string().optional(),
-  utm_campaign: z.string().optional(),
-  utm_term: z.string().optional(),
-  utm_content: z.string().optional(),
-  gclid: z.string().optional(),
-  fbclid: z.string().optional(),
-  yclid: z.string().optional(),
-  referrer: z.string().optional(),
-  aff_id: z.string().optional(),
-  sub_id: z.string().optional(),
-  track_id: z.string().optional(),
+  utm_source: text,
+  utm_medium: text,
+  utm_campaign: text,
+  utm_term: text,
+  utm_content: text,
+  gclid: text,
+  fbclid: text,
+  yclid: text,
+  referrer: text,
+  aff_id: text,
+  sub_id: text,
+  track_id: text,
 });
 /** UTM tags of a sign-up, an enrollment or an invoice. */
 export type UtmParams = z.infer<typeof utmParamsSchema>;
@@ -116,24 +128,24 @@ export type States = z.infer<typeof statesSchema>;
 export const avatarSchema = z.looseObject({
   // Not one of the platform's entities, and its id type is not stated.
   id: looseIdSchema,
-  small: z.string().optional(),
-  medium: z.string().optional(),
-  maximum: z.string().optional(),
+  small: text,
+  medium: text,
+  maximum: text,
 });
 /** A profile's avatar. */
 export type Avatar = z.infer<typeof avatarSchema>;
 
 /** The titles shown next to a profile (`profile.titleState`); every field may be null. */
 export const titleStateSchema = z.looseObject({
-  manualTitle: z.string().nullish(),
-  manualEmojiTitle: z.string().nullish(),
-  manualNextTitle: z.string().nullish(),
-  manualNextEmojiTitle: z.string().nullish(),
-  manualExpiredAt: timestamp.nullish(),
-  locationTitle: z.string().nullish(),
-  locationEmojiTitle: z.string().nullish(),
-  achievementTitle: z.string().nullish(),
-  achievementEmojiTitle: z.string().nullish(),
+  manualTitle: maybeText,
+  manualEmojiTitle: maybeText,
+  manualNextTitle: maybeText,
+  manualNextEmojiTitle: maybeText,
+  manualExpiredAt: maybeTime,
+  locationTitle: maybeText,
+  locationEmojiTitle: maybeText,
+  achievementTitle: maybeText,
+  achievementEmojiTitle: maybeText,
 });
 /** The titles shown next to a profile. */
 export type TitleState = z.infer<typeof titleStateSchema>;
@@ -141,22 +153,22 @@ export type TitleState = z.infer<typeof titleStateSchema>;
 /** A user's profile (`user.profile`). */
 export const profileSchema = z.looseObject({
   ...stored,
-  userId: entityId.nullish(),
-  official: z.boolean().optional(),
-  firstName: z.string().nullish(),
-  lastName: z.string().nullish(),
-  fullName: z.string().nullish(),
-  fullNameShort: z.string().nullish(),
-  bdate: z.string().nullish(),
+  userId: maybeId,
+  official: flag,
+  firstName: maybeText,
+  lastName: maybeText,
+  fullName: maybeText,
+  fullNameShort: maybeText,
+  bdate: maybeText,
   // Typed `unknown` before the platform's reference named their values, when null was accepted:
   // still accepted, so no delivery that passed then is refused now.
-  sex: openUnion(['Ufo', 'Women', 'Men']).nullish(),
-  role: openUnion(['Student', 'Tutor', 'Parent']).nullish(),
-  country: z.string().nullish(),
-  city: z.string().nullish(),
-  status: z.string().nullish(),
-  title: z.string().nullish(),
-  emojiTitle: z.string().nullish(),
+  sex: openUnion<'Ufo' | 'Women' | 'Men'>().nullish(),
+  role: openUnion<'Student' | 'Tutor' | 'Parent'>().nullish(),
+  country: maybeText,
+  city: maybeText,
+  status: maybeText,
+  title: maybeText,
+  emojiTitle: maybeText,
   avatar: avatarSchema.optional(),
   titleState: titleStateSchema.optional(),
 });
@@ -166,21 +178,21 @@ export type Profile = z.infer<typeof profileSchema>;
 /** The school a user belongs to (`user.school`). */
 export const schoolSchema = z.looseObject({
   ...stored,
-  name: z.string().optional(),
-  description: z.string().nullish(),
-  segment: openUnion(['Commerce', 'Corporate']).optional(),
-  accessType: openUnion(['Public', 'Private']).optional(),
-  domainType: openUnion(['Base', 'Custom']).optional(),
-  baseDomain: z.string().optional(),
-  customDomain: z.string().nullish(),
-  domain: z.string().nullish(),
-  fqdn: z.string().nullish(),
-  baseFqdn: z.string().nullish(),
-  publicUrl: z.string().nullish(),
-  iconUrl: z.string().nullish(),
-  active: z.boolean().optional(),
-  isPublic: z.boolean().nullish(),
-  isPrivate: z.boolean().nullish(),
+  name: text,
+  description: maybeText,
+  segment: openUnion<'Commerce' | 'Corporate'>().optional(),
+  accessType: openUnion<'Public' | 'Private'>().optional(),
+  domainType: openUnion<'Base' | 'Custom'>().optional(),
+  baseDomain: text,
+  customDomain: maybeText,
+  domain: maybeText,
+  fqdn: maybeText,
+  baseFqdn: maybeText,
+  publicUrl: maybeText,
+  iconUrl: maybeText,
+  active: flag,
+  isPublic: maybeFlag,
+  isPrivate: maybeFlag,
 });
 /** The school a user belongs to. */
 export type School = z.infer<typeof schoolSchema>;
@@ -192,29 +204,31 @@ export type School = z.infer<typeof schoolSchema>;
  */
 export const userSchema = z.looseObject({
   ...stored,
-  uuid: z.string().optional(),
-  status: openUnion(['Active', 'OnLeave', 'Banned', 'Blocked', 'Terminated', 'Deleted']).optional(),
-  active: z.boolean().optional(),
-  activated: z.boolean().optional(),
-  banned: z.boolean().optional(),
-  alive: z.boolean().nullish(),
-  domain: z.string().optional(),
-  email: z.string().nullish(),
-  phone: z.string().nullish(),
+  uuid: text,
+  status: openUnion<
+    'Active' | 'OnLeave' | 'Banned' | 'Blocked' | 'Terminated' | 'Deleted'
+  >().optional(),
+  active: flag,
+  activated: flag,
+  banned: flag,
+  alive: maybeFlag,
+  domain: text,
+  email: maybeText,
+  phone: maybeText,
   // UserTgConnected's `prevTgId` is "number or null, the previous tgId", so a tgId is a number.
-  tgId: z.number().nullish(),
+  tgId: maybeAmount,
   vkId: z.union([z.number(), z.string()]).nullish(),
-  appleId: z.string().nullish(),
+  appleId: maybeText,
   extId: z.union([z.string(), z.number()]).nullish(),
-  schoolId: entityId.nullish(),
-  language: openUnion(['Ru', 'Uz', 'En', 'Qa']).nullish(),
+  schoolId: maybeId,
+  language: openUnion<'Ru' | 'Uz' | 'En' | 'Qa'>().nullish(),
   // The session's timezone is "integer or null" (2.1); a zone name is tolerated too.
   timezone: z.union([z.number(), z.string()]).nullish(),
-  lastOnlineAt: timestamp.nullish(),
+  lastOnlineAt: maybeTime,
   // Types not shown by the interface.
-  starsBalance: z.unknown().optional(),
-  currentTime: z.unknown().optional(),
-  isSleepingNow: z.boolean().optional(),
+  starsBalance: anything,
+  currentTime: anything,
+  isSleepingNow: flag,
   profile: profileSchema.nullish(),
   school: schoolSchema.nullish(),
 });
@@ -232,27 +246,22 @@ export type UserWithProfile = User;
 /** A course (`product.course`). */
 export const courseSchema = z.looseObject({
   ...stored,
-  type: openUnion([
-    'Bundle',
-    'Webinar',
-    'TextCourse',
-    'Assessment',
-    'VideoCourse',
-    'PersonalLesson',
-  ]).optional(),
-  productId: entityId.nullish(),
-  name: z.string().optional(),
-  description: z.string().optional(),
-  alias: z.string().nullish(),
+  type: openUnion<
+    'Bundle' | 'Webinar' | 'TextCourse' | 'Assessment' | 'VideoCourse' | 'PersonalLesson'
+  >().optional(),
+  productId: maybeId,
+  name: text,
+  description: text,
+  alias: maybeText,
   tags: z.array(z.string()).optional(),
   seoTags: list.optional(),
   // "object with `main`"; the type of `main` is not shown.
   image: z.looseObject({ main: z.unknown().optional() }).nullish(),
   // Type not shown (a URL or a video object).
-  promoVideo: z.unknown().optional(),
+  promoVideo: anything,
   settings: record.optional(),
-  order: z.number().optional(),
-  isBundle: z.boolean().nullish(),
+  order: amount,
+  isBundle: maybeFlag,
 });
 /** A course. */
 export type Course = z.infer<typeof courseSchema>;
@@ -263,19 +272,19 @@ export type Course = z.infer<typeof courseSchema>;
  */
 export const productSchema = z.looseObject({
   ...stored,
-  sellerId: entityId.optional(),
-  type: openUnion(['Course', 'School', 'Digital']).optional(),
-  status: openUnion(['Draft', 'OnCheck', 'Declined', 'ReadyToPublish', 'Published']).nullish(),
+  sellerId: optionalId,
+  type: openUnion<'Course' | 'School' | 'Digital'>().optional(),
+  status: openUnion<'Draft' | 'OnCheck' | 'Declined' | 'ReadyToPublish' | 'Published'>().nullish(),
   currency: currencySchema.optional(),
-  name: z.string().nullish(),
-  showInCatalog: z.boolean().optional(),
+  name: maybeText,
+  showInCatalog: flag,
   approves: list.optional(),
   domains: list.optional(),
-  publishedAt: timestamp.nullish(),
-  saleStartAt: timestamp.nullish(),
-  saleFinishAt: timestamp.nullish(),
-  isFree: z.boolean().nullish(),
-  isPublished: z.boolean().nullish(),
+  publishedAt: maybeTime,
+  saleStartAt: maybeTime,
+  saleFinishAt: maybeTime,
+  isFree: maybeFlag,
+  isPublished: maybeFlag,
   course: courseSchema.nullish(),
 });
 /** A product. */
@@ -291,125 +300,58 @@ export type AccessMeta = z.infer<typeof accessMetaSchema>;
 
 /**
  * A user's access to a product; `meta` carries the invite link and the enrollment UTM tags
- * (interface 6, rules 1 and 2).
+ * (interface 6, rules 1 and 2). Its other fields pass through untyped.
  */
 export const accessSchema = z.looseObject({
   ...stored,
-  productId: entityId.optional(),
-  parentId: entityId.nullish(),
-  active: z.boolean().optional(),
-  deactivatedAt: timestamp.nullish(),
-  expireAt: timestamp.nullish(),
-  billingIsActive: z.boolean().nullish(),
   meta: accessMetaSchema.nullish(),
 });
 /** A user's access to a product. */
 export type Access = z.infer<typeof accessSchema>;
 
-/** A group of students. */
-export const groupSchema = z.looseObject({
-  ...stored,
-  uuid: z.string().optional(),
-  name: z.string().optional(),
-  order: z.number().nullish(),
-  maxMembers: z.number().nullish(),
-  isTgConnected: z.boolean().nullish(),
-  tgConnectionMode: openUnion(['Disconnected', 'Connected', 'Required']).nullish(),
-  // `space`, `communication` and the four `*Limitation` fields: types not shown.
-});
+/**
+ * An entity the interface shows no field list of: its `id` and timestamps are typed, every other
+ * field passes through as `unknown` (the entity reference names them, but no handler of ours
+ * relies on them, and each typed field costs the core bundle).
+ */
+const bareEntitySchema = z.looseObject(stored);
+
+/** A group of students: id and timestamps typed, other fields passed through. */
+export const groupSchema = bareEntitySchema;
 /** A group of students. */
 export type Group = z.infer<typeof groupSchema>;
 
 /**
  * A certificate for completing a course: a public `link` that opens without authorization, a
- * validity period and a snapshot of data at issue. `CertificateIssued` requires the link.
+ * validity period and a snapshot of data at issue. `CertificateIssued` requires the link; other
+ * fields pass through untyped.
  */
 export const certificateSchema = z.looseObject({
   ...stored,
-  uuid: z.string().optional(),
-  link: z.string().optional(),
-  userId: entityId.optional(),
-  courseId: entityId.optional(),
-  templateId: entityId.optional(),
-  // Type not shown (a copy of the user's and the course's data at issue).
-  snapshot: z.unknown().optional(),
-  issuedAt: timestamp.optional(),
-  expireAt: timestamp.nullish(),
+  link: text,
+  expireAt: maybeTime,
 });
 /** A certificate for completing a course. */
 export type Certificate = z.infer<typeof certificateSchema>;
 
-/** A lesson (CourseLessonPracticeCompleted's `lesson`). */
-export const lessonSchema = z.looseObject({
-  ...stored,
-  courseId: entityId.optional(),
-  type: openUnion(['Regular', 'Webinar']).optional(),
-  accessType: openUnion(['Demo', 'Participant']).optional(),
-  status: z.string().nullish(),
-  name: z.string().optional(),
-  description: z.string().optional(),
-  // Type not shown (a URL or an image object).
-  previewImage: z.unknown().optional(),
-  order: z.number().optional(),
-  withContent: z.boolean().optional(),
-  withPractice: z.boolean().optional(),
-  publishedAt: timestamp.nullish(),
-  settings: record.optional(),
-  isPublished: z.boolean().nullish(),
-});
+/** A lesson (CourseLessonPracticeCompleted's `lesson`): id and timestamps typed. */
+export const lessonSchema = bareEntitySchema;
 /** A lesson. */
 export type Lesson = z.infer<typeof lessonSchema>;
 
-/** A lesson's practical assignment (CourseLessonPracticeCompleted's `practice`). */
-export const practiceSchema = z.looseObject({
-  ...stored,
-  name: z.string().optional(),
-  description: z.string().optional(),
-  questionMode: z.string().optional(),
-  resultMode: z.string().optional(),
-  variantMode: z.string().optional(),
-  retryVariantMode: z.string().optional(),
-  maxAttempts: z.number().nullish(),
-  timeLimitInMinutes: z.number().nullish(),
-  deadlineInDays: z.number().nullish(),
-  passThreshold: z.number().nullish(),
-  starsPerTaskPoint: z.number().nullish(),
-  requireAllAnswers: z.boolean().optional(),
-  tasksCount: z.number().optional(),
-});
+/** A lesson's practical assignment (CourseLessonPracticeCompleted's `practice`): id and timestamps typed. */
+export const practiceSchema = bareEntitySchema;
 /** A lesson's practical assignment. */
 export type Practice = z.infer<typeof practiceSchema>;
 
 /** A student's attempt at a practice, "with score and status" (interface 6). */
 export const practiceAttemptSchema = z.looseObject({
   ...stored,
-  uuid: z.string().nullish(),
-  variantId: looseIdSchema.optional(),
-  userId: entityId.optional(),
   // An attempt that is not graded yet may carry no score.
-  score: z.number().nullish(),
-  status: openUnion([
-    'Created',
-    'OnReview',
-    'OnCorrection',
-    'AutoVerified',
-    'Verified',
-    'Failed',
-    'Stacked',
-  ]).nullish(),
-  order: z.number().optional(),
-  finished: z.boolean().optional(),
-  sentToReviewAt: timestamp.nullish(),
-  sentAfterDeadline: z.boolean().optional(),
-  deadlineAt: timestamp.nullish(),
-  passedAt: timestamp.nullish(),
-  solvedCount: z.number().optional(),
-  pointsAmount: z.number().optional(),
-  maxPointsAmount: z.number().optional(),
-  uncounted: z.boolean().optional(),
-  isPassed: z.boolean().nullish(),
-  correctPercent: z.number().nullish(),
-  isExpired: z.boolean().nullish(),
+  score: maybeAmount,
+  status: openUnion<
+    'Created' | 'OnReview' | 'OnCorrection' | 'AutoVerified' | 'Verified' | 'Failed' | 'Stacked'
+  >().nullish(),
 });
 /** A student's attempt at a practice. */
 export type PracticeAttempt = z.infer<typeof practiceAttemptSchema>;
@@ -417,49 +359,42 @@ export type PracticeAttempt = z.infer<typeof practiceAttemptSchema>;
 /** The price a line item was sold at (`line item price`). */
 export const priceSchema = z.looseObject({
   ...stored,
-  mode: openUnion(['AccordingToGroup', 'SelfDefinition']).optional(),
-  type: openUnion(['Demo', 'OneTime', 'Installment', 'Subscription', 'ExternalLink']).optional(),
-  title: z.string().nullish(),
-  description: z.string().nullish(),
-  amount: z.number().optional(),
-  previousAmount: z.number().nullish(),
-  accessDays: z.number().nullish(),
-  infinityAccess: z.boolean().optional(),
-  active: z.boolean().optional(),
-  hidden: z.boolean().optional(),
-  activeFrom: timestamp.nullish(),
-  activeTo: timestamp.nullish(),
+  mode: openUnion<'AccordingToGroup' | 'SelfDefinition'>().optional(),
+  type: openUnion<
+    'Demo' | 'OneTime' | 'Installment' | 'Subscription' | 'ExternalLink'
+  >().optional(),
+  title: maybeText,
+  description: maybeText,
+  amount: amount,
+  previousAmount: maybeAmount,
+  accessDays: maybeAmount,
+  infinityAccess: flag,
+  active: flag,
+  hidden: flag,
+  activeFrom: maybeTime,
+  activeTo: maybeTime,
   meta: record.optional(),
   installmentConfig: record.nullish(),
   subscriptionConfig: record.nullish(),
-  isDemo: z.boolean().nullish(),
-  isRecurrent: z.boolean().nullish(),
-  isInstallment: z.boolean().nullish(),
-  isSubscription: z.boolean().nullish(),
+  isDemo: maybeFlag,
+  isRecurrent: maybeFlag,
+  isInstallment: maybeFlag,
+  isSubscription: maybeFlag,
 });
 /** The price a line item was sold at. */
 export type Price = z.infer<typeof priceSchema>;
 
-/** A discount code applied to a line item. */
-export const discountSchema = z.looseObject({
-  ...stored,
-  code: z.string().optional(),
-  type: openUnion(['Amount', 'Percent']).optional(),
-  value: z.number().optional(),
-  currency: currencySchema.optional(),
-  active: z.boolean().optional(),
-  activeFrom: timestamp.nullish(),
-  activeTo: timestamp.nullish(),
-});
+/** A discount code applied to a line item: id and timestamps typed. */
+export const discountSchema = bareEntitySchema;
 /** A discount code applied to a line item. */
 export type Discount = z.infer<typeof discountSchema>;
 
 /** One line of an invoice (`invoice.products[]`), with its price and product. */
 export const lineItemSchema = z.looseObject({
   ...stored,
-  originalPrice: z.number().optional(),
-  totalPrice: z.number().optional(),
-  discountAmount: z.number().optional(),
+  originalPrice: amount,
+  totalPrice: amount,
+  discountAmount: amount,
   price: priceSchema.nullish(),
   discount: discountSchema.nullish(),
   product: productSchema.nullish(),
@@ -474,21 +409,17 @@ export type LineItem = z.infer<typeof lineItemSchema>;
  */
 export const invoiceSchema = z.looseObject({
   ...stored,
-  uuid: z.string().optional(),
+  uuid: text,
   humanId: z.number().int().nullish(),
-  type: openUnion([
-    'Regular',
-    'InstallmentPay',
-    'InstallmentInit',
-    'SubscriptionPay',
-    'SubscriptionInit',
-  ]).optional(),
-  status: openUnion(['Active', 'Canceled']).nullish(),
+  type: openUnion<
+    'Regular' | 'InstallmentPay' | 'InstallmentInit' | 'SubscriptionPay' | 'SubscriptionInit'
+  >().optional(),
+  status: openUnion<'Active' | 'Canceled'>().nullish(),
   totalAmount: z.number(),
-  discountAmount: z.number().optional(),
+  discountAmount: amount,
   currency: currencySchema,
-  expireAt: timestamp.nullish(),
-  isActive: z.boolean().nullish(),
+  expireAt: maybeTime,
+  isActive: maybeFlag,
   user: userSchema,
   products: z.array(lineItemSchema).nullish(),
   meta: z.looseObject({ utmParams: utmParamsSchema.nullish() }).nullish(),
@@ -499,17 +430,17 @@ export type Invoice = z.infer<typeof invoiceSchema>;
 /** The acquiring (payment provider account) that charged a payment. Provider secrets are omitted. */
 export const acquiringSchema = z.looseObject({
   id: entityId,
-  uuid: z.string().optional(),
-  active: z.boolean().nullish(),
-  name: z.string().nullish(),
-  description: z.string().nullish(),
-  hasProviderCommission: z.boolean().nullish(),
+  uuid: text,
+  active: maybeFlag,
+  name: maybeText,
+  description: maybeText,
+  hasProviderCommission: maybeFlag,
   provider: z
     .looseObject({
       // Not one of the stored entities; a provider may well be keyed by a name.
       id: looseIdSchema,
-      type: z.string().nullish(),
-      active: z.boolean().nullish(),
+      type: maybeText,
+      active: maybeFlag,
     })
     .nullish(),
 });
@@ -522,25 +453,25 @@ export type Acquiring = z.infer<typeof acquiringSchema>;
  */
 export const paymentSchema = z.looseObject({
   ...stored,
-  uuid: z.string().optional(),
-  type: openUnion(['OneTime', 'RecurrentPay', 'RecurrentInit']).optional(),
-  status: openUnion([
-    'Created',
-    'WaitingPay',
-    'WaitingForBinding',
-    'Processing',
-    'Completed',
-    'BindingCompleted',
-    'Canceled',
-  ]).nullish(),
-  released: z.boolean().optional(),
+  uuid: text,
+  type: openUnion<'OneTime' | 'RecurrentPay' | 'RecurrentInit'>().optional(),
+  status: openUnion<
+    | 'Created'
+    | 'WaitingPay'
+    | 'WaitingForBinding'
+    | 'Processing'
+    | 'Completed'
+    | 'BindingCompleted'
+    | 'Canceled'
+  >().nullish(),
+  released: flag,
   // The provider's own id: a string or a number.
   checkoutPaymentId: z.union([z.string(), z.number()]).nullish(),
-  checkoutUrl: z.string().nullish(),
-  paidAt: timestamp.nullish(),
-  expireAt: timestamp.nullish(),
-  isCompleted: z.boolean().nullish(),
-  isCanceled: z.boolean().nullish(),
+  checkoutUrl: maybeText,
+  paidAt: maybeTime,
+  expireAt: maybeTime,
+  isCompleted: maybeFlag,
+  isCanceled: maybeFlag,
   meta: record.nullish(),
   webhookLogs: list.nullish(),
   chargeLogs: list.nullish(),

@@ -19,6 +19,11 @@ function namesInviteLink(data: {
   );
 }
 
+/** A JSON Schema that requires `key`, whose value must pass `value`. */
+function requires(key: string, value: object): object {
+  return { required: [key], properties: { [key]: value } };
+}
+
 /** A JSON Schema value that is present and not null. */
 const PRESENT = { not: { type: 'null' } };
 
@@ -36,29 +41,14 @@ const PRESENT = { not: { type: 'null' } };
 export const productEnrolledByInviteLinkDataSchema = productEnrolledToFreeDataSchema
   .extend({ inviteLinkId: looseIdSchema.nullish() })
   .refine(namesInviteLink, {
-    message: 'an invite-link enrollment names its link in inviteLinkId or access.meta.inviteLinkId',
+    message: 'inviteLinkId or access.meta.inviteLinkId is required',
     path: ['inviteLinkId'],
   })
   // The same rule for the JSON Schema, which cannot carry a refinement.
   .meta({
     anyOf: [
-      { required: ['inviteLinkId'], properties: { inviteLinkId: PRESENT } },
-      {
-        required: ['access'],
-        properties: {
-          access: {
-            type: 'object',
-            required: ['meta'],
-            properties: {
-              meta: {
-                type: 'object',
-                required: ['inviteLinkId'],
-                properties: { inviteLinkId: PRESENT },
-              },
-            },
-          },
-        },
-      },
+      requires('inviteLinkId', PRESENT),
+      requires('access', requires('meta', requires('inviteLinkId', PRESENT))),
     ],
   });
 /** `data` of `ProductEnrolledByInviteLink`. */

@@ -169,7 +169,7 @@ describe('the JSON Schemas of `schoolhooks schema`', () => {
     expect(refused).toBeLessThan(RUNS);
   });
 
-  it('carry the spine in required, nulls where allowed, and the known values of open unions', () => {
+  it('carry the spine in required, nulls where allowed, and any string for an open union', () => {
     const payment = (schemas.get('PaymentCompleted') as { properties: { data: Schema } }).properties
       .data as { properties: { payment: Schema & { properties: Record<string, Schema> } } };
     const invoice = payment.properties.payment.properties['invoice'] as Schema & {
@@ -177,10 +177,8 @@ describe('the JSON Schemas of `schoolhooks schema`', () => {
     };
     expect(payment.properties.payment['required']).toEqual(['id', 'invoice']);
     expect(invoice['required']).toEqual(['id', 'totalAmount', 'currency', 'user']);
-    expect(invoice.properties['currency']).toMatchObject({
-      type: 'string',
-      examples: ['Free', 'Exes', 'Rub', 'Uzs', 'Kzt', 'Usd', 'Eur'],
-    });
+    // An open union accepts any string: its known values are in the TypeScript types only.
+    expect(invoice.properties['currency']).toEqual({ type: 'string' });
     expect(invoice.properties['user']?.properties?.['email']).toEqual({ type: ['string', 'null'] });
   });
 });

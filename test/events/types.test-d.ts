@@ -85,9 +85,11 @@ describe('event data types', () => {
       number | string | null | undefined
     >();
     expectTypeOf<EventData<'CertificateIssued'>['certificate']['link']>().toEqualTypeOf<string>();
-    expectTypeOf<EventData<'CertificateIssued'>['certificate']['uuid']>().toEqualTypeOf<
-      string | undefined
+    expectTypeOf<EventData<'CertificateIssued'>['certificate']['expireAt']>().toEqualTypeOf<
+      string | null | undefined
     >();
+    // Fields of an entity the interface shows no field list of pass through as unknown.
+    expectTypeOf<EventData<'CertificateIssued'>['certificate']['templateId']>().toBeUnknown();
   });
 
   it('makes a handler say what it does when a field is missing', () => {
