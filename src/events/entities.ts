@@ -61,7 +61,6 @@ const time = timestamp.optional();
 const maybeTime = timestamp.nullish();
 const optionalId = entityId.optional();
 const maybeId = entityId.nullish();
-const anything = z.unknown().optional();
 
 /** An object whose keys the interface does not list. */
 const record = z.record(z.string(), z.unknown());
@@ -225,9 +224,7 @@ export const userSchema = z.looseObject({
   // The session's timezone is "integer or null" (2.1); a zone name is tolerated too.
   timezone: z.union([z.number(), z.string()]).nullish(),
   lastOnlineAt: maybeTime,
-  // Types not shown by the interface.
-  starsBalance: anything,
-  currentTime: anything,
+  // `starsBalance` and `currentTime`: types not shown, so they pass through as unknown.
   isSleepingNow: flag,
   profile: profileSchema.nullish(),
   school: schoolSchema.nullish(),
@@ -255,10 +252,9 @@ export const courseSchema = z.looseObject({
   alias: maybeText,
   tags: z.array(z.string()).optional(),
   seoTags: list.optional(),
-  // "object with `main`"; the type of `main` is not shown.
-  image: z.looseObject({ main: z.unknown().optional() }).nullish(),
-  // Type not shown (a URL or a video object).
-  promoVideo: anything,
+  // "object with `main`"; the type of `main` is not shown. `promoVideo` (a URL or a video
+  // object?) is not typed either: it passes through as unknown.
+  image: record.nullish(),
   settings: record.optional(),
   order: amount,
   isBundle: maybeFlag,

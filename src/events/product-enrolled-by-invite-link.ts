@@ -13,10 +13,8 @@ function namesInviteLink(data: {
   inviteLinkId?: unknown;
   access?: { meta?: { inviteLinkId?: unknown } | null | undefined } | null | undefined;
 }): boolean {
-  return (
-    (data.inviteLinkId !== undefined && data.inviteLinkId !== null) ||
-    (data.access?.meta?.inviteLinkId !== undefined && data.access.meta.inviteLinkId !== null)
-  );
+  // `!= null`: present and not null.
+  return data.inviteLinkId != null || data.access?.meta?.inviteLinkId != null;
 }
 
 /** A JSON Schema that requires `key`, whose value must pass `value`. */
@@ -41,7 +39,7 @@ const PRESENT = { not: { type: 'null' } };
 export const productEnrolledByInviteLinkDataSchema = productEnrolledToFreeDataSchema
   .extend({ inviteLinkId: looseIdSchema.nullish() })
   .refine(namesInviteLink, {
-    message: 'inviteLinkId or access.meta.inviteLinkId is required',
+    message: 'needs inviteLinkId or access.meta.inviteLinkId',
     path: ['inviteLinkId'],
   })
   // The same rule for the JSON Schema, which cannot carry a refinement.
