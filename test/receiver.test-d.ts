@@ -13,7 +13,10 @@ describe('handler types', () => {
     receiver.on('PaymentCompleted', (event, context) => {
       expectTypeOf(event.event).toEqualTypeOf<'PaymentCompleted'>();
       expectTypeOf(event.data.payment.invoice.totalAmount).toEqualTypeOf<number>();
-      expectTypeOf(event.data.payment.checkoutUrl).toEqualTypeOf<string | null>();
+      expectTypeOf(event.data.payment.checkoutUrl).toEqualTypeOf<string | null | undefined>();
+      expectTypeOf(event.data.payment.invoice.user.email).toEqualTypeOf<
+        string | null | undefined
+      >();
       expectTypeOf(context).toEqualTypeOf<HandlerContext>();
     });
   });
@@ -21,7 +24,7 @@ describe('handler types', () => {
   it('types a list of names as a union that narrows on event', () => {
     receiver.on(['ProductEnrolledToFree', 'ProductEnrolledByInviteLink'], (event) => {
       if (event.event === 'ProductEnrolledByInviteLink') {
-        expectTypeOf(event.data.inviteLinkId).toEqualTypeOf<string | number>();
+        expectTypeOf(event.data.inviteLinkId).toEqualTypeOf<string | number | null | undefined>();
       }
     });
   });

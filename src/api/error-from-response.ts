@@ -55,11 +55,23 @@ export function errorFromResponse(
         { status, code: cause ?? 'Forbidden', messages },
       );
     }
-    return new AuthenticationError(`the platform rejected the API key (401)${said}`, {
-      status,
-      code: cause ?? 'unauthorized',
-      messages,
-    });
+    const permission = missingPermission(messages);
+    if (permission !== undefined) {
+      return new PermissionError(permissionMessage(permission, sellerId), {
+        status,
+        code: cause ?? 'Forbidden',
+        messages,
+        permission,
+      });
+    }
+    return new AuthenticationError(
+      `${AUTHENTICATION_FAILURES[cause ?? ''] ?? GENERIC_401}${said}`,
+      {
+        status,
+        code: cause ?? 'unauthorized',
+        messages,
+      },
+    );
   }
   if (status === 400) {
     if (cause === 'ForbiddenSchoolMismatch') {
@@ -82,7 +94,8 @@ export function errorFromResponse(
   }
   if (status === 403) {
     return new PermissionError(
-      `the API key lacks a permission (SchoolManageUsers) for seller ${sellerId} (403)${said}`,
+      `the user the API key belongs to is not an API client (403); issue the key to a service ` +
+        `user at ${API_KEYS_PAGE}${said}`,
       { status, code: cause ?? 'forbidden', messages },
     );
   }
@@ -109,6 +122,42 @@ export function errorFromResponse(
     code: cause ?? 'unexpected_status',
     messages,
   });
+}
+
+/** Where the school owner issues API keys and grants their permissions (interface 5). */
+const API_KEYS_PAGE = 'Manage → School → For developers → API keys';
+
+/** The checkbox labels of permission codes the interface names (section 5 and 4.4). */
+const PERMISSION_LABELS: Readonly<Record<string, string>> = {
+  SchoolManageUsers: 'School User Management',
+  SchoolManageSettings: 'School Settings Management',
+};
+
+const GENERIC_401 = 'the platform rejected the API key (401)';
+
+/** What each 401 cause of the platform means, and what to do about it. */
+const AUTHENTICATION_FAILURES: Readonly<Record<string, string>> = {
+  Unauthorized: `the platform rejected the API key (401 Unauthorized): it is missing, wrong or revoked; check it at ${API_KEYS_PAGE}`,
+  Blocked: `the user the API key belongs to is blocked (401 Blocked); unblock it, or issue a key to another user at ${API_KEYS_PAGE}`,
+  Forbidden: `the API key may not act for this seller (401 Forbidden): check sellerId against ${API_KEYS_PAGE}, card Integration data → Identifiers`,
+};
+
+/** The permission code in `Forbidden seller resource - permissions SchoolManageUsers`. */
+function missingPermission(messages: readonly string[]): string | undefined {
+  for (const message of messages) {
+    const code = /\bpermissions?\s+([A-Za-z][A-Za-z0-9_]*)/.exec(message)?.[1];
+    if (code !== undefined) return code;
+  }
+  return undefined;
+}
+
+function permissionMessage(permission: string, sellerId: number): string {
+  const label = PERMISSION_LABELS[permission];
+  const checkbox = label === undefined ? permission : `"${label}" (${permission})`;
+  return (
+    `the API key lacks the permission ${permission} for seller ${sellerId} (401 Forbidden): ` +
+    `tick ${checkbox} for the key at ${API_KEYS_PAGE}`
+  );
 }
 
 function readErrorBody(text: string): ErrorBody {

@@ -116,27 +116,45 @@ export class ApiValidationError extends SchoolApiError {
 }
 
 /**
- * 401 for any reason but a foreign user: the API key is missing, wrong or revoked.
+ * 401 for any reason but a foreign user or a missing permission; `code` is the platform's cause:
+ * `Unauthorized` (the API key is missing, wrong or revoked), `Blocked` (the key's user is
+ * banned), `Forbidden` (`Seller-Id` is missing or not a seller the key belongs to).
  *
  * @example
  * ```ts
- * if (error instanceof AuthenticationError) alertOps('the school API key was rejected');
+ * if (error instanceof AuthenticationError && error.code === 'Blocked') alertOps('the API user is banned');
  * ```
  */
 export class AuthenticationError extends SchoolApiError {
   override name = 'AuthenticationError' as const;
 }
 
+/** What a {@link PermissionError} is made of. */
+export interface PermissionErrorOptions extends SchoolApiErrorOptions {
+  /** The permission code the platform named, e.g. `SchoolManageUsers`. */
+  permission?: string | undefined;
+}
+
 /**
- * 403: the API key lacks a permission (`SchoolManageUsers`) for this seller.
+ * The API key may not do this. Either a 401 `Forbidden` whose message names a missing permission
+ * (`Forbidden seller resource - permissions SchoolManageUsers`), with that code in `permission`
+ * and a message naming the checkbox to tick; or a 403, the key's user is not an API client
+ * (`permission` undefined).
  *
  * @example
  * ```ts
- * if (error instanceof PermissionError) alertOps('grant SchoolManageUsers to the API key');
+ * if (error instanceof PermissionError) alertOps(error.message); // says which permission to grant, and where
  * ```
  */
 export class PermissionError extends SchoolApiError {
   override name = 'PermissionError' as const;
+  /** The permission code the platform named (`SchoolManageUsers`), if it named one. */
+  readonly permission: string | undefined;
+
+  constructor(message: string, options: PermissionErrorOptions) {
+    super(message, options);
+    this.permission = options.permission;
+  }
 }
 
 /** What a {@link RateLimitError} is made of. */

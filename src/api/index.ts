@@ -25,6 +25,10 @@ export {
   ServerError,
   TimeoutError,
 } from './errors.js';
-export type { RateLimitErrorOptions, SchoolApiErrorOptions } from './errors.js';
+export type {
+  PermissionErrorOptions,
+  RateLimitErrorOptions,
+  SchoolApiErrorOptions,
+} from './errors.js';
 // Not exported: the error mapping, the retry policy and the response schema; they are internal
 // and may change. The retry policy is described on `retryDelay` and in the README.

@@ -19,9 +19,10 @@ import {
 export const certificateIssuedDataSchema = z.looseObject({
   user: userWithProfileSchema,
   course: courseSchema,
-  product: productSchema.optional(),
-  certificate: certificateSchema,
-  states: statesSchema.optional(),
+  product: productSchema.nullish(),
+  // The certificate's public link is what a handler sends on: part of the spine (DESIGN 3).
+  certificate: certificateSchema.extend({ link: z.string() }),
+  states: statesSchema.nullish(),
 });
 /** `data` of `CertificateIssued`. */
 export type CertificateIssuedData = z.infer<typeof certificateIssuedDataSchema>;

@@ -5,7 +5,7 @@
  * receiver only needs to know whether the payload passes, and the issues only when it does not.
  * A compiled check walks the parsed JSON once and allocates nothing. It is exact for the part of
  * Zod the event schemas use (loose objects, strings, numbers and integers, booleans, `unknown`,
- * arrays, string-keyed records, unions, enums, nullable, optional); for anything else it compiles
+ * arrays, string-keyed records, unions, enums, nullable, optional, refinements); for anything else it compiles
  * to nothing and the caller keeps using Zod. Zod stays the authority on a rejection, so a payload
  * this check refuses is parsed again by Zod for its issues.
  * @module
@@ -16,10 +16,20 @@ import type { z } from 'zod';
 /** True when a JSON value passes the schema it was compiled from. */
 export type CompiledCheck = (value: unknown) => boolean;
 
+/** The parts of a Zod v4 check definition the compiler reads. */
+interface CheckDef {
+  check: string;
+  format?: string;
+  minimum?: number;
+  /** A refinement's predicate (`check: 'custom'`). */
+  fn?: (value: unknown) => unknown;
+  when?: unknown;
+}
+
 /** The parts of a Zod v4 schema definition the compiler reads. */
 interface SchemaDef {
   type: string;
-  checks?: readonly { _zod: { def: { check: string; format?: string; minimum?: number } } }[];
+  checks?: readonly { _zod: { def: CheckDef } }[];
   innerType?: z.ZodType;
   element?: z.ZodType;
   options?: readonly z.ZodType[];
@@ -153,11 +163,19 @@ class Emitter {
     }
   }
 
-  /** Only the checks a JSON check decides exactly: a safe integer, a minimum string length. */
+  /**
+   * Only the checks a JSON check decides exactly: a safe integer, a minimum string length, and a
+   * refinement (`.refine(fn)`), whose own predicate is called once the value's shape has passed,
+   * as Zod calls it. A predicate must answer `true`: anything else (a promise of an async
+   * refinement included) fails here and is left to Zod.
+   */
   private checks(def: SchemaDef, value: string): string {
     return (def.checks ?? [])
       .map(({ _zod }) => {
-        const { check, format, minimum } = _zod.def;
+        const { check, format, minimum, fn, when } = _zod.def;
+        if (check === 'custom' && typeof fn === 'function' && when === undefined) {
+          return `if (${this.constant(fn)}(${value}) !== true) return false;`;
+        }
         if (check === 'number_format' && format === 'safeint') {
           return `if (!Number.isSafeInteger(${value})) return false;`;
         }

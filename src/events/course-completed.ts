@@ -20,10 +20,10 @@ import {
 export const courseCompletedDataSchema = z.looseObject({
   user: userWithProfileSchema,
   course: courseSchema,
-  product: productSchema.optional(),
-  access: accessSchema.optional(),
-  states: statesSchema.optional(),
-  groups: z.array(groupSchema).optional(),
+  product: productSchema.nullish(),
+  access: accessSchema.nullish(),
+  states: statesSchema.nullish(),
+  groups: z.array(groupSchema).nullish(),
 });
 /** `data` of `CourseCompleted`. */
 export type CourseCompletedData = z.infer<typeof courseCompletedDataSchema>;

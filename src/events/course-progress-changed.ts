@@ -42,12 +42,13 @@ export type LessonProgressStatus = z.infer<typeof lessonProgressStatusSchema>;
 export const courseProgressChangedDataSchema = z.looseObject({
   user: userWithProfileSchema,
   course: courseSchema,
-  product: productSchema.optional(),
-  access: accessSchema.optional(),
-  states: statesSchema.optional(),
-  groups: z.array(groupSchema).optional(),
-  status: lessonProgressStatusSchema.optional(),
-  lessonId: looseIdSchema.optional(),
+  product: productSchema.nullish(),
+  access: accessSchema.nullish(),
+  states: statesSchema.nullish(),
+  groups: z.array(groupSchema).nullish(),
+  // The one set the interface closes (3.1): any other string is refused.
+  status: lessonProgressStatusSchema.nullish(),
+  lessonId: looseIdSchema.nullish(),
 });
 /** `data` of `CourseProgressChanged`. */
 export type CourseProgressChangedData = z.infer<typeof courseProgressChangedDataSchema>;

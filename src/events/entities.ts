@@ -1,15 +1,47 @@
 /**
- * Zod schemas of the entities inside webhook payloads (PLATFORM-INTERFACE.md 2.4 and 2.5).
+ * Zod schemas of the entities inside webhook payloads (PLATFORM-INTERFACE.md 2.4 and 2.5, with the
+ * platform's own entity reference restated in PLATFORM-ENTITIES.md).
  *
- * Every object is loose: fields the platform adds later pass through untouched. Every field the
- * interface lists is required (present); fields it marks `(null)` may be null. Types the interface
- * does not state get the loosest type that still rejects a clearly wrong shape. Timestamps and
- * UUIDs are plain strings on purpose: the interface promises no format beyond "ISO 8601", a
- * rejected event is lost to the seller after five attempts, and format checks cost parse time.
+ * They are tolerant readers (DESIGN 3). A payload is cut from the platform's models by an
+ * allow-list, so of an entity only its `id` is sure to be there: every other field is typed when
+ * present and may be absent, and a field the platform marks optional (or the interface marks
+ * `(null)`) may also be null. A present field of the wrong type is still refused. Every object is
+ * loose: fields the platform adds later pass through untouched. Enum-like strings are open unions
+ * ({@link OpenUnion}): the values the platform names today autocomplete, any other string passes.
+ *
+ * Types the interface does not state get the loosest type that still rejects a clearly wrong
+ * shape. Timestamps and UUIDs are plain strings on purpose: the interface promises no format
+ * beyond "ISO 8601", a rejected event is lost to the seller after five attempts, and format checks
+ * cost parse time.
  * @module
  */
 
 import { z } from 'zod';
+
+/**
+ * A string whose known values autocomplete while any other string is accepted too: the platform
+ * names its enum values today and may add more (PLATFORM-ENTITIES.md, "How to read it").
+ *
+ * @example
+ * ```ts
+ * const currency: OpenUnion<'Rub' | 'Usd'> = 'Kzt'; // fine: a value added later
+ * ```
+ */
+// `string & Record<never, never>` is `string & {}`: a string, but not one TypeScript folds the
+// literals into, so editors still offer them.
+export type OpenUnion<Known extends string> = Known | (string & Record<never, never>);
+
+/** Every open union is this one string schema at run time: its known values are types only. */
+const anyString = z.string();
+
+/**
+ * A string schema typed as an open union of `Known`. At run time it is a plain `z.string()` (one
+ * `typeof` in the compiled check, and `{ "type": "string" }` in the JSON Schema, which is exactly
+ * what it accepts); the known values live in the types only, so they cost the bundle nothing.
+ */
+function openUnion<Known extends string>(): z.ZodType<OpenUnion<Known>, OpenUnion<Known>> {
+  return anyString as unknown as z.ZodType<OpenUnion<Known>, OpenUnion<Known>>;
+}
 
 // Building blocks, kept private: the public surface is the entity schemas below.
 
@@ -17,19 +49,34 @@ import { z } from 'zod';
 const entityId = z.number().int();
 /** ISO 8601 strings, deliberately unchecked (see the module comment). */
 const timestamp = z.string();
-/** Interface 2.1 types `archivedAt` as "string or null": an unarchived entity carries null. */
-const archivedAt = z.string().nullable();
+// Field schemas shared by many entities: a Zod schema is immutable, so one instance serves every
+// field of its kind (and keeps the core bundle small).
+const text = z.string().optional();
+const maybeText = z.string().nullish();
+const flag = z.boolean().optional();
+const maybeFlag = z.boolean().nullish();
+const amount = z.number().optional();
+const maybeAmount = z.number().nullish();
+const time = timestamp.optional();
+const maybeTime = timestamp.nullish();
+const optionalId = entityId.optional();
+const maybeId = entityId.nullish();
+
 /** An object whose keys the interface does not list. */
 const record = z.record(z.string(), z.unknown());
 /** An array whose items the interface does not describe. */
 const list = z.array(z.unknown());
 
-/** The four timestamps every stored entity carries. */
+/**
+ * What every stored entity carries (PLATFORM-ENTITIES.md): the `id`, the one field a payload is
+ * sure to hold, then timestamps that may be left out; `deletedAt` and `archivedAt` may be null.
+ */
 const stored = {
   id: entityId,
-  createdAt: timestamp,
-  updatedAt: timestamp,
-  archivedAt,
+  createdAt: time,
+  updatedAt: time,
+  deletedAt: maybeTime,
+  archivedAt: maybeTime,
 };
 
 /**
@@ -40,281 +87,338 @@ export const looseIdSchema = z.union([z.number().int(), z.string()]);
 /** An id that may be an integer or a string. */
 export type LooseId = z.infer<typeof looseIdSchema>;
 
+/** Currencies the platform names (product, invoice, discount). */
+export type Currency = OpenUnion<'Free' | 'Exes' | 'Rub' | 'Uzs' | 'Kzt' | 'Usd' | 'Eur'>;
+const currencySchema = openUnion<'Free' | 'Exes' | 'Rub' | 'Uzs' | 'Kzt' | 'Usd' | 'Eur'>();
+
 /**
  * UTM tags (interface 2.4). Only the keys that were passed are present, so every key is optional
  * and the object may be empty.
  */
 export const utmParamsSchema = z.looseObject({
-  utm_source: z.string().optional(),
-  utm_medium: z.string().optional(),
-  utm_campaign: z.string().optional(),
-  utm_term: z.string().optional(),
-  utm_content: z.string().optional(),
-  gclid: z.string().optional(),
-  fbclid: z.string().optional(),
-  yclid: z.string().optional(),
-  referrer: z.string().optional(),
-  aff_id: z.string().optional(),
-  sub_id: z.string().optional(),
-  track_id: z.string().optional(),
+  utm_source: text,
+  utm_medium: text,
+  utm_campaign: text,
+  utm_term: text,
+  utm_content: text,
+  gclid: text,
+  fbclid: text,
+  yclid: text,
+  referrer: text,
+  aff_id: text,
+  sub_id: text,
+  track_id: text,
 });
 /** UTM tags of a sign-up, an enrollment or an invoice. */
 export type UtmParams = z.infer<typeof utmParamsSchema>;
 
 /**
  * The `states` object of an event (interface 6, rule 2): the sign-up and enrollment UTM tags.
- * Each may be absent.
+ * Each may be absent, empty or null (DESIGN 3).
  */
 export const statesSchema = z.looseObject({
-  utmSignupParams: utmParamsSchema.optional(),
-  utmEnrollParams: utmParamsSchema.optional(),
+  utmSignupParams: utmParamsSchema.nullish(),
+  utmEnrollParams: utmParamsSchema.nullish(),
 });
 /** The `states` object of an event. */
 export type States = z.infer<typeof statesSchema>;
 
 /** A profile's avatar (`profile.avatar`): image URLs in three sizes. */
 export const avatarSchema = z.looseObject({
-  // Not one of the entities of 2.5, and its id type is not stated.
+  // Not one of the platform's entities, and its id type is not stated.
   id: looseIdSchema,
-  small: z.string(),
-  medium: z.string(),
-  maximum: z.string(),
+  small: text,
+  medium: text,
+  maximum: text,
 });
 /** A profile's avatar. */
 export type Avatar = z.infer<typeof avatarSchema>;
 
 /** The titles shown next to a profile (`profile.titleState`); every field may be null. */
 export const titleStateSchema = z.looseObject({
-  manualTitle: z.string().nullable(),
-  manualEmojiTitle: z.string().nullable(),
-  manualNextTitle: z.string().nullable(),
-  manualNextEmojiTitle: z.string().nullable(),
-  manualExpiredAt: timestamp.nullable(),
-  locationTitle: z.string().nullable(),
-  locationEmojiTitle: z.string().nullable(),
-  achievementTitle: z.string().nullable(),
-  achievementEmojiTitle: z.string().nullable(),
+  manualTitle: maybeText,
+  manualEmojiTitle: maybeText,
+  manualNextTitle: maybeText,
+  manualNextEmojiTitle: maybeText,
+  manualExpiredAt: maybeTime,
+  locationTitle: maybeText,
+  locationEmojiTitle: maybeText,
+  achievementTitle: maybeText,
+  achievementEmojiTitle: maybeText,
 });
 /** The titles shown next to a profile. */
 export type TitleState = z.infer<typeof titleStateSchema>;
 
-/** A user's profile (`user.profile` in 2.5). */
+/** A user's profile (`user.profile`). */
 export const profileSchema = z.looseObject({
   ...stored,
-  userId: entityId,
-  official: z.boolean(),
-  firstName: z.string(),
-  lastName: z.string(),
-  fullName: z.string(),
-  fullNameShort: z.string(),
-  bdate: z.string().nullable(),
-  // Values not shown by the interface.
-  sex: z.unknown(),
-  role: z.unknown(),
-  country: z.string().nullable(),
-  city: z.string().nullable(),
-  status: z.string().nullable(),
-  title: z.string().nullable(),
-  emojiTitle: z.string().nullable(),
-  avatar: avatarSchema,
-  titleState: titleStateSchema,
+  userId: maybeId,
+  official: flag,
+  firstName: maybeText,
+  lastName: maybeText,
+  fullName: maybeText,
+  fullNameShort: maybeText,
+  bdate: maybeText,
+  // Typed `unknown` before the platform's reference named their values, when null was accepted:
+  // still accepted, so no delivery that passed then is refused now.
+  sex: openUnion<'Ufo' | 'Women' | 'Men'>().nullish(),
+  role: openUnion<'Student' | 'Tutor' | 'Parent'>().nullish(),
+  country: maybeText,
+  city: maybeText,
+  status: maybeText,
+  title: maybeText,
+  emojiTitle: maybeText,
+  avatar: avatarSchema.optional(),
+  titleState: titleStateSchema.optional(),
 });
 /** A user's profile. */
 export type Profile = z.infer<typeof profileSchema>;
 
-/** The school a user belongs to (`user.school` in 2.5). */
+/** The school a user belongs to (`user.school`). */
 export const schoolSchema = z.looseObject({
   ...stored,
-  segment: z.string(),
-  baseDomain: z.string(),
-  customDomain: z.string().nullable(),
-  accessType: z.string(),
-  domainType: z.string(),
-  name: z.string(),
-  description: z.string().nullable(),
-  iconUrl: z.string().nullable(),
-  active: z.boolean(),
-  domain: z.string(),
-  fqdn: z.string(),
-  publicUrl: z.string(),
-  baseFqdn: z.string(),
-  isPublic: z.boolean(),
-  isPrivate: z.boolean(),
+  name: text,
+  description: maybeText,
+  segment: openUnion<'Commerce' | 'Corporate'>().optional(),
+  accessType: openUnion<'Public' | 'Private'>().optional(),
+  domainType: openUnion<'Base' | 'Custom'>().optional(),
+  baseDomain: text,
+  customDomain: maybeText,
+  domain: maybeText,
+  fqdn: maybeText,
+  baseFqdn: maybeText,
+  publicUrl: maybeText,
+  iconUrl: maybeText,
+  active: flag,
+  isPublic: maybeFlag,
+  isPrivate: maybeFlag,
 });
 /** The school a user belongs to. */
 export type School = z.infer<typeof schoolSchema>;
 
 /**
- * A school user (the `invoice.user` field list of 2.5). `profile` and `school` are optional here:
- * most events carry the profile next to the user, not inside it.
+ * A school user. A student who signed up by phone has no `email`, a Telegram user has neither
+ * email nor phone: both may be absent or null. `profile` and `school` are embedded when the
+ * platform sends them.
  */
 export const userSchema = z.looseObject({
   ...stored,
-  uuid: z.string(),
-  status: z.string(),
-  active: z.boolean(),
-  activated: z.boolean(),
-  banned: z.boolean(),
-  alive: z.boolean(),
-  domain: z.string(),
-  email: z.string(),
-  phone: z.string().nullable(),
+  uuid: text,
+  status: openUnion<
+    'Active' | 'OnLeave' | 'Banned' | 'Blocked' | 'Terminated' | 'Deleted'
+  >().optional(),
+  active: flag,
+  activated: flag,
+  banned: flag,
+  alive: maybeFlag,
+  domain: text,
+  email: maybeText,
+  phone: maybeText,
   // UserTgConnected's `prevTgId` is "number or null, the previous tgId", so a tgId is a number.
-  tgId: z.number().nullable(),
-  vkId: z.union([z.number(), z.string()]).nullable(),
-  appleId: z.string().nullable(),
-  extId: z.union([z.string(), z.number()]).nullable(),
-  schoolId: entityId,
-  language: z.string().nullable(),
+  tgId: maybeAmount,
+  vkId: z.union([z.number(), z.string()]).nullish(),
+  appleId: maybeText,
+  extId: z.union([z.string(), z.number()]).nullish(),
+  schoolId: maybeId,
+  language: openUnion<'Ru' | 'Uz' | 'En' | 'Qa'>().nullish(),
   // The session's timezone is "integer or null" (2.1); a zone name is tolerated too.
-  timezone: z.union([z.number(), z.string()]).nullable(),
-  // A user who never came online has no such moment.
-  lastOnlineAt: timestamp.nullable(),
-  // Types not shown by the interface.
-  starsBalance: z.unknown(),
-  currentTime: z.unknown(),
-  isSleepingNow: z.boolean(),
-  profile: profileSchema.optional(),
-  school: schoolSchema.optional(),
+  timezone: z.union([z.number(), z.string()]).nullish(),
+  lastOnlineAt: maybeTime,
+  // `starsBalance` and `currentTime`: types not shown, so they pass through as unknown.
+  isSleepingNow: flag,
+  profile: profileSchema.nullish(),
+  school: schoolSchema.nullish(),
 });
 /** A school user. */
 export type User = z.infer<typeof userSchema>;
 
-/** A user whose `profile` is embedded ("user (with profile)" in interface 6). */
-export const userWithProfileSchema = userSchema.extend({ profile: profileSchema });
-/** A user whose `profile` is embedded. */
-export type UserWithProfile = z.infer<typeof userWithProfileSchema>;
+/**
+ * The user of events whose interface row says "user (with profile)". The profile is embedded when
+ * the platform has one, but it is not part of the spine (DESIGN 3), so this is {@link userSchema}.
+ */
+export const userWithProfileSchema = userSchema;
+/** The user of events whose interface row says "user (with profile)". */
+export type UserWithProfile = User;
 
-/** A course (`product.course` in 2.5). */
+/** A course (`product.course`). */
 export const courseSchema = z.looseObject({
   ...stored,
-  type: z.string(),
-  name: z.string(),
-  description: z.string(),
-  alias: z.string().nullable(),
-  // Type not shown (a URL or a video object); null when there is none.
-  promoVideo: z.unknown(),
-  order: z.number(),
-  isBundle: z.boolean(),
-  tags: z.array(z.string()),
-  seoTags: list,
-  // "object with `main`"; the type of `main` is not shown.
-  image: z.looseObject({ main: z.unknown() }),
-  settings: record,
+  type: openUnion<
+    'Bundle' | 'Webinar' | 'TextCourse' | 'Assessment' | 'VideoCourse' | 'PersonalLesson'
+  >().optional(),
+  productId: maybeId,
+  name: text,
+  description: text,
+  alias: maybeText,
+  tags: z.array(z.string()).optional(),
+  seoTags: list.optional(),
+  // "object with `main`"; the type of `main` is not shown. `promoVideo` (a URL or a video
+  // object?) is not typed either: it passes through as unknown.
+  image: record.nullish(),
+  settings: record.optional(),
+  order: amount,
+  isBundle: maybeFlag,
 });
 /** A course. */
 export type Course = z.infer<typeof courseSchema>;
 
 /**
- * A product (the line-item product of 2.5). `course` is optional here: events carry the course
- * next to the product; inside an invoice line item it is required.
+ * A product. It carries its `course` when it is a course; a digital product has none, so the
+ * course may be absent or null (in an event and in an invoice line item alike).
  */
 export const productSchema = z.looseObject({
   ...stored,
-  sellerId: entityId,
-  type: z.string(),
-  status: z.string(),
-  showInCatalog: z.boolean(),
-  currency: z.string(),
-  publishedAt: timestamp,
-  saleStartAt: timestamp.nullable(),
-  saleFinishAt: timestamp.nullable(),
-  isFree: z.boolean(),
-  isPublished: z.boolean(),
-  approves: list,
-  domains: list,
-  course: courseSchema.optional(),
+  sellerId: optionalId,
+  type: openUnion<'Course' | 'School' | 'Digital'>().optional(),
+  status: openUnion<'Draft' | 'OnCheck' | 'Declined' | 'ReadyToPublish' | 'Published'>().nullish(),
+  currency: currencySchema.optional(),
+  name: maybeText,
+  showInCatalog: flag,
+  approves: list.optional(),
+  domains: list.optional(),
+  publishedAt: maybeTime,
+  saleStartAt: maybeTime,
+  saleFinishAt: maybeTime,
+  isFree: maybeFlag,
+  isPublished: maybeFlag,
+  course: courseSchema.nullish(),
 });
 /** A product. */
 export type Product = z.infer<typeof productSchema>;
 
-/** Where an enrollment came from (`access.meta`); both keys may be absent. */
-const accessMetaSchema = z.looseObject({
-  inviteLinkId: looseIdSchema.optional(),
-  utmParams: utmParamsSchema.optional(),
+/** Where an enrollment came from (`access.meta`); both keys may be absent or null. */
+export const accessMetaSchema = z.looseObject({
+  inviteLinkId: looseIdSchema.nullish(),
+  utmParams: utmParamsSchema.nullish(),
 });
+/** Where an enrollment came from. */
+export type AccessMeta = z.infer<typeof accessMetaSchema>;
 
 /**
- * A user's access to a product. Its field list is not shown by the interface; `meta` carries the
- * invite link and the enrollment UTM tags (interface 6, rules 1 and 2).
+ * A user's access to a product; `meta` carries the invite link and the enrollment UTM tags
+ * (interface 6, rules 1 and 2). Its other fields pass through untyped.
  */
 export const accessSchema = z.looseObject({
-  id: entityId,
-  meta: accessMetaSchema.optional(),
+  ...stored,
+  meta: accessMetaSchema.nullish(),
 });
 /** A user's access to a product. */
 export type Access = z.infer<typeof accessSchema>;
 
-/** A group of students. Its field list is not shown by the interface. */
-export const groupSchema = z.looseObject({ id: entityId });
+/**
+ * An entity the interface shows no field list of: its `id` and timestamps are typed, every other
+ * field passes through as `unknown` (the entity reference names them, but no handler of ours
+ * relies on them, and each typed field costs the core bundle).
+ */
+const bareEntitySchema = z.looseObject(stored);
+
+/** A group of students: id and timestamps typed, other fields passed through. */
+export const groupSchema = bareEntitySchema;
 /** A group of students. */
 export type Group = z.infer<typeof groupSchema>;
 
 /**
- * A certificate for completing a course. Its field list is not shown by the interface (it has a
- * public link, a validity period and a snapshot of data at issue).
+ * A certificate for completing a course: a public `link` that opens without authorization, a
+ * validity period and a snapshot of data at issue. `CertificateIssued` requires the link; other
+ * fields pass through untyped.
  */
-export const certificateSchema = z.looseObject({ id: entityId });
+export const certificateSchema = z.looseObject({
+  ...stored,
+  link: text,
+  expireAt: maybeTime,
+});
 /** A certificate for completing a course. */
 export type Certificate = z.infer<typeof certificateSchema>;
 
-/** The price a line item was sold at (`line item price` in 2.5). */
+/** A lesson (CourseLessonPracticeCompleted's `lesson`): id and timestamps typed. */
+export const lessonSchema = bareEntitySchema;
+/** A lesson. */
+export type Lesson = z.infer<typeof lessonSchema>;
+
+/** A lesson's practical assignment (CourseLessonPracticeCompleted's `practice`): id and timestamps typed. */
+export const practiceSchema = bareEntitySchema;
+/** A lesson's practical assignment. */
+export type Practice = z.infer<typeof practiceSchema>;
+
+/** A student's attempt at a practice, "with score and status" (interface 6). */
+export const practiceAttemptSchema = z.looseObject({
+  ...stored,
+  // An attempt that is not graded yet may carry no score.
+  score: maybeAmount,
+  status: openUnion<
+    'Created' | 'OnReview' | 'OnCorrection' | 'AutoVerified' | 'Verified' | 'Failed' | 'Stacked'
+  >().nullish(),
+});
+/** A student's attempt at a practice. */
+export type PracticeAttempt = z.infer<typeof practiceAttemptSchema>;
+
+/** The price a line item was sold at (`line item price`). */
 export const priceSchema = z.looseObject({
   ...stored,
-  mode: z.string(),
-  type: z.string(),
-  title: z.string(),
-  description: z.string().nullable(),
-  amount: z.number(),
-  previousAmount: z.number().nullable(),
-  accessDays: z.number().nullable(),
-  infinityAccess: z.boolean(),
-  active: z.boolean(),
-  hidden: z.boolean(),
-  activeFrom: timestamp.nullable(),
-  activeTo: timestamp.nullable(),
-  installmentConfig: record.nullable(),
-  subscriptionConfig: record.nullable(),
-  isDemo: z.boolean(),
-  isRecurrent: z.boolean(),
-  isInstallment: z.boolean(),
-  isSubscription: z.boolean(),
-  meta: record,
+  mode: openUnion<'AccordingToGroup' | 'SelfDefinition'>().optional(),
+  type: openUnion<
+    'Demo' | 'OneTime' | 'Installment' | 'Subscription' | 'ExternalLink'
+  >().optional(),
+  title: maybeText,
+  description: maybeText,
+  amount: amount,
+  previousAmount: maybeAmount,
+  accessDays: maybeAmount,
+  infinityAccess: flag,
+  active: flag,
+  hidden: flag,
+  activeFrom: maybeTime,
+  activeTo: maybeTime,
+  meta: record.optional(),
+  installmentConfig: record.nullish(),
+  subscriptionConfig: record.nullish(),
+  isDemo: maybeFlag,
+  isRecurrent: maybeFlag,
+  isInstallment: maybeFlag,
+  isSubscription: maybeFlag,
 });
 /** The price a line item was sold at. */
 export type Price = z.infer<typeof priceSchema>;
 
-/** One line of an invoice (`invoice.products[]` in 2.5), with its price and product. */
+/** A discount code applied to a line item: id and timestamps typed. */
+export const discountSchema = bareEntitySchema;
+/** A discount code applied to a line item. */
+export type Discount = z.infer<typeof discountSchema>;
+
+/** One line of an invoice (`invoice.products[]`), with its price and product. */
 export const lineItemSchema = z.looseObject({
   ...stored,
-  originalPrice: z.number(),
-  totalPrice: z.number(),
-  discountAmount: z.number(),
-  // Type not shown (most likely a discount object); null when there is none.
-  discount: z.unknown(),
-  price: priceSchema,
-  // 2.5 lists `course` among the line-item product's fields, so it is required here.
-  product: productSchema.extend({ course: courseSchema }),
+  originalPrice: amount,
+  totalPrice: amount,
+  discountAmount: amount,
+  price: priceSchema.nullish(),
+  discount: discountSchema.nullish(),
+  product: productSchema.nullish(),
 });
 /** One line of an invoice. */
 export type LineItem = z.infer<typeof lineItemSchema>;
 
-/** The invoice a payment settles (`payment.invoice` in 2.5). */
+/**
+ * The invoice a payment settles (`payment.invoice`). Its amount, currency and buyer are the spine
+ * of PaymentCompleted (DESIGN 3). `meta` is absent altogether when the buyer came without UTM
+ * tags, as in the platform's own documented example.
+ */
 export const invoiceSchema = z.looseObject({
   ...stored,
-  uuid: z.string(),
-  humanId: z.number().int(),
-  type: z.string(),
-  status: z.string(),
+  uuid: text,
+  humanId: z.number().int().nullish(),
+  type: openUnion<
+    'Regular' | 'InstallmentPay' | 'InstallmentInit' | 'SubscriptionPay' | 'SubscriptionInit'
+  >().optional(),
+  status: openUnion<'Active' | 'Canceled'>().nullish(),
   totalAmount: z.number(),
-  discountAmount: z.number(),
-  currency: z.string(),
-  expireAt: timestamp.nullable(),
-  isActive: z.boolean(),
-  user: userSchema.extend({ profile: profileSchema, school: schoolSchema }),
-  products: z.array(lineItemSchema),
-  // Interface 2.4: with no tags the UTM object is absent or empty.
-  meta: z.looseObject({ utmParams: utmParamsSchema.optional() }),
+  discountAmount: amount,
+  currency: currencySchema,
+  expireAt: maybeTime,
+  isActive: maybeFlag,
+  user: userSchema,
+  products: z.array(lineItemSchema).nullish(),
+  meta: z.looseObject({ utmParams: utmParamsSchema.nullish() }).nullish(),
 });
 /** The invoice a payment settles. */
 export type Invoice = z.infer<typeof invoiceSchema>;
@@ -322,41 +426,54 @@ export type Invoice = z.infer<typeof invoiceSchema>;
 /** The acquiring (payment provider account) that charged a payment. Provider secrets are omitted. */
 export const acquiringSchema = z.looseObject({
   id: entityId,
-  active: z.boolean(),
-  uuid: z.string(),
-  name: z.string(),
-  description: z.string().nullable(),
-  hasProviderCommission: z.boolean(),
-  provider: z.looseObject({
-    // Not one of the entities of 2.5; a provider may well be keyed by a name.
-    id: looseIdSchema,
-    type: z.string(),
-    active: z.boolean(),
-  }),
+  uuid: text,
+  active: maybeFlag,
+  name: maybeText,
+  description: maybeText,
+  hasProviderCommission: maybeFlag,
+  provider: z
+    .looseObject({
+      // Not one of the stored entities; a provider may well be keyed by a name.
+      id: looseIdSchema,
+      type: maybeText,
+      active: maybeFlag,
+    })
+    .nullish(),
 });
 /** The acquiring that charged a payment. */
 export type Acquiring = z.infer<typeof acquiringSchema>;
 
-/** A payment with its whole tree: invoice, user, line items and acquiring (2.5). */
+/**
+ * A payment with its tree (2.5). The invoice is the spine of PaymentCompleted; the acquiring and
+ * the logs may be left out.
+ */
 export const paymentSchema = z.looseObject({
   ...stored,
-  uuid: z.string(),
-  type: z.string(),
-  status: z.string(),
+  uuid: text,
+  type: openUnion<'OneTime' | 'RecurrentPay' | 'RecurrentInit'>().optional(),
+  status: openUnion<
+    | 'Created'
+    | 'WaitingPay'
+    | 'WaitingForBinding'
+    | 'Processing'
+    | 'Completed'
+    | 'BindingCompleted'
+    | 'Canceled'
+  >().nullish(),
+  released: flag,
   // The provider's own id: a string or a number.
-  checkoutPaymentId: z.union([z.string(), z.number()]),
-  checkoutUrl: z.string().nullable(),
-  released: z.boolean(),
-  paidAt: timestamp,
-  expireAt: timestamp.nullable(),
-  isCompleted: z.boolean(),
-  isCanceled: z.boolean(),
-  meta: record,
-  webhookLogs: list,
-  chargeLogs: list,
-  statusHistoryLogs: list,
+  checkoutPaymentId: z.union([z.string(), z.number()]).nullish(),
+  checkoutUrl: maybeText,
+  paidAt: maybeTime,
+  expireAt: maybeTime,
+  isCompleted: maybeFlag,
+  isCanceled: maybeFlag,
+  meta: record.nullish(),
+  webhookLogs: list.nullish(),
+  chargeLogs: list.nullish(),
+  statusHistoryLogs: list.nullish(),
+  acquiring: acquiringSchema.nullish(),
   invoice: invoiceSchema,
-  acquiring: acquiringSchema,
 });
-/** A payment with its whole tree. */
+/** A payment with its tree. */
 export type Payment = z.infer<typeof paymentSchema>;

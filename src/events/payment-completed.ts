@@ -19,7 +19,7 @@ import { paymentSchema, statesSchema } from './entities.js';
  */
 export const paymentCompletedDataSchema = z.looseObject({
   payment: paymentSchema,
-  states: statesSchema.optional(),
+  states: statesSchema.nullish(),
 });
 /** `data` of `PaymentCompleted`. */
 export type PaymentCompletedData = z.infer<typeof paymentCompletedDataSchema>;

@@ -8,12 +8,46 @@ import type { z } from 'zod';
 import { looseIdSchema } from './entities.js';
 import { productEnrolledToFreeDataSchema } from './product-enrolled-to-free.js';
 
+/** True when the invite link is named in `inviteLinkId` or in `access.meta.inviteLinkId`. */
+function namesInviteLink(data: {
+  inviteLinkId?: unknown;
+  access?: { meta?: { inviteLinkId?: unknown } | null | undefined } | null | undefined;
+}): boolean {
+  // `!= null`: present and not null.
+  return data.inviteLinkId != null || data.access?.meta?.inviteLinkId != null;
+}
+
+/** A JSON Schema that requires `key`, whose value must pass `value`. */
+function requires(key: string, value: object): object {
+  return { required: [key], properties: { [key]: value } };
+}
+
+/** A JSON Schema value that is present and not null. */
+const PRESENT = { not: { type: 'null' } };
+
 /**
  * `data` of `ProductEnrolledByInviteLink` (interface 6): the contract of `ProductEnrolledToFree`
- * plus the required `inviteLinkId` (also found in `access.meta.inviteLinkId`).
+ * plus the invite link, in `inviteLinkId` or in `access.meta.inviteLinkId`: one of the two is the
+ * spine (DESIGN 3), so a payload naming neither is refused.
+ *
+ * @example
+ * ```ts
+ * const data = productEnrolledByInviteLinkDataSchema.parse(event.data);
+ * const link = data.inviteLinkId ?? data.access?.meta?.inviteLinkId;
+ * ```
  */
-export const productEnrolledByInviteLinkDataSchema = productEnrolledToFreeDataSchema.extend({
-  inviteLinkId: looseIdSchema,
-});
+export const productEnrolledByInviteLinkDataSchema = productEnrolledToFreeDataSchema
+  .extend({ inviteLinkId: looseIdSchema.nullish() })
+  .refine(namesInviteLink, {
+    message: 'needs inviteLinkId or access.meta.inviteLinkId',
+    path: ['inviteLinkId'],
+  })
+  // The same rule for the JSON Schema, which cannot carry a refinement.
+  .meta({
+    anyOf: [
+      requires('inviteLinkId', PRESENT),
+      requires('access', requires('meta', requires('inviteLinkId', PRESENT))),
+    ],
+  });
 /** `data` of `ProductEnrolledByInviteLink`. */
 export type ProductEnrolledByInviteLinkData = z.infer<typeof productEnrolledByInviteLinkDataSchema>;

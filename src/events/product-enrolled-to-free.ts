@@ -19,11 +19,11 @@ import {
  */
 export const productEnrolledToFreeDataSchema = z.looseObject({
   user: userSchema,
-  profile: profileSchema.optional(),
-  access: accessSchema.optional(),
-  states: statesSchema.optional(),
-  product: productSchema.optional(),
-  course: courseSchema.optional(),
+  profile: profileSchema.nullish(),
+  access: accessSchema.nullish(),
+  states: statesSchema.nullish(),
+  product: productSchema.nullish(),
+  course: courseSchema.nullish(),
 });
 /** `data` of `ProductEnrolledToFree`. */
 export type ProductEnrolledToFreeData = z.infer<typeof productEnrolledToFreeDataSchema>;

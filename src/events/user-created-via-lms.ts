@@ -10,8 +10,8 @@ import { profileSchema, statesSchema, userSchema } from './entities.js';
 /** `data` of `UserCreatedViaLms` (interface 6): the user and, optionally, the profile. */
 export const userCreatedViaLmsDataSchema = z.looseObject({
   user: userSchema,
-  profile: profileSchema.optional(),
-  states: statesSchema.optional(),
+  profile: profileSchema.nullish(),
+  states: statesSchema.nullish(),
 });
 /** `data` of `UserCreatedViaLms`. */
 export type UserCreatedViaLmsData = z.infer<typeof userCreatedViaLmsDataSchema>;

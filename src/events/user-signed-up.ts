@@ -7,8 +7,8 @@ import { z } from 'zod';
 import { profileSchema, statesSchema, userSchema } from './entities.js';
 
 /**
- * `data` of `UserSignedUp` (interface 6): the user, their profile (null while not filled in) and
- * the sign-up UTM tags in `states.utmSignupParams`.
+ * `data` of `UserSignedUp` (interface 6): the user (the spine), their profile (null while not
+ * filled in, and possibly absent) and the sign-up UTM tags in `states.utmSignupParams`.
  *
  * @example
  * ```ts
@@ -18,8 +18,8 @@ import { profileSchema, statesSchema, userSchema } from './entities.js';
  */
 export const userSignedUpDataSchema = z.looseObject({
   user: userSchema,
-  profile: profileSchema.nullable(),
-  states: statesSchema.optional(),
+  profile: profileSchema.nullish(),
+  states: statesSchema.nullish(),
 });
 /** `data` of `UserSignedUp`. */
 export type UserSignedUpData = z.infer<typeof userSignedUpDataSchema>;

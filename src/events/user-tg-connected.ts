@@ -12,9 +12,10 @@ import { profileSchema, statesSchema, userSchema } from './entities.js';
  */
 export const userTgConnectedDataSchema = z.looseObject({
   user: userSchema,
-  profile: profileSchema.optional(),
+  profile: profileSchema.nullish(),
+  // A data member interface 6 lists without "optional": present, a number or null.
   prevTgId: z.number().nullable(),
-  states: statesSchema.optional(),
+  states: statesSchema.nullish(),
 });
 /** `data` of `UserTgConnected`. */
 export type UserTgConnectedData = z.infer<typeof userTgConnectedDataSchema>;

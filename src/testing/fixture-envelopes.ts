@@ -1,5 +1,6 @@
 /**
- * The typed loader of `fixtures/<EventName>.json`: one full envelope per fixed-contract event.
+ * The typed loader of `fixtures/<EventName>.json` (one full envelope per fixed-contract event) and
+ * of `fixtures/sparse/<EventName>.json` (the same events carrying only their spine, DESIGN 3).
  * The JSON is imported, so bundles (tsup) carry it and nothing is read from disk at run time.
  * @module
  */
@@ -18,6 +19,20 @@ import userAcquainted from '../../fixtures/UserAcquainted.json' with { type: 'js
 import userCreatedViaLms from '../../fixtures/UserCreatedViaLms.json' with { type: 'json' };
 import userSignedUp from '../../fixtures/UserSignedUp.json' with { type: 'json' };
 import userTgConnected from '../../fixtures/UserTgConnected.json' with { type: 'json' };
+
+import sparseCertificateIssued from '../../fixtures/sparse/CertificateIssued.json' with { type: 'json' };
+import sparseCourseCompleted from '../../fixtures/sparse/CourseCompleted.json' with { type: 'json' };
+import sparseCourseLessonPracticeCompleted from '../../fixtures/sparse/CourseLessonPracticeCompleted.json' with { type: 'json' };
+import sparseCourseProgressChanged from '../../fixtures/sparse/CourseProgressChanged.json' with { type: 'json' };
+import sparsePaymentCompleted from '../../fixtures/sparse/PaymentCompleted.json' with { type: 'json' };
+import sparseProductEnrolledByInviteLink from '../../fixtures/sparse/ProductEnrolledByInviteLink.json' with { type: 'json' };
+import sparseProductEnrolledToFree from '../../fixtures/sparse/ProductEnrolledToFree.json' with { type: 'json' };
+import sparseProductEnrolledViaLms from '../../fixtures/sparse/ProductEnrolledViaLms.json' with { type: 'json' };
+import sparseProductEnrolledViaPayment from '../../fixtures/sparse/ProductEnrolledViaPayment.json' with { type: 'json' };
+import sparseUserAcquainted from '../../fixtures/sparse/UserAcquainted.json' with { type: 'json' };
+import sparseUserCreatedViaLms from '../../fixtures/sparse/UserCreatedViaLms.json' with { type: 'json' };
+import sparseUserSignedUp from '../../fixtures/sparse/UserSignedUp.json' with { type: 'json' };
+import sparseUserTgConnected from '../../fixtures/sparse/UserTgConnected.json' with { type: 'json' };
 
 /**
  * Type one imported file as the envelope of `name`. Only the event name is checked here; that
@@ -51,4 +66,33 @@ export const FIXTURE_ENVELOPES: { readonly [N in FixedEventName]: WebhookEvent<N
     productEnrolledByInviteLink,
   ),
   CertificateIssued: envelopeOf('CertificateIssued', certificateIssued),
+};
+
+/**
+ * The sparse fixture envelope of each fixed-contract event: only the fields a payload must carry
+ * (DESIGN 3, "the spine"). Shared: clone before handing out.
+ */
+export const SPARSE_FIXTURE_ENVELOPES: { readonly [N in FixedEventName]: WebhookEvent<N> } = {
+  UserSignedUp: envelopeOf('UserSignedUp', sparseUserSignedUp),
+  UserAcquainted: envelopeOf('UserAcquainted', sparseUserAcquainted),
+  UserTgConnected: envelopeOf('UserTgConnected', sparseUserTgConnected),
+  UserCreatedViaLms: envelopeOf('UserCreatedViaLms', sparseUserCreatedViaLms),
+  CourseProgressChanged: envelopeOf('CourseProgressChanged', sparseCourseProgressChanged),
+  CourseCompleted: envelopeOf('CourseCompleted', sparseCourseCompleted),
+  CourseLessonPracticeCompleted: envelopeOf(
+    'CourseLessonPracticeCompleted',
+    sparseCourseLessonPracticeCompleted,
+  ),
+  PaymentCompleted: envelopeOf('PaymentCompleted', sparsePaymentCompleted),
+  ProductEnrolledToFree: envelopeOf('ProductEnrolledToFree', sparseProductEnrolledToFree),
+  ProductEnrolledViaLms: envelopeOf('ProductEnrolledViaLms', sparseProductEnrolledViaLms),
+  ProductEnrolledViaPayment: envelopeOf(
+    'ProductEnrolledViaPayment',
+    sparseProductEnrolledViaPayment,
+  ),
+  ProductEnrolledByInviteLink: envelopeOf(
+    'ProductEnrolledByInviteLink',
+    sparseProductEnrolledByInviteLink,
+  ),
+  CertificateIssued: envelopeOf('CertificateIssued', sparseCertificateIssued),
 };

@@ -1,11 +1,11 @@
 /**
- * Fixture factories: realistic, schema-valid `data` for every fixed-contract event, with typed
- * deep-partial overrides.
+ * Fixture factories: realistic, schema-valid `data` for every fixed-contract event, full or with
+ * only its spine, with typed deep-partial overrides.
  * @module
  */
 
 import { FIXED_CONTRACT_EVENTS, type EventData, type FixedEventName } from '../events/index.js';
-import { FIXTURE_ENVELOPES } from './fixture-envelopes.js';
+import { FIXTURE_ENVELOPES, SPARSE_FIXTURE_ENVELOPES } from './fixture-envelopes.js';
 
 /**
  * `T` with every object property optional, recursively. Arrays are not partial: an override
@@ -38,24 +38,58 @@ export type Fixtures = { readonly [N in FixedEventName]: FixtureFactory<N> };
  * const free = fixtures.ProductEnrolledToFree({ states: { utmEnrollParams: { utm_source: 'newsletter' } } });
  * ```
  */
-export const fixtures: Fixtures = Object.freeze(
-  Object.fromEntries(FIXED_CONTRACT_EVENTS.map((name) => [name, factoryOf(name)])),
-) as Fixtures;
+export const fixtures: Fixtures = factoriesOf(FIXTURE_ENVELOPES);
+
+/**
+ * One factory per fixed-contract event whose `data` carries only the event's spine (DESIGN 3):
+ * the fields a payload must have to be processed (`fixtures/sparse/<EventName>.json`), e.g. for
+ * PaymentCompleted the payment's and invoice's ids, `totalAmount`, `currency` and the buyer's id.
+ * Handlers that pass these read nothing the platform may leave out. Overrides merge as in
+ * {@link fixtures}.
+ *
+ * @example
+ * ```ts
+ * import { createDelivery, sparseFixtures } from 'schoolhooks/testing';
+ *
+ * const data = sparseFixtures.PaymentCompleted(); // { payment: { id, invoice: { id, totalAmount, currency, user: { id } } } }
+ * const delivery = createDelivery('PaymentCompleted', data, { secret });
+ * ```
+ */
+export const sparseFixtures: Fixtures = factoriesOf(SPARSE_FIXTURE_ENVELOPES);
 
 /** A fresh copy of the fixture `data` of `name`. @internal */
 export function fixtureData<N extends FixedEventName>(name: N): EventData<N> {
   return structuredClone(FIXTURE_ENVELOPES[name].data) as EventData<N>;
 }
 
-function factoryOf<N extends FixedEventName>(name: N): FixtureFactory<N> {
-  // Named after the event, so a stack trace says which factory it was.
+/** The envelope of one fixture, as the factories read it. @internal */
+export interface FixtureSource {
+  readonly data: unknown;
+}
+
+function factoriesOf(envelopes: { readonly [N in FixedEventName]: FixtureSource }): Fixtures {
+  return Object.freeze(
+    Object.fromEntries(
+      FIXED_CONTRACT_EVENTS.map((name) => [name, factoryOf(name, envelopes[name])]),
+    ),
+  ) as Fixtures;
+}
+
+/**
+ * A factory of `name` (named after it, so a stack trace says which one it was) building fresh
+ * copies of `source.data` merged with the overrides. @internal
+ */
+export function factoryOf<N extends string, D>(
+  name: N,
+  source: FixtureSource,
+): (overrides?: DeepPartial<D>) => D {
   const factory = {
-    [name](overrides?: DeepPartial<EventData<N>>): EventData<N> {
-      const data = fixtureData(name);
-      return overrides === undefined ? data : (deepMerge(data, overrides) as EventData<N>);
+    [name](overrides?: DeepPartial<D>): D {
+      const data = structuredClone(source.data);
+      return (overrides === undefined ? data : deepMerge(data, overrides)) as D;
     },
   }[name];
-  return factory as FixtureFactory<N>;
+  return factory as (overrides?: DeepPartial<D>) => D;
 }
 
 /** Merge `override` into `base` (already a private copy): plain objects key by key, the rest replaced. */

@@ -14,8 +14,10 @@ export { createDelivery } from './create-delivery.js';
 export type { DeliveryData, DeliveryOptions, SignedDelivery } from './create-delivery.js';
 
 // Fixtures
-export { fixtures } from './fixtures.js';
+export { fixtures, sparseFixtures } from './fixtures.js';
 export type { DeepPartial, FixtureFactory, Fixtures } from './fixtures.js';
+export { fixtureVariants } from './fixture-variants.js';
+export type { FixtureVariant, FixtureVariants } from './fixture-variants.js';
 
 // The platform simulator
 export { createPlatformSimulator } from './platform-simulator.js';

@@ -37,8 +37,15 @@ export interface MockSchoolApiOptions {
   users?: readonly (number | MockSchoolApiUser)[];
   /** Ids of the school's users with admin-panel permissions; they need not be in `users`. */
   admins?: readonly number[];
-  /** The key's permissions. Default `['SchoolManageUsers']`; without it every call gets 403. */
+  /**
+   * The key's permissions. Default `['SchoolManageUsers']`; without it every call is answered as
+   * the platform does: 401 `Forbidden`, `Forbidden seller resource - permissions SchoolManageUsers`.
+   */
   permissions?: readonly string[];
+  /** The key's user is banned: every call with the key gets 401 `Blocked`. Default false. */
+  banned?: boolean;
+  /** The key's user is an API client. Default true; false: every call with the key gets 403. */
+  apiClient?: boolean;
   /** The port to listen on. Default 0: a free one. */
   port?: number;
 }
@@ -89,12 +96,15 @@ interface Answer {
 const ENDPOINT_PATH = '/saas/v2/user/session/auth-token';
 const MAX_BODY_BYTES = 64 * 1024;
 const FOREIGN_USER = 'Forbidden seller resource - seller not entity owner';
+const FOREIGN_SELLER = 'Forbidden seller resource';
+const NO_API_CLIENT = 'Forbidden resource';
 const ADMIN_USER = 'User is school admin or manager';
 
 /**
  * Starts a mock of the platform's session-token operation on 127.0.0.1. It checks the key,
  * `Seller-Id` and `School-Id`, the body, the user's school and admin rights in the order a
- * request meets them, keeps sessions per user (create-or-get, `forceCreate` adds one and ends
+ * request meets them (a banned key user, a key user that is no API client and a missing
+ * permission included), keeps sessions per user (create-or-get, `forceCreate` adds one and ends
  * none) and answers every error of interface 7 with its documented body.
  *
  * @example
@@ -113,6 +123,8 @@ export async function createMockSchoolApi({
   users,
   admins = [],
   permissions = ['SchoolManageUsers'],
+  banned = false,
+  apiClient = true,
   port = 0,
 }: MockSchoolApiOptions = {}): Promise<MockSchoolApi> {
   const userSchools = new Map<number, number>();
@@ -160,17 +172,22 @@ export async function createMockSchoolApi({
   ): Answer {
     if (path.split('?')[0] !== ENDPOINT_PATH) return errorAnswer(404, 'NotFound', 'Not Found');
     if (method !== 'POST') return errorAnswer(405, 'MethodNotAllowed', 'Method Not Allowed');
+    // The order and the answers of PLATFORM-ENTITIES.md's error table.
     if (headers['authorization'] !== `Bearer ${apiKey}`) {
       return errorAnswer(401, 'Unauthorized', 'Unauthorized');
     }
+    if (banned) return errorAnswer(401, 'Blocked', 'User is blocked');
+    if (!apiClient) return errorAnswer(403, 'Forbidden', NO_API_CLIENT);
     const headerSellerId = headers['seller-id'];
     const headerSchoolId = headers['school-id'];
+    // A missing or foreign Seller-Id: the key's permissions are checked against it (interface 5).
+    if (headerSellerId === undefined) return errorAnswer(401, 'Forbidden', FOREIGN_SELLER);
     if (!isDigits(headerSellerId)) return validationAnswer('Seller-Id must be an integer number');
-    if (!isDigits(headerSchoolId)) return validationAnswer('School-Id must be an integer number');
-    // The key's permissions are checked against Seller-Id (interface 5).
-    if (Number(headerSellerId) !== sellerId || !permissions.includes('SchoolManageUsers')) {
-      return errorAnswer(403, 'Forbidden', 'Forbidden: permission SchoolManageUsers required');
+    if (Number(headerSellerId) !== sellerId) return errorAnswer(401, 'Forbidden', FOREIGN_SELLER);
+    if (!permissions.includes('SchoolManageUsers')) {
+      return errorAnswer(401, 'Forbidden', `${FOREIGN_SELLER} - permissions SchoolManageUsers`);
     }
+    if (!isDigits(headerSchoolId)) return validationAnswer('School-Id must be an integer number');
     if (Number(headerSchoolId) !== schoolId) {
       return errorAnswer(400, 'ForbiddenSchoolMismatch', 'Forbidden school mismatch');
     }

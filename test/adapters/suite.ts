@@ -4,6 +4,7 @@
  */
 
 import { once } from 'node:events';
+import { readdirSync } from 'node:fs';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,6 +27,7 @@ import {
   createTestDelivery,
   deferred,
   fixtureDelivery,
+  fixtureFileDelivery,
   SECRET,
   sign,
   signedHeaders,
@@ -440,6 +442,51 @@ export function adapterSuite(name: string, serve: ServeAdapter): void {
           outcome: 'queued',
           idempotencyKey: delivery.idempotencyKey,
         });
+      });
+    });
+
+    describe('payloads the platform really sends (DESIGN 3, tolerant readers)', () => {
+      // The payloads of issue 12: the platform's documented PaymentCompleted without
+      // invoice.meta, a phone-only student, a Telegram-only user, a digital product without a
+      // course, entities without archivedAt, a payment without acquiring or logs; and every
+      // event carrying nothing but its spine.
+      const files = [
+        ...readdirSync(new URL('../../fixtures/variants/', import.meta.url)).map(
+          (file) => `variants/${file}`,
+        ),
+        ...readdirSync(new URL('../../fixtures/sparse/', import.meta.url)).map(
+          (file) => `sparse/${file}`,
+        ),
+      ].sort();
+
+      it('has the payloads of the issue among them', () => {
+        expect(files).toEqual(
+          expect.arrayContaining([
+            'variants/payment-completed-without-invoice-meta.json',
+            'variants/user-signed-up-phone-only.json',
+            'variants/user-tg-connected-telegram-only.json',
+            'variants/product-enrolled-via-payment-digital-product.json',
+            'variants/course-completed-without-archived-at.json',
+            'variants/payment-completed-without-acquiring-or-logs.json',
+          ]),
+        );
+      });
+
+      it.each(files)('answers 200 processed to %s', async (file) => {
+        const seen: string[] = [];
+        const { url, errors } = await start({}, (receiver) =>
+          receiver
+            .on('PaymentCompleted', (event) => {
+              // A handler reads what may be missing with a default of its own.
+              seen.push(event.data.payment.invoice.user.email ?? 'no email');
+            })
+            .onAny((event) => void seen.push(event.event)),
+        );
+        const delivery = fixtureFileDelivery(file);
+        expectAnswer(await post(url, delivery), 200, processed(delivery));
+        expect(errors).toEqual([]);
+        expect(seen).toContain((JSON.parse(delivery.body) as { event: string }).event);
+        if (file === 'sparse/PaymentCompleted.json') expect(seen).toContain('no email');
       });
     });
 

@@ -223,14 +223,10 @@ describe('the errors of interface 7 and 5', () => {
       expected: { status: 401, code: 'Unauthorized', messages: ['Unauthorized'] },
     },
     {
-      when: 'the key has no permission for Seller-Id',
+      when: 'the key does not belong to Seller-Id',
       call: () => api({ sellerId: 1043 }).createSessionToken({ userId: STUDENT }),
-      type: PermissionError,
-      expected: {
-        status: 403,
-        code: 'Forbidden',
-        messages: ['Forbidden: permission SchoolManageUsers required'],
-      },
+      type: AuthenticationError,
+      expected: { status: 401, code: 'Forbidden', messages: ['Forbidden seller resource'] },
     },
   ];
 
@@ -242,6 +238,82 @@ describe('the errors of interface 7 and 5', () => {
     expect(error.name).toBe(type.name);
     expect({ status: error.status, code: error.code, messages: error.messages }).toEqual(expected);
     expect(mock.requests).toHaveLength(1);
+  });
+
+  /** A client of a mock started with `options` (same key, seller and school), and the mock. */
+  async function withMock<T>(
+    options: Parameters<typeof createMockSchoolApi>[0],
+    run: (client: SchoolApi, other: MockSchoolApi) => Promise<T>,
+  ): Promise<T> {
+    const other = await createMockSchoolApi({
+      apiKey: API_KEY,
+      sellerId: SELLER_ID,
+      schoolId: SCHOOL_ID,
+      ...options,
+    });
+    try {
+      return await run(api({ baseUrl: other.url }), other);
+    } finally {
+      await other.close();
+    }
+  }
+
+  it('PermissionError naming the permission and the checkbox, for a 401 Forbidden permissions', async () => {
+    await withMock({ permissions: [] }, async (client, other) => {
+      const error = await failure(client.createSessionToken({ userId: STUDENT }));
+
+      expect(error).toBeInstanceOf(PermissionError);
+      expect(error).toMatchObject({
+        status: 401,
+        code: 'Forbidden',
+        permission: 'SchoolManageUsers',
+        messages: ['Forbidden seller resource - permissions SchoolManageUsers'],
+      });
+      expect(error.message).toContain('"School User Management" (SchoolManageUsers)');
+      expect(error.message).toContain('Manage → School → For developers → API keys');
+      expect(error.message).toContain(String(SELLER_ID));
+      expect(other.requests).toHaveLength(1);
+    });
+  });
+
+  it('PermissionError with any permission code the platform names', async () => {
+    const message = 'Forbidden seller resource - permissions SchoolManageReports';
+    mock.failNext(401, platformError(401, 'Forbidden', message));
+
+    const error = await failure(api().createSessionToken({ userId: STUDENT }));
+
+    expect(error).toBeInstanceOf(PermissionError);
+    expect((error as PermissionError).permission).toBe('SchoolManageReports');
+    expect(error.message).toContain('tick SchoolManageReports');
+  });
+
+  it("AuthenticationError with code Blocked when the key's user is banned", async () => {
+    await withMock({ banned: true }, async (client) => {
+      const error = await failure(client.createSessionToken({ userId: STUDENT }));
+
+      expect(error).toBeInstanceOf(AuthenticationError);
+      expect(error).toMatchObject({ status: 401, code: 'Blocked' });
+      expect(error.message).toMatch(/blocked/);
+    });
+  });
+
+  it('AuthenticationError with code Unauthorized and a message saying where keys live', async () => {
+    const error = await failure(api({ apiKey: 'sk_live_wrong' }).createSessionToken({ userId: 1 }));
+
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error.code).toBe('Unauthorized');
+    expect(error.message).toContain('API keys');
+    expect(error.message).not.toContain('sk_live_wrong');
+  });
+
+  it("PermissionError without a permission for a 403: the key's user is not an API client", async () => {
+    await withMock({ apiClient: false }, async (client) => {
+      const error = await failure(client.createSessionToken({ userId: STUDENT }));
+
+      expect(error).toBeInstanceOf(PermissionError);
+      expect(error).toMatchObject({ status: 403, code: 'Forbidden', permission: undefined });
+      expect(error.message).toContain('not an API client');
+    });
   });
 
   it('ServerError for a 5xx whose body is not JSON, with the client code server_error', async () => {
@@ -527,6 +599,13 @@ describe('secrets', () => {
     await collect(api({ schoolId: 878 }).createSessionToken({ userId: STUDENT }));
     await collect(api({ sellerId: 1043 }).createSessionToken({ userId: STUDENT }));
     await collect(api({ apiKey: `${API_KEY}x` }).createSessionToken({ userId: STUDENT }));
+    mock.failNext(401, platformError(401, 'Blocked', `blocked: Bearer ${API_KEY}`));
+    await collect(api().createSessionToken({ userId: STUDENT }));
+    mock.failNext(
+      401,
+      platformError(401, 'Forbidden', `permissions SchoolManageUsers for ${API_KEY}`),
+    );
+    await collect(api().createSessionToken({ userId: STUDENT }));
     mock.failNext(429, rateLimited());
     await collect(api({ retries: 0 }).createSessionToken({ userId: STUDENT }));
     mock.delayNext(1_000);
@@ -537,8 +616,8 @@ describe('secrets', () => {
     errors.push(catchSync(() => api({ apiKey: `${API_KEY}\n` })));
     errors.push(catchSync(() => api({ baseUrl: `http://example.com/${API_KEY}` })));
 
-    expect(errors).toHaveLength(13);
-    expect(errors.filter(isSchoolApiError)).toHaveLength(10);
+    expect(errors).toHaveLength(15);
+    expect(errors.filter(isSchoolApiError)).toHaveLength(12);
     expect((errors[0] as SchoolApiError).messages).toEqual(['bad header Bearer [redacted]']);
     for (const error of errors) {
       expect(error).toBeInstanceOf(Error);

@@ -76,6 +76,43 @@ describe('compileCheck, construct by construct', () => {
         { tags: [] },
       ],
     ],
+    ['nullish', z.number().int().nullish(), [null, undefined, 1, 1.5, 'a']],
+    [
+      'nullish field',
+      z.looseObject({ a: z.string().nullish() }),
+      [{}, { a: null }, { a: 'x' }, { a: 1 }, { a: undefined }, null],
+    ],
+    [
+      'open union (a string typed with known values)',
+      z.string().meta({ examples: ['Rub'] }) as unknown as z.ZodType<'Rub' | (string & {})>,
+      ['Rub', 'Btc', '', 1, null, undefined],
+    ],
+    [
+      'refinement of an object',
+      z
+        .looseObject({
+          a: z.number().nullish(),
+          b: z.looseObject({ c: z.number().optional() }).nullish(),
+        })
+        .refine((v) => (v.a !== undefined && v.a !== null) || v.b?.c !== undefined),
+      [
+        { a: 1 },
+        { b: { c: 2 } },
+        { a: null, b: { c: 2 } },
+        { a: null },
+        { b: {} },
+        { b: null },
+        {},
+        { a: 'x', b: { c: 2 } },
+        { b: { c: 'x' } },
+        null,
+      ],
+    ],
+    [
+      'refinement of a string',
+      z.string().refine((s) => s.startsWith('a')),
+      ['a', 'ab', 'b', '', 1, null],
+    ],
   ];
   it.each(cases)('%s: accepts what Zod accepts', (_, schema, values) => {
     for (const [mine, zods] of agreement(schema, values)) expect(mine).toBe(zods);
@@ -92,10 +129,37 @@ describe('compileCheck, construct by construct', () => {
     expect(compileCheck(z.string().transform((s) => s.length))).toBeUndefined();
     expect(compileCheck(z.record(z.enum(['a']), z.string()))).toBeUndefined();
     expect(compileCheck(z.number().max(3))).toBeUndefined();
+    // A refinement that runs on a condition of its own is Zod's to decide.
+    expect(
+      compileCheck(z.looseObject({ a: z.number() }).refine(() => true, { when: () => true })),
+    ).toBeUndefined();
+  });
+
+  it('refuses what an async refinement would answer, leaving it to Zod', () => {
+    const check = compiled(z.string().refine(async () => true));
+    expect(check('a')).toBe(false);
+  });
+
+  it('calls a refinement only once the shape has passed, with the value itself', () => {
+    const seen: unknown[] = [];
+    const schema = z.looseObject({ a: z.number() }).refine((value) => {
+      seen.push(value);
+      return true;
+    });
+    const check = compiled(schema);
+    const value = { a: 1, extra: 'kept' };
+    expect(check({ a: 'no' })).toBe(false);
+    expect(check(value)).toBe(true);
+    expect(seen).toEqual([value]);
+    expect(seen[0]).toBe(value);
   });
 });
 
 describe('compileCheck on the event schemas', () => {
+  it.each(FIXED_CONTRACT_EVENTS)('%s compiles, with no fallback to Zod', (name) => {
+    expect(compileCheck(eventDataSchemas[name])).toBeTypeOf('function');
+  });
+
   it.each(FIXED_CONTRACT_EVENTS)('%s compiles and accepts its fixture', (name) => {
     const fixture = FIXTURES.find((f) => f.event === name);
     expect(fixture).toBeDefined();

@@ -101,12 +101,14 @@ describe('valid fixtures', () => {
 });
 
 /**
- * The top-level keys of each event's `data` that interface 6 names, split by whether they may be
- * absent. `states` is optional in every event (DESIGN 3); it is listed where the interface names it.
+ * The top-level keys of each event's `data` that interface 6 names, split by whether they are the
+ * spine (DESIGN 3) or may be absent. `states` is optional in every event; it is listed where the
+ * interface names it. ProductEnrolledByInviteLink's `inviteLinkId` has a test of its own: it may
+ * be absent when `access.meta.inviteLinkId` names the link.
  */
 const CONTRACTS: Record<FixedEventName, { required: string[]; optional: string[] }> = {
-  UserSignedUp: { required: ['user', 'profile'], optional: ['states'] },
-  UserAcquainted: { required: ['user', 'profile'], optional: ['states'] },
+  UserSignedUp: { required: ['user'], optional: ['profile', 'states'] },
+  UserAcquainted: { required: ['user'], optional: ['profile', 'states'] },
   UserTgConnected: { required: ['user', 'prevTgId'], optional: ['profile'] },
   UserCreatedViaLms: { required: ['user'], optional: ['profile'] },
   CourseProgressChanged: {
@@ -135,7 +137,7 @@ const CONTRACTS: Record<FixedEventName, { required: string[]; optional: string[]
     optional: ['profile', 'access', 'states', 'product', 'course'],
   },
   ProductEnrolledByInviteLink: {
-    required: ['user', 'inviteLinkId'],
+    required: ['user'],
     optional: ['profile', 'access', 'states', 'product', 'course'],
   },
   CertificateIssued: { required: ['user', 'course', 'certificate'], optional: ['product'] },
@@ -154,6 +156,12 @@ describe('event contracts (interface 6)', () => {
     it('passes with every optional field absent', () => {
       let data = fixtureData(name);
       for (const key of optional) data = without(data, key);
+      expect(accepts(name, data)).toBe(true);
+    });
+
+    it('passes with every optional field null (interface 6 marks them optional)', () => {
+      const data = fixtureData(name);
+      for (const key of optional) data[key] = null;
       expect(accepts(name, data)).toBe(true);
     });
 
@@ -196,8 +204,19 @@ describe('event contracts (interface 6)', () => {
     'CourseCompleted',
     'CourseLessonPracticeCompleted',
     'CertificateIssued',
-  ] as const)('%s requires the user with a profile', (name) => {
-    expect(accepts(name, without(fixtureData(name), 'user.profile'))).toBe(false);
+  ] as const)('%s takes a user "with profile" whose profile is absent or null', (name) => {
+    expect(accepts(name, without(fixtureData(name), 'user.profile'))).toBe(true);
+    expect(accepts(name, withValue(fixtureData(name), 'user.profile', null))).toBe(true);
+    expect(accepts(name, withValue(fixtureData(name), 'user.profile', 'Анна'))).toBe(false);
+  });
+
+  it.each(FIXED_CONTRACT_EVENTS)('%s requires the id of every entity it carries', (name) => {
+    const data = fixtureData(name);
+    for (const key of ['user', 'course', 'product', 'access', 'certificate', 'payment']) {
+      if (!(key in data) || data[key] === null) continue;
+      expect(accepts(name, without(data, `${key}.id`))).toBe(false);
+      expect(accepts(name, withValue(data, `${key}.id`, `${String(key)}-1`))).toBe(false);
+    }
   });
 
   it.each([
@@ -212,10 +231,33 @@ describe('event contracts (interface 6)', () => {
     expect(accepts(name, data)).toBe(true);
   });
 
-  it('UserSignedUp takes a null profile (not filled) but not an absent one', () => {
+  it('UserSignedUp takes a null profile (not filled) and an absent one', () => {
     const data = fixtureData('UserSignedUp');
     expect(accepts('UserSignedUp', withValue(data, 'profile', null))).toBe(true);
-    expect(accepts('UserSignedUp', without(data, 'profile'))).toBe(false);
+    expect(accepts('UserSignedUp', without(data, 'profile'))).toBe(true);
+    expect(accepts('UserSignedUp', withValue(data, 'profile', []))).toBe(false);
+  });
+
+  it('ProductEnrolledByInviteLink needs its link in inviteLinkId or in access.meta', () => {
+    const name = 'ProductEnrolledByInviteLink';
+    const data = fixtureData(name);
+    expect(accepts(name, without(data, 'inviteLinkId'))).toBe(true);
+    expect(accepts(name, without(data, 'access.meta.inviteLinkId'))).toBe(true);
+    expect(accepts(name, without(without(data, 'inviteLinkId'), 'access.meta.inviteLinkId'))).toBe(
+      false,
+    );
+    expect(accepts(name, withValue(without(data, 'access'), 'inviteLinkId', null))).toBe(false);
+    expect(accepts(name, withValue(without(data, 'inviteLinkId'), 'access.meta', null))).toBe(
+      false,
+    );
+    expect(accepts(name, withValue(data, 'inviteLinkId', true))).toBe(false);
+  });
+
+  it('CertificateIssued requires the certificate with its link', () => {
+    const data = fixtureData('CertificateIssued');
+    expect(accepts('CertificateIssued', without(data, 'certificate.link'))).toBe(false);
+    expect(accepts('CertificateIssued', withValue(data, 'certificate.link', null))).toBe(false);
+    expect(accepts('CertificateIssued', without(data, 'certificate.uuid'))).toBe(true);
   });
 
   it('UserTgConnected takes prevTgId as a number or null, nothing else', () => {
@@ -231,8 +273,14 @@ describe('event contracts (interface 6)', () => {
     expect(accepts('CourseProgressChanged', data)).toBe(true);
   });
 
-  it.each(['Finished', 'completed', '', null])(
-    'CourseProgressChanged rejects status %j',
+  it('CourseProgressChanged takes a null or absent status', () => {
+    const data = fixtureData('CourseProgressChanged');
+    expect(accepts('CourseProgressChanged', withValue(data, 'status', null))).toBe(true);
+    expect(accepts('CourseProgressChanged', without(data, 'status'))).toBe(true);
+  });
+
+  it.each(['Finished', 'completed', '', 3])(
+    'CourseProgressChanged rejects status %j: the one closed set',
     (status) => {
       const data = withValue(fixtureData('CourseProgressChanged'), 'status', status);
       expect(accepts('CourseProgressChanged', data)).toBe(false);
@@ -244,8 +292,12 @@ describe('event contracts (interface 6)', () => {
     const data = fixtureData(name);
     expect(accepts(name, withValue(data, 'attempt.score', null))).toBe(true);
     expect(accepts(name, withValue(data, 'attempt.score', '85'))).toBe(false);
-    expect(accepts(name, without(data, 'attempt.score'))).toBe(false);
-    expect(accepts(name, without(data, 'attempt.status'))).toBe(false);
+    expect(accepts(name, without(data, 'attempt.score'))).toBe(true);
+    expect(accepts(name, without(data, 'attempt.status'))).toBe(true);
+    expect(accepts(name, withValue(data, 'attempt.status', 'SomethingNew'))).toBe(true);
+    expect(accepts(name, withValue(data, 'attempt.status', 7))).toBe(false);
+    expect(accepts(name, without(data, 'attempt.id'))).toBe(false);
+    expect(accepts(name, without(data, 'lesson.id'))).toBe(false);
     expect(accepts(name, withValue(data, 'lesson', 'Урок 12'))).toBe(false);
     expect(accepts(name, withValue(data, 'practice', [402977]))).toBe(false);
   });
@@ -264,7 +316,7 @@ describe('ids whose type the interface does not state', () => {
       expect(accepts(name, withValue(fixtureData(name), path, id))).toBe(true);
     });
 
-    it.each([1.5, true, null, { id: 1 }])('rejects %j', (id) => {
+    it.each([1.5, true, { id: 1 }])('rejects %j', (id) => {
       expect(accepts(name, withValue(fixtureData(name), path, id))).toBe(false);
     });
   });
@@ -274,18 +326,66 @@ describe('the payment tree (interface 2.5)', () => {
   const payment = (): Json => fixtureData('PaymentCompleted');
   const accept = (data: Json): boolean => accepts('PaymentCompleted', data);
 
+  /** The spine of PaymentCompleted (DESIGN 3), with the ids of the entities in the fixture. */
+  const SPINE = [
+    'payment',
+    'payment.id',
+    'payment.invoice',
+    'payment.invoice.id',
+    'payment.invoice.totalAmount',
+    'payment.invoice.currency',
+    'payment.invoice.user',
+    'payment.invoice.user.id',
+    'payment.invoice.user.profile.id',
+    'payment.invoice.user.school.id',
+    'payment.invoice.products.0.id',
+    'payment.invoice.products.0.price.id',
+    'payment.invoice.products.0.product.id',
+    'payment.invoice.products.1.product.course.id',
+    'payment.acquiring.id',
+    'payment.acquiring.provider.id',
+  ];
+
+  /** Marked optional by PLATFORM-ENTITIES.md or `(null)` by the interface: absent or null. */
   const NULLABLE = [
     'payment.archivedAt',
+    'payment.status',
+    'payment.checkoutPaymentId',
     'payment.checkoutUrl',
+    'payment.paidAt',
     'payment.expireAt',
+    'payment.isCompleted',
+    'payment.isCanceled',
+    'payment.meta',
+    'payment.webhookLogs',
+    'payment.chargeLogs',
+    'payment.statusHistoryLogs',
+    'payment.acquiring',
     'payment.invoice.archivedAt',
+    'payment.invoice.humanId',
+    'payment.invoice.status',
     'payment.invoice.expireAt',
+    'payment.invoice.isActive',
+    'payment.invoice.products',
+    'payment.invoice.meta',
+    'payment.invoice.meta.utmParams',
     'payment.invoice.user.archivedAt',
+    'payment.invoice.user.alive',
+    'payment.invoice.user.email',
     'payment.invoice.user.phone',
     'payment.invoice.user.tgId',
     'payment.invoice.user.vkId',
     'payment.invoice.user.appleId',
     'payment.invoice.user.extId',
+    'payment.invoice.user.schoolId',
+    'payment.invoice.user.language',
+    'payment.invoice.user.timezone',
+    'payment.invoice.user.lastOnlineAt',
+    'payment.invoice.user.profile',
+    'payment.invoice.user.school',
+    'payment.invoice.user.profile.userId',
+    'payment.invoice.user.profile.firstName',
+    'payment.invoice.user.profile.fullName',
     'payment.invoice.user.profile.bdate',
     'payment.invoice.user.profile.country',
     'payment.invoice.user.profile.city',
@@ -297,7 +397,12 @@ describe('the payment tree (interface 2.5)', () => {
     'payment.invoice.user.school.customDomain',
     'payment.invoice.user.school.description',
     'payment.invoice.user.school.iconUrl',
+    'payment.invoice.user.school.fqdn',
+    'payment.invoice.user.school.isPublic',
     'payment.invoice.products.0.discount',
+    'payment.invoice.products.0.price',
+    'payment.invoice.products.0.product',
+    'payment.invoice.products.0.price.title',
     'payment.invoice.products.0.price.description',
     'payment.invoice.products.0.price.previousAmount',
     'payment.invoice.products.0.price.accessDays',
@@ -305,91 +410,108 @@ describe('the payment tree (interface 2.5)', () => {
     'payment.invoice.products.0.price.activeTo',
     'payment.invoice.products.0.price.installmentConfig',
     'payment.invoice.products.0.price.subscriptionConfig',
+    'payment.invoice.products.0.price.isSubscription',
+    'payment.invoice.products.0.product.status',
+    'payment.invoice.products.0.product.publishedAt',
     'payment.invoice.products.0.product.saleStartAt',
     'payment.invoice.products.0.product.saleFinishAt',
+    'payment.invoice.products.0.product.isFree',
+    'payment.invoice.products.0.product.course',
     'payment.invoice.products.0.product.course.alias',
-    'payment.invoice.products.0.product.course.promoVideo',
+    'payment.invoice.products.0.product.course.image',
+    'payment.invoice.products.0.product.course.isBundle',
+    'payment.acquiring.active',
+    'payment.acquiring.name',
     'payment.acquiring.description',
+    'payment.acquiring.hasProviderCommission',
+    'payment.acquiring.provider',
+    'payment.acquiring.provider.type',
+    'payment.acquiring.provider.active',
   ];
 
-  const REQUIRED = [
-    'payment.id',
+  /** Neither optional in PLATFORM-ENTITIES.md nor `(null)` in the interface: absent, not null. */
+  const OPTIONAL_NOT_NULL = [
+    'payment.createdAt',
     'payment.uuid',
-    'payment.status',
-    'payment.paidAt',
+    'payment.type',
     'payment.released',
-    'payment.isCompleted',
-    'payment.isCanceled',
-    'payment.meta',
-    'payment.webhookLogs',
-    'payment.statusHistoryLogs',
-    'payment.invoice',
-    'payment.acquiring',
-    'payment.invoice.humanId',
-    'payment.invoice.totalAmount',
+    'payment.invoice.uuid',
+    'payment.invoice.type',
     'payment.invoice.discountAmount',
-    'payment.invoice.currency',
-    'payment.invoice.isActive',
-    'payment.invoice.user',
-    'payment.invoice.products',
-    'payment.invoice.meta',
-    'payment.invoice.user.id',
-    'payment.invoice.user.email',
+    'payment.invoice.user.uuid',
+    'payment.invoice.user.status',
     'payment.invoice.user.banned',
+    'payment.invoice.user.domain',
     'payment.invoice.user.isSleepingNow',
-    'payment.invoice.user.profile',
-    'payment.invoice.user.school',
-    'payment.invoice.user.profile.fullName',
     'payment.invoice.user.profile.official',
     'payment.invoice.user.profile.avatar',
     'payment.invoice.user.profile.avatar.small',
     'payment.invoice.user.profile.titleState',
-    'payment.invoice.user.school.isPublic',
+    'payment.invoice.user.school.name',
+    'payment.invoice.user.school.segment',
+    'payment.invoice.user.school.active',
     'payment.invoice.products.0.originalPrice',
     'payment.invoice.products.0.totalPrice',
-    'payment.invoice.products.0.price',
+    'payment.invoice.products.0.price.mode',
     'payment.invoice.products.0.price.amount',
-    'payment.invoice.products.0.price.isSubscription',
-    'payment.invoice.products.0.product',
+    'payment.invoice.products.0.price.meta',
     'payment.invoice.products.0.product.sellerId',
-    'payment.invoice.products.0.product.course',
+    'payment.invoice.products.0.product.type',
+    'payment.invoice.products.0.product.currency',
+    'payment.invoice.products.0.product.approves',
     'payment.invoice.products.0.product.course.tags',
-    'payment.invoice.products.0.product.course.image',
+    'payment.invoice.products.0.product.course.name',
     'payment.invoice.products.1.product.course.settings',
-    'payment.acquiring.hasProviderCommission',
-    'payment.acquiring.provider',
-    'payment.acquiring.provider.active',
+    'payment.acquiring.uuid',
   ];
 
-  /** Fields of unstated type: any value goes, including null, but the key must be present. */
-  const PRESENT_ANY_VALUE = [
+  /** Fields of unstated type: any value goes, null included, and they may be absent. */
+  const ANY_VALUE = [
     'payment.invoice.user.starsBalance',
     'payment.invoice.user.currentTime',
-    'payment.invoice.user.profile.sex',
-    'payment.invoice.user.profile.role',
-    'payment.invoice.products.0.discount',
+    'payment.invoice.products.0.product.course.promoVideo',
     'payment.invoice.products.0.product.course.image.main',
   ];
+
+  it.each(SPINE)('rejects the absence of %s, part of the spine', (path) => {
+    expect(accept(without(payment(), path))).toBe(false);
+  });
+
+  it.each(SPINE)('rejects null at %s, part of the spine', (path) => {
+    expect(accept(withValue(payment(), path, null))).toBe(false);
+  });
 
   it.each(NULLABLE)('accepts null at %s', (path) => {
     expect(accept(withValue(payment(), path, null))).toBe(true);
   });
 
-  it.each(NULLABLE)('rejects the absence of %s', (path) => {
-    expect(accept(without(payment(), path))).toBe(false);
-  });
+  it.each([...NULLABLE, ...OPTIONAL_NOT_NULL, ...ANY_VALUE])(
+    'accepts the absence of %s',
+    (path) => {
+      expect(accept(without(payment(), path))).toBe(true);
+    },
+  );
 
-  it.each(REQUIRED)('rejects null at %s', (path) => {
+  it.each(OPTIONAL_NOT_NULL)('rejects null at %s', (path) => {
     expect(accept(withValue(payment(), path, null))).toBe(false);
   });
 
-  it.each(REQUIRED)('rejects the absence of %s', (path) => {
-    expect(accept(without(payment(), path))).toBe(false);
+  it.each(ANY_VALUE)('accepts any value at %s', (path) => {
+    expect(accept(withValue(payment(), path, { any: 'shape' }))).toBe(true);
+    expect(accept(withValue(payment(), path, null))).toBe(true);
   });
 
-  it.each(PRESENT_ANY_VALUE)('accepts any value but not the absence of %s', (path) => {
-    expect(accept(withValue(payment(), path, { any: 'shape' }))).toBe(true);
-    expect(accept(without(payment(), path))).toBe(false);
+  it.each([
+    ['payment.invoice.currency', 'Kzt'],
+    ['payment.invoice.currency', 'Btc'],
+    ['payment.type', 'SomeNewPaymentType'],
+    ['payment.status', 'Refunding'],
+    ['payment.invoice.user.language', 'Kk'],
+    ['payment.invoice.user.school.segment', 'Government'],
+    ['payment.invoice.user.profile.sex', 'Women'],
+    ['payment.invoice.products.0.product.type', 'Digital'],
+  ])('accepts an enum-like %s of any string (%j)', (path, value) => {
+    expect(accept(withValue(payment(), path, value))).toBe(true);
   });
 
   it.each([
@@ -405,6 +527,13 @@ describe('the payment tree (interface 2.5)', () => {
     ['payment.invoice.user.schoolId', 4821.5],
     ['payment.invoice.user.profile.avatar.small', 42],
     ['payment.invoice.meta.utmParams', 'utm_source=vk'],
+    ['payment.invoice.currency', 643],
+    ['payment.invoice.user.email', 42],
+    ['payment.invoice.user.language', { code: 'ru' }],
+    ['payment.status', true],
+    ['payment.invoice.user.profile.sex', 1],
+    ['payment.invoice.products.0.discount', { code: 'SALE' }],
+    ['payment.acquiring', 'yookassa'],
   ])('rejects a wrong type at %s', (path, value) => {
     expect(accept(withValue(payment(), path, value))).toBe(false);
   });
@@ -436,7 +565,7 @@ describe('the payment tree (interface 2.5)', () => {
     }
     const parsed = eventDataSchemas.PaymentCompleted.parse(data);
     expect(parsed).toEqual(data);
-    expect(parsed.payment.acquiring.provider.addedLater).toBe(
+    expect(parsed.payment.acquiring?.provider?.addedLater).toBe(
       'extra in payment.acquiring.provider',
     );
   });

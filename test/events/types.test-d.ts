@@ -1,11 +1,15 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import type {
+  Acquiring,
+  Currency,
   EventData,
   EventDataMap,
   FixedEventName,
   KnownEventName,
   LessonProgressStatus,
+  OpenUnion,
   PaymentCompletedData,
+  Product,
   Profile,
   UserAcquaintedData,
   UserSignedUpData,
@@ -16,35 +20,85 @@ import type {
 type Payment = EventData<'PaymentCompleted'>['payment'];
 
 describe('event data types', () => {
-  it('types the payment tree from the schemas', () => {
+  it('types the spine of the payment tree as always there', () => {
+    expectTypeOf<Payment['id']>().toEqualTypeOf<number>();
     expectTypeOf<Payment['invoice']['totalAmount']>().toEqualTypeOf<number>();
-    expectTypeOf<Payment['checkoutUrl']>().toEqualTypeOf<string | null>();
-    expectTypeOf<Payment['archivedAt']>().toEqualTypeOf<string | null>();
-    expectTypeOf<Payment['isCompleted']>().toEqualTypeOf<boolean>();
-    expectTypeOf<Payment['invoice']['user']['profile']>().toEqualTypeOf<Profile>();
-    expectTypeOf<Payment['invoice']['user']['profile']['fullName']>().toEqualTypeOf<string>();
-    expectTypeOf<Payment['invoice']['meta']['utmParams']>().toEqualTypeOf<UtmParams | undefined>();
-    expectTypeOf<
-      Payment['invoice']['products'][number]['product']['course']['tags']
-    >().toEqualTypeOf<string[]>();
+    expectTypeOf<Payment['invoice']['currency']>().toEqualTypeOf<Currency>();
+    expectTypeOf<Payment['invoice']['user']['id']>().toEqualTypeOf<number>();
+  });
+
+  it('types every other field as possibly absent, and null where the platform says so', () => {
+    type User = Payment['invoice']['user'];
+    expectTypeOf<User['email']>().toEqualTypeOf<string | null | undefined>();
+    expectTypeOf<User['phone']>().toEqualTypeOf<string | null | undefined>();
+    expectTypeOf<User['banned']>().toEqualTypeOf<boolean | undefined>();
+    expectTypeOf<User['profile']>().toEqualTypeOf<Profile | null | undefined>();
+    expectTypeOf<NonNullable<User['profile']>['fullName']>().toEqualTypeOf<
+      string | null | undefined
+    >();
+    expectTypeOf<Payment['checkoutUrl']>().toEqualTypeOf<string | null | undefined>();
+    expectTypeOf<Payment['archivedAt']>().toEqualTypeOf<string | null | undefined>();
+    expectTypeOf<Payment['isCompleted']>().toEqualTypeOf<boolean | null | undefined>();
+    expectTypeOf<Payment['acquiring']>().toEqualTypeOf<Acquiring | null | undefined>();
+    expectTypeOf<Payment['invoice']['meta']>().toEqualTypeOf<
+      { [x: string]: unknown; utmParams?: UtmParams | null | undefined } | null | undefined
+    >();
+    type Item = NonNullable<Payment['invoice']['products']>[number];
+    expectTypeOf<NonNullable<NonNullable<Item['product']>['course']>['tags']>().toEqualTypeOf<
+      string[] | undefined
+    >();
+  });
+
+  it('types enum-like strings as open unions that still offer the known values', () => {
+    expectTypeOf<Currency>().toEqualTypeOf<
+      OpenUnion<'Free' | 'Exes' | 'Rub' | 'Uzs' | 'Kzt' | 'Usd' | 'Eur'>
+    >();
+    expectTypeOf<'Rub'>().toMatchTypeOf<Currency>();
+    expectTypeOf<'Btc'>().toMatchTypeOf<Currency>();
+    expectTypeOf<Currency>().not.toEqualTypeOf<string>();
+    expectTypeOf<42>().not.toMatchTypeOf<Currency>();
+    expectTypeOf<NonNullable<Payment['status']>>().toMatchTypeOf<string>();
+    expectTypeOf<'BindingCompleted'>().toMatchTypeOf<NonNullable<Payment['status']>>();
   });
 
   it('keeps the optional and nullable fields of interface 6', () => {
-    expectTypeOf<EventData<'UserSignedUp'>['profile']>().toEqualTypeOf<Profile | null>();
+    expectTypeOf<EventData<'UserSignedUp'>['profile']>().toEqualTypeOf<
+      Profile | null | undefined
+    >();
     expectTypeOf<EventData<'UserTgConnected'>['prevTgId']>().toEqualTypeOf<number | null>();
-    expectTypeOf<EventData<'CourseCompleted'>['user']['profile']>().toEqualTypeOf<Profile>();
-    expectTypeOf<EventData<'UserCreatedViaLms'>['user']['profile']>().toEqualTypeOf<
-      Profile | undefined
+    expectTypeOf<EventData<'CourseCompleted'>['user']['profile']>().toEqualTypeOf<
+      Profile | null | undefined
+    >();
+    expectTypeOf<EventData<'CourseCompleted'>['product']>().toEqualTypeOf<
+      Product | null | undefined
     >();
     expectTypeOf<EventData<'CourseProgressChanged'>['status']>().toEqualTypeOf<
-      LessonProgressStatus | undefined
+      LessonProgressStatus | null | undefined
+    >();
+    expectTypeOf<LessonProgressStatus>().toEqualTypeOf<
+      'NotStarted' | 'OnTheory' | 'OnPractice' | 'OnReview' | 'OnCorrection' | 'Completed'
     >();
     expectTypeOf<EventData<'ProductEnrolledByInviteLink'>['inviteLinkId']>().toEqualTypeOf<
-      number | string
+      number | string | null | undefined
     >();
     expectTypeOf<EventData<'CourseLessonPracticeCompleted'>['variantId']>().toEqualTypeOf<
-      number | string | undefined
+      number | string | null | undefined
     >();
+    expectTypeOf<EventData<'CertificateIssued'>['certificate']['link']>().toEqualTypeOf<string>();
+    expectTypeOf<EventData<'CertificateIssued'>['certificate']['expireAt']>().toEqualTypeOf<
+      string | null | undefined
+    >();
+    // Fields of an entity the interface shows no field list of pass through as unknown.
+    expectTypeOf<EventData<'CertificateIssued'>['certificate']['templateId']>().toBeUnknown();
+  });
+
+  it('makes a handler say what it does when a field is missing', () => {
+    const read = (data: PaymentCompletedData): string =>
+      data.payment.invoice.user.email ?? 'no email';
+    expectTypeOf(read).returns.toEqualTypeOf<string>();
+    // @ts-expect-error -- the email may be absent or null
+    const unchecked: string = ({} as PaymentCompletedData).payment.invoice.user.email;
+    void unchecked;
   });
 
   it('gives events the interface calls "the same" the same type', () => {

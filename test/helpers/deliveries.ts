@@ -59,6 +59,16 @@ export function fixtureDelivery(
   return createTestDelivery(event, data, options);
 }
 
+/** A fixture file under `fixtures/` (e.g. `variants/user-signed-up-phone-only.json`), re-stamped and signed. */
+export function fixtureFileDelivery(file: string, options: DeliveryOptions = {}): Delivery {
+  const url = new URL(`../../fixtures/${file}`, import.meta.url);
+  const { event, data } = JSON.parse(readFileSync(url, 'utf8')) as {
+    event: string;
+    data: Record<string, unknown>;
+  };
+  return createTestDelivery(event, data, options);
+}
+
 /** A promise with its resolve exposed, to hold a handler in flight. */
 export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
   createReceiver,
@@ -8,7 +8,13 @@ import {
   verifySignature,
   type EventData,
 } from '../../src/index.js';
-import { createDelivery, fixtures, signBody } from '../../src/testing/index.js';
+import {
+  createDelivery,
+  fixtures,
+  fixtureVariants,
+  signBody,
+  sparseFixtures,
+} from '../../src/testing/index.js';
 
 const SECRET = 'c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00';
 
@@ -30,10 +36,10 @@ describe('fixtures', () => {
   it('hands out a fresh copy every time', () => {
     const first = fixtures.PaymentCompleted();
     first.payment.invoice.totalAmount = -1;
-    first.payment.invoice.products.length = 0;
+    first.payment.invoice.products!.length = 0;
     const second = fixtures.PaymentCompleted();
     expect(second.payment.invoice.totalAmount).not.toBe(-1);
-    expect(second.payment.invoice.products.length).toBeGreaterThan(0);
+    expect(second.payment.invoice.products?.length).toBeGreaterThan(0);
   });
 
   it('deep-merges overrides, keeping every field they do not name', () => {
@@ -84,6 +90,118 @@ describe('fixtures', () => {
     // @ts-expect-error -- the user is not nullable
     fixtures.UserSignedUp({ user: null });
   });
+
+  it('types overrides as the schemas accept them: null where allowed, any string in an open union', () => {
+    const data = fixtures.PaymentCompleted({
+      payment: {
+        acquiring: null,
+        invoice: { meta: null, currency: 'Kzt', user: { email: null, profile: null } },
+      },
+    });
+    expect(eventDataSchemas.PaymentCompleted.safeParse(data).success).toBe(true);
+    expect([data.payment.invoice.user.email, data.payment.acquiring]).toEqual([null, null]);
+    expectTypeOf(data.payment.invoice.user.email).toEqualTypeOf<string | null | undefined>();
+    const later = fixtures.PaymentCompleted({ payment: { invoice: { currency: 'Btc' } } });
+    expect(eventDataSchemas.PaymentCompleted.safeParse(later).success).toBe(true);
+    // @ts-expect-error -- totalAmount is part of the spine: never null
+    fixtures.PaymentCompleted({ payment: { invoice: { totalAmount: null } } });
+    // @ts-expect-error -- released may be absent but is never null
+    fixtures.PaymentCompleted({ payment: { released: null } });
+    // @ts-expect-error -- a lesson status is one of the six of interface 3.1
+    fixtures.CourseProgressChanged({ status: 'Finished' });
+    expectTypeOf(sparseFixtures.CertificateIssued().certificate.link).toBeString();
+    expectTypeOf(fixtureVariants.phoneOnlyStudent()).toEqualTypeOf<EventData<'UserSignedUp'>>();
+    expectTypeOf(fixtureVariants.phoneOnlyStudent.event).toEqualTypeOf<'UserSignedUp'>();
+  });
+});
+
+describe('sparseFixtures', () => {
+  it.each(FIXED_CONTRACT_EVENTS)('%s: the spine only, from fixtures/sparse/%s.json', (name) => {
+    const data = sparseFixtures[name]();
+    expect(data).toEqual(fixtureFile(`sparse/${name}`).data);
+    expect(eventDataSchemas[name].safeParse(data).error).toBeUndefined();
+    // Far smaller than the full fixture: a handful of fields.
+    expect(JSON.stringify(data).length).toBeLessThan(JSON.stringify(fixtures[name]()).length / 4);
+  });
+
+  it('carries for PaymentCompleted exactly what DESIGN 3 names', () => {
+    const { payment } = sparseFixtures.PaymentCompleted();
+    expect(Object.keys(payment).sort()).toEqual(['id', 'invoice']);
+    expect(Object.keys(payment.invoice).sort()).toEqual(['currency', 'id', 'totalAmount', 'user']);
+    expect(Object.keys(payment.invoice.user)).toEqual(['id']);
+  });
+
+  it('merges overrides as the full factories do', () => {
+    const data = sparseFixtures.CertificateIssued({ certificate: { link: 'https://x.example/c' } });
+    expect(data.certificate).toEqual({ id: expect.any(Number), link: 'https://x.example/c' });
+    expect(data.user).toEqual({ id: expect.any(Number) });
+  });
+});
+
+describe('fixtureVariants', () => {
+  const variants = Object.values(fixtureVariants);
+
+  it('has one factory per file of fixtures/variants', () => {
+    const files = readdirSync(new URL('../../fixtures/variants/', import.meta.url));
+    expect(variants.map((variant) => variant.file).sort()).toEqual(files.sort());
+  });
+
+  it.each(variants.map((variant) => [variant.file, variant] as const))(
+    '%s: its JSON file, passing its schema',
+    (file, variant) => {
+      const json = fixtureFile(`variants/${file.replace(/\.json$/, '')}`);
+      expect(json.event).toBe(variant.event);
+      expect(variant()).toEqual(json.data);
+      expect(eventDataSchemas[variant.event].safeParse(variant()).error).toBeUndefined();
+      expect(variant.description.length).toBeGreaterThan(10);
+    },
+  );
+
+  it('leaves out what each one says it leaves out', () => {
+    const payment = fixtureVariants.paymentWithoutInvoiceMeta().payment;
+    expect(payment.invoice).not.toHaveProperty('meta');
+    const bare = fixtureVariants.paymentWithoutAcquiringOrLogs().payment;
+    for (const key of ['acquiring', 'webhookLogs', 'chargeLogs', 'statusHistoryLogs']) {
+      expect(bare).not.toHaveProperty(key);
+    }
+    for (const item of fixtureVariants.paymentForDigitalProduct().payment.invoice.products ?? []) {
+      expect(item.product).not.toHaveProperty('course');
+    }
+    const phone = fixtureVariants.phoneOnlyStudent().user;
+    expect(phone).not.toHaveProperty('email');
+    expect(phone.phone).toMatch(/^\+\d+$/);
+    for (const user of [
+      fixtureVariants.telegramOnlyUser().user,
+      fixtureVariants.telegramOnlySignUp().user,
+    ]) {
+      expect(user.email ?? null).toBeNull();
+      expect(user.phone ?? null).toBeNull();
+      expect(user.tgId).toEqual(expect.any(Number));
+    }
+    const digital = fixtureVariants.digitalProductEnrollment();
+    expect(digital.product?.type).toBe('Digital');
+    expect(digital).not.toHaveProperty('course');
+    expect(digital.product).not.toHaveProperty('course');
+    for (const variant of [
+      fixtureVariants.courseCompletedWithoutArchivedAt,
+      fixtureVariants.paymentWithoutArchivedAt,
+    ]) {
+      expect(JSON.stringify(variant())).not.toContain('archivedAt');
+    }
+    const invite = fixtureVariants.inviteLinkInAccessMeta();
+    expect(invite).not.toHaveProperty('inviteLinkId');
+    expect(invite.access?.meta?.inviteLinkId).toBeDefined();
+  });
+
+  it.each(variants.map((variant) => [variant.file, variant] as const))(
+    '%s is processed by a receiver',
+    async (_file, variant) => {
+      const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
+      const delivery = createDelivery(variant.event, variant(), { secret: SECRET });
+      const result = await receiver.handle({ method: 'POST', ...delivery });
+      expect([result.status, result.outcome]).toEqual([200, 'processed']);
+    },
+  );
 });
 
 describe('signBody', () => {

@@ -10,6 +10,8 @@ const OTHER_SCHOOL_STUDENT = 40;
 const ADMIN = 2;
 const DAY_MS = 86_400_000;
 
+type Json = Record<string, unknown>;
+
 let mock: MockSchoolApi;
 
 beforeEach(async () => {
@@ -109,29 +111,70 @@ describe('createMockSchoolApi', () => {
     });
   });
 
-  it('answers 403 when the key has no permission for Seller-Id', async () => {
-    const answer = await post({ userId: STUDENT }, { 'seller-id': '8' });
+  it.each([
+    ['a Seller-Id the key does not belong to', { 'seller-id': '8' }],
+    ['no Seller-Id', { 'seller-id': undefined }],
+  ])('answers 401 Forbidden for %s', async (_case, headers) => {
+    const answer = await post({ userId: STUDENT }, headers);
 
-    expect(answer.status).toBe(403);
-    expect(answer.json).toMatchObject({ success: false, code: 403, cause: 'Forbidden' });
+    expect(answer).toEqual({
+      status: 401,
+      json: errorBody(401, 'Forbidden', 'Forbidden seller resource', 'Forbidden seller resource'),
+    });
   });
 
-  it('answers 403 when the key lacks SchoolManageUsers', async () => {
-    const limited = await createMockSchoolApi({
-      apiKey: KEY,
-      sellerId: 7,
-      schoolId: 70,
-      permissions: [],
-    });
+  /** POST a good request to a mock started with `options`, and close it. */
+  async function postTo(
+    options: Parameters<typeof createMockSchoolApi>[0],
+  ): Promise<{ status: number; json: unknown }> {
+    const other = await createMockSchoolApi({ apiKey: KEY, sellerId: 7, schoolId: 70, ...options });
     try {
-      const response = await fetch(`${limited.url}${PATH}`, {
+      const response = await fetch(`${other.url}${PATH}`, {
         method: 'POST',
         headers: goodHeaders,
         body: JSON.stringify({ userId: STUDENT }),
       });
-      expect(response.status).toBe(403);
+      return { status: response.status, json: await response.json() };
     } finally {
-      await limited.close();
+      await other.close();
+    }
+  }
+
+  it('answers 401 Forbidden naming the permission when the key lacks SchoolManageUsers', async () => {
+    const message = 'Forbidden seller resource - permissions SchoolManageUsers';
+    expect(await postTo({ permissions: [] })).toEqual({
+      status: 401,
+      json: errorBody(401, 'Forbidden', message, message),
+    });
+  });
+
+  it("answers 401 Blocked when the key's user is banned", async () => {
+    expect(await postTo({ banned: true })).toEqual({
+      status: 401,
+      json: errorBody(401, 'Blocked', 'User is blocked', 'User is blocked'),
+    });
+  });
+
+  it("answers 403 when the key's user is not an API client", async () => {
+    expect(await postTo({ apiClient: false })).toEqual({
+      status: 403,
+      json: errorBody(403, 'Forbidden', 'Forbidden resource', 'Forbidden resource'),
+    });
+  });
+
+  it('checks the key before the ban, and the ban before anything else', async () => {
+    const other = await createMockSchoolApi({ apiKey: KEY, banned: true, apiClient: false });
+    try {
+      const send = (authorization: string) =>
+        fetch(`${other.url}${PATH}`, {
+          method: 'POST',
+          headers: { ...goodHeaders, authorization },
+          body: '{}',
+        }).then(async (response) => [response.status, ((await response.json()) as Json).cause]);
+      expect(await send('Bearer nope')).toEqual([401, 'Unauthorized']);
+      expect(await send(`Bearer ${KEY}`)).toEqual([401, 'Blocked']);
+    } finally {
+      await other.close();
     }
   });
 
@@ -147,7 +190,11 @@ describe('createMockSchoolApi', () => {
   });
 
   it.each([
-    ['missing Seller-Id', { 'seller-id': undefined }, 'Seller-Id must be an integer number'],
+    [
+      'a Seller-Id that is not a number',
+      { 'seller-id': 'x' },
+      'Seller-Id must be an integer number',
+    ],
     [
       'a School-Id that is not a number',
       { 'school-id': 'x' },
