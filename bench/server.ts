@@ -9,6 +9,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Redis } from 'ioredis';
 import { BENCH_PATH, DIAGNOSTIC_IDS, type ServerId, SERVER_IDS } from './servers.js';
 import { SECRET } from './bodies.js';
 
@@ -149,7 +150,7 @@ const REDIS_PREFIX = 'schoolhooks-bench:';
  * The HTTP side of an inbox: every delivery stored as a BullMQ job (no worker runs here); the
  * jobs are counted as they are stored, as the other servers count handler runs.
  */
-async function countedInbox(client: import('ioredis').Redis) {
+async function countedInbox(client: Redis) {
   const { bullmqInbox } = await import('../src/inbox/bullmq.js');
   const inbox = bullmqInbox({
     connection: client,
