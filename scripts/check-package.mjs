@@ -43,9 +43,11 @@ import { formatMessage } from 'publint/utils';
  * Minified and gzipped size allowed for the core (`dist/index.js` and its chunks, dependencies
  * excluded): 7,441 bytes measured when this gate was written; 10,180 once the core compiled its
  * payload checks and raced handlers in a deadline queue (about 2.7 kB for validation 15-30 times
- * faster), plus 20%. Raise it on purpose, in the same change that makes the core bigger.
+ * faster), plus 20%; 12,526 once it gained the inbox (memoryInbox, the hand-off step, stored runs),
+ * the telemetry hooks and every entity typed field by field from the platform's reference, plus
+ * 20%. Raise it on purpose, in the same change that makes the core bigger.
  */
-const CORE_GZIP_BUDGET = 12_200;
+const CORE_GZIP_BUDGET = 15_000;
 
 /** Optional peers the core must never load (DESIGN 2). */
 const FRAMEWORKS = ['express', 'hono', 'ioredis', 'bullmq', '@opentelemetry/api'];

@@ -296,58 +296,128 @@ export type AccessMeta = z.infer<typeof accessMetaSchema>;
 
 /**
  * A user's access to a product; `meta` carries the invite link and the enrollment UTM tags
- * (interface 6, rules 1 and 2). Its other fields pass through untyped.
+ * (interface 6, rules 1 and 2).
  */
 export const accessSchema = z.looseObject({
   ...stored,
+  productId: optionalId,
+  parentId: maybeId,
+  active: flag,
+  deactivatedAt: maybeTime,
+  expireAt: maybeTime,
+  billingIsActive: maybeFlag,
   meta: accessMetaSchema.nullish(),
 });
 /** A user's access to a product. */
 export type Access = z.infer<typeof accessSchema>;
 
 /**
- * An entity the interface shows no field list of: its `id` and timestamps are typed, every other
- * field passes through as `unknown` (the entity reference names them, but no handler of ours
- * relies on them, and each typed field costs the core bundle).
+ * A field the entity reference names without stating its type (a group's `space`, its
+ * limitations): any value, so that none is refused for its shape.
  */
-const bareEntitySchema = z.looseObject(stored);
+const untyped = z.unknown().optional();
 
-/** A group of students: id and timestamps typed, other fields passed through. */
-export const groupSchema = bareEntitySchema;
+/** A group of students (PLATFORM-ENTITIES.md, group). */
+export const groupSchema = z.looseObject({
+  ...stored,
+  uuid: text,
+  space: untyped,
+  name: text,
+  order: maybeAmount,
+  maxMembers: maybeAmount,
+  communication: untyped,
+  accessLimitation: untyped,
+  scheduleLimitation: untyped,
+  contentLimitation: untyped,
+  isTgConnected: maybeFlag,
+  tgConnectionMode: openUnion<'Disconnected' | 'Connected' | 'Required'>().nullish(),
+});
 /** A group of students. */
 export type Group = z.infer<typeof groupSchema>;
 
 /**
  * A certificate for completing a course: a public `link` that opens without authorization, a
- * validity period and a snapshot of data at issue. `CertificateIssued` requires the link; other
- * fields pass through untyped.
+ * validity period and a snapshot of data at issue. `CertificateIssued` requires the link.
  */
 export const certificateSchema = z.looseObject({
   ...stored,
+  uuid: text,
   link: text,
+  userId: optionalId,
+  courseId: optionalId,
+  templateId: optionalId,
+  snapshot: untyped,
+  issuedAt: time,
   expireAt: maybeTime,
 });
 /** A certificate for completing a course. */
 export type Certificate = z.infer<typeof certificateSchema>;
 
-/** A lesson (CourseLessonPracticeCompleted's `lesson`): id and timestamps typed. */
-export const lessonSchema = bareEntitySchema;
+/** A lesson (CourseLessonPracticeCompleted's `lesson`; PLATFORM-ENTITIES.md, lesson). */
+export const lessonSchema = z.looseObject({
+  ...stored,
+  courseId: optionalId,
+  type: openUnion<'Regular' | 'Webinar'>().optional(),
+  accessType: openUnion<'Demo' | 'Participant'>().optional(),
+  status: maybeText,
+  name: text,
+  description: maybeText,
+  previewImage: untyped,
+  order: amount,
+  withContent: flag,
+  withPractice: flag,
+  publishedAt: maybeTime,
+  settings: record.optional(),
+  isPublished: maybeFlag,
+});
 /** A lesson. */
 export type Lesson = z.infer<typeof lessonSchema>;
 
-/** A lesson's practical assignment (CourseLessonPracticeCompleted's `practice`): id and timestamps typed. */
-export const practiceSchema = bareEntitySchema;
+/** A lesson's practical assignment (CourseLessonPracticeCompleted's `practice`). */
+export const practiceSchema = z.looseObject({
+  ...stored,
+  name: text,
+  description: maybeText,
+  // The modes' values are not named by the reference: plain strings.
+  questionMode: text,
+  resultMode: text,
+  variantMode: text,
+  retryVariantMode: text,
+  maxAttempts: maybeAmount,
+  timeLimitInMinutes: maybeAmount,
+  deadlineInDays: maybeAmount,
+  passThreshold: maybeAmount,
+  starsPerTaskPoint: maybeAmount,
+  requireAllAnswers: flag,
+  tasksCount: amount,
+});
 /** A lesson's practical assignment. */
 export type Practice = z.infer<typeof practiceSchema>;
 
 /** A student's attempt at a practice, "with score and status" (interface 6). */
 export const practiceAttemptSchema = z.looseObject({
   ...stored,
+  uuid: maybeText,
+  variantId: looseIdSchema.optional(),
+  userId: optionalId,
   // An attempt that is not graded yet may carry no score.
   score: maybeAmount,
   status: openUnion<
     'Created' | 'OnReview' | 'OnCorrection' | 'AutoVerified' | 'Verified' | 'Failed' | 'Stacked'
   >().nullish(),
+  order: amount,
+  finished: flag,
+  sentToReviewAt: maybeTime,
+  sentAfterDeadline: flag,
+  deadlineAt: maybeTime,
+  passedAt: maybeTime,
+  solvedCount: amount,
+  pointsAmount: amount,
+  maxPointsAmount: amount,
+  uncounted: flag,
+  isPassed: maybeFlag,
+  correctPercent: maybeAmount,
+  isExpired: maybeFlag,
 });
 /** A student's attempt at a practice. */
 export type PracticeAttempt = z.infer<typeof practiceAttemptSchema>;
@@ -380,8 +450,17 @@ export const priceSchema = z.looseObject({
 /** The price a line item was sold at. */
 export type Price = z.infer<typeof priceSchema>;
 
-/** A discount code applied to a line item: id and timestamps typed. */
-export const discountSchema = bareEntitySchema;
+/** A discount code applied to a line item. */
+export const discountSchema = z.looseObject({
+  ...stored,
+  code: text,
+  type: openUnion<'Amount' | 'Percent'>().optional(),
+  value: amount,
+  currency: currencySchema.optional(),
+  active: flag,
+  activeFrom: maybeTime,
+  activeTo: maybeTime,
+});
 /** A discount code applied to a line item. */
 export type Discount = z.infer<typeof discountSchema>;
 

@@ -88,8 +88,28 @@ describe('event data types', () => {
     expectTypeOf<EventData<'CertificateIssued'>['certificate']['expireAt']>().toEqualTypeOf<
       string | null | undefined
     >();
-    // Fields of an entity the interface shows no field list of pass through as unknown.
-    expectTypeOf<EventData<'CertificateIssued'>['certificate']['templateId']>().toBeUnknown();
+    // Every field the entity reference names is typed, optional; others pass through as unknown.
+    expectTypeOf<EventData<'CertificateIssued'>['certificate']['templateId']>().toEqualTypeOf<
+      number | undefined
+    >();
+    expectTypeOf<EventData<'CertificateIssued'>['certificate']['number']>().toBeUnknown();
+    type Attempt = NonNullable<EventData<'CourseLessonPracticeCompleted'>['attempt']>;
+    expectTypeOf<Attempt['status']>().toEqualTypeOf<
+      | 'Created'
+      | 'OnReview'
+      | 'OnCorrection'
+      | 'AutoVerified'
+      | 'Verified'
+      | 'Failed'
+      | 'Stacked'
+      | (string & Record<never, never>)
+      | null
+      | undefined
+    >();
+    expectTypeOf<Attempt['isPassed']>().toEqualTypeOf<boolean | null | undefined>();
+    type Group = NonNullable<EventData<'CourseCompleted'>['groups']>[number];
+    expectTypeOf<Group['space']>().toBeUnknown();
+    expectTypeOf<Group['name']>().toEqualTypeOf<string | undefined>();
   });
 
   it('makes a handler say what it does when a field is missing', () => {
