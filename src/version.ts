@@ -5,4 +5,4 @@
  */
 
 /** The version of schoolhooks this build is. */
-export const VERSION = '0.1.0';
+export const VERSION = '0.2.0';
