@@ -9,6 +9,7 @@ import { Queue, UnrecoverableError, Worker, type Job, type JobType } from 'bullm
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { Deadline, DeadlineQueue } from '../deadlines.js';
 import { ConfigError } from '../errors.js';
+import { readinessOf } from '../stores/client-readiness.js';
 import type { Logger, Receiver } from '../receiver.js';
 import type {
   InboxJob,
@@ -132,9 +133,6 @@ class BoundedAdd extends Deadline {
   }
 }
 
-/** Events of ioredis that end a connection attempt. */
-const STATUS_EVENTS = ['ready', 'close', 'end'] as const;
-
 /**
  * Create an inbox on BullMQ. `handle()` of a receiver created with it answers 202 `queued` once
  * the delivery is a job in Redis; `inbox.work(receiver)` runs the handlers, in this process or
@@ -220,32 +218,10 @@ export function bullmqInbox({
   // One timer for every enqueue in flight: they share enqueueTimeoutMs.
   const deadlines = new DeadlineQueue(enqueueTimeoutMs);
   const workers = new Set<InboxWorker>();
-  let statusChange: Promise<void> | undefined;
   let closed = false;
 
-  /** Resolves once the client is ready: waits while it connects, fails while it reconnects. */
-  async function connected(call: BoundedAdd): Promise<void> {
-    for (;;) {
-      const { status } = client;
-      if (status === 'ready') return;
-      if (status === 'wait') client.connect().catch(noop);
-      else if (status !== 'connecting' && status !== 'connect') throw notReady();
-      await nextStatusChange();
-      if (call.aborted) throw notReady();
-    }
-  }
-
-  function nextStatusChange(): Promise<void> {
-    statusChange ??= new Promise<void>((resolve) => {
-      const settle = (): void => {
-        for (const event of STATUS_EVENTS) client.off(event, settle);
-        statusChange = undefined;
-        resolve();
-      };
-      for (const event of STATUS_EVENTS) client.on(event, settle);
-    });
-    return statusChange;
-  }
+  // Waits while the client connects, fails at once while it reconnects (never queues an add).
+  const connected = readinessOf(client, notReady);
 
   function notReady(): Error {
     return new Error(`the Redis client of the inbox is not ready (status: ${client.status})`);
@@ -457,5 +433,3 @@ function blockingTemplate(client: Redis | Cluster): Redis | Cluster {
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
-
-function noop(): void {}

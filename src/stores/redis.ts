@@ -12,6 +12,7 @@ import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { ClaimResult, IdempotencyStore } from './types.js';
 import { Deadline, DeadlineQueue } from '../deadlines.js';
 import { LazySignal } from '../lazy-signal.js';
+import { readinessOf } from './client-readiness.js';
 
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions {
@@ -125,9 +126,6 @@ end
 return 0
 `);
 
-/** Events of ioredis (`Redis` and `Cluster`) that end a connection attempt. */
-const STATUS_EVENTS = ['ready', 'close', 'end'] as const;
-
 const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', '{': '%7B', '}': '%7D' };
 
 /**
@@ -194,9 +192,10 @@ export function redisStore({
   const keyPrefix = namespace ? `${prefix}${namespace}:` : prefix;
   // Redis's clock minus ours, learnt from every claim's reply (which carries Redis's TIME).
   let clockOffsetMs = 0;
-  let statusChange: Promise<void> | undefined;
   // One timer for all calls in flight: they share commandTimeoutMs, so they expire in order.
   const deadlines = new DeadlineQueue(commandTimeoutMs);
+  // A client still connecting is waited for (within the call's time); any other fails at once.
+  const connected = readinessOf(client, notReady);
 
   const store: IdempotencyStore = {
     async claim(key: string, leaseMs: number): Promise<ClaimResult> {
@@ -314,38 +313,6 @@ export function redisStore({
     if (client.status !== 'ready') return Promise.reject(notReady());
     if (call.aborted) return Promise.reject(new Error('the call timed out'));
     return command();
-  }
-
-  /**
-   * Resolves once the client is ready. A client still connecting (a process that just started,
-   * or a `lazyConnect` client, which this starts) is waited for until the attempt succeeds,
-   * fails or the call times out; one that is reconnecting, closing or closed fails at once.
-   */
-  async function connected(call: Call): Promise<void> {
-    for (;;) {
-      const { status } = client;
-      if (status === 'ready') return;
-      if (status === 'wait') client.connect().catch(noop);
-      else if (status !== 'connecting' && status !== 'connect') throw notReady();
-      if (call.aborted) throw notReady();
-      await Promise.race([
-        nextStatusChange(),
-        new Promise<void>((resolve) => call.signal.addEventListener('abort', () => resolve())),
-      ]);
-    }
-  }
-
-  /** Settles when the connection attempt ends either way; one set of listeners for all callers. */
-  function nextStatusChange(): Promise<void> {
-    statusChange ??= new Promise<void>((resolve) => {
-      const settle = (): void => {
-        for (const event of STATUS_EVENTS) client.off(event, settle);
-        statusChange = undefined;
-        resolve();
-      };
-      for (const event of STATUS_EVENTS) client.on(event, settle);
-    });
-    return statusChange;
   }
 
   function notReady(): Error {
