@@ -10,6 +10,7 @@
  * @module
  */
 
+import { toBase64 } from './base64.js';
 import { declaredLength } from './body.js';
 import type { DeadlineQueue } from './deadlines.js';
 import { parseEnvelope, type ParsedEnvelope } from './envelope.js';
@@ -48,14 +49,6 @@ const MINUTE = 60_000;
 /** How far in the future a timestamp may lie (clock skew between the platform and us). */
 const FUTURE_SKEW_MS = 5 * MINUTE;
 
-/** A pino-compatible logger. It is never given a secret, a signature, a body or a token. */
-export interface Logger {
-  debug(obj: Record<string, unknown>, msg?: string): void;
-  info(obj: Record<string, unknown>, msg?: string): void;
-  warn(obj: Record<string, unknown>, msg?: string): void;
-  error(obj: Record<string, unknown>, msg?: string): void;
-}
-
 /** A request as the first steps read it. */
 export interface PipelineRequest {
   method?: string | undefined;
@@ -82,7 +75,6 @@ export interface PipelineConfig {
   store: IdempotencyStore;
   /** The store's synchronous face (memoryStore), to skip a promise per step. */
   syncStore: SyncIdempotencyStore | undefined;
-  inbox: Inbox | undefined;
   /** Schemas that replace the bundled ones, by event name. */
   schemas: Partial<Record<FixedEventName, z.ZodType>> | undefined;
   maxBodyBytes: number;
@@ -523,22 +515,5 @@ function byteLength(body: Uint8Array | string, limit: number): number {
       i++;
     } else bytes += 3;
   }
-  return bytes;
-}
-
-/** Base64 of bytes, for the rare body that is not valid UTF-8 (no Buffer in the core). */
-export function toBase64(bytes: Uint8Array): string {
-  let binary = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return btoa(binary);
-}
-
-/** The bytes of base64 text. */
-export function fromBase64(text: string): Uint8Array {
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
   return bytes;
 }

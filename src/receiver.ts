@@ -13,24 +13,24 @@ import type { FixedEventName, KnownEventName, WebhookEvent } from './events/inde
 import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './inbox/types.js';
 import { OUTCOME_STATUS, type Outcome } from './outcome.js';
-import {
-  DeliveryPipeline,
-  Ending,
-  fromBase64,
-  runKeyOf,
-  type Logger,
-  type PipelineRequest,
-} from './pipeline.js';
+import { fromBase64 } from './base64.js';
+import { DeliveryPipeline, Ending, runKeyOf, type PipelineRequest } from './pipeline.js';
 import { isPromiseLike, type AnyHandler, type HandlerContext } from './run-handlers.js';
 import { createVerifier, type RawBody, type Verification } from './signature.js';
 import { memoryStore, syncFaceOf } from './stores/memory.js';
 import type { IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, Telemetry, TelemetryStart } from './telemetry.js';
 
-export type { Logger } from './pipeline.js';
-
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
+
+/** A pino-compatible logger. It is never given a secret, a signature, a body or a token. */
+export interface Logger {
+  debug(obj: Record<string, unknown>, msg?: string): void;
+  info(obj: Record<string, unknown>, msg?: string): void;
+  warn(obj: Record<string, unknown>, msg?: string): void;
+  error(obj: Record<string, unknown>, msg?: string): void;
+}
 
 /** Any event name: the known ones autocomplete, any other string is accepted too. */
 export type EventName = KnownEventName | (string & {});
@@ -258,7 +258,6 @@ export function createReceiver({
     store,
     // memoryStore's operations without a promise each: most deliveries then finish in one turn.
     syncStore: syncFaceOf(store),
-    inbox,
     schemas,
     maxBodyBytes,
     maxEventAgeMs,

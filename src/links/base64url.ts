@@ -4,13 +4,16 @@
  * @module
  */
 
+import { fromBase64, toBase64 } from '../base64.js';
+
 const ALPHABET = /^[A-Za-z0-9_-]*$/;
 
 /** The base64url form, without `=` padding, of `text`'s UTF-8 bytes. */
 export function encodeBase64Url(text: string): string {
-  let binary = '';
-  for (const byte of new TextEncoder().encode(text)) binary += String.fromCharCode(byte);
-  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  return toBase64(new TextEncoder().encode(text))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
 }
 
 /**
@@ -21,8 +24,7 @@ export function decodeBase64Url(value: string): string {
   if (!ALPHABET.test(value) || value.length % 4 === 1) {
     throw new TypeError('not unpadded base64url');
   }
-  const binary = atob(value.replace(/-/g, '+').replace(/_/g, '/'));
-  const bytes = Uint8Array.from(binary, (char) => char.charCodeAt(0));
+  const bytes = fromBase64(value.replace(/-/g, '+').replace(/_/g, '/'));
   try {
     return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
