@@ -11,12 +11,14 @@ import { Deadline, DeadlineQueue } from '../deadlines.js';
 import { ConfigError } from '../errors.js';
 import { readinessOf } from '../stores/client-readiness.js';
 import type { Logger, Receiver } from '../receiver.js';
-import type {
-  InboxJob,
-  InboxJobState,
-  InboxWorker,
-  InboxWorkOptions,
-  ManagedInbox,
+import {
+  checkConcurrency,
+  checkInboxOptions,
+  type InboxJob,
+  type InboxJobState,
+  type InboxWorker,
+  type InboxWorkOptions,
+  type ManagedInbox,
 } from './managed.js';
 import type { StoredDelivery } from './types.js';
 
@@ -183,14 +185,7 @@ export function bullmqInbox({
   if (queueName === '' || queueName.includes(':')) {
     throw new ConfigError('bullmqInbox: queueName must be a non-empty name without ":"');
   }
-  if (!Number.isInteger(attempts) || attempts < 1) {
-    throw new ConfigError('bullmqInbox: attempts must be a positive integer');
-  }
-  for (const [name, value] of Object.entries({ backoffMs, keepCompletedMs, keepFailedMs })) {
-    if (!(value >= 0) || !Number.isFinite(value)) {
-      throw new ConfigError(`bullmqInbox: ${name} must be a number of ms, 0 or more`);
-    }
-  }
+  checkInboxOptions('bullmqInbox', { attempts, backoffMs, keepCompletedMs, keepFailedMs });
   if (!(enqueueTimeoutMs > 0) || !Number.isFinite(enqueueTimeoutMs)) {
     throw new ConfigError('bullmqInbox: enqueueTimeoutMs must be a positive number of ms');
   }
@@ -271,9 +266,7 @@ export function bullmqInbox({
 
     work(receiver, { concurrency = 1, lockDurationMs, stalledIntervalMs } = {}) {
       if (closed) throw new ConfigError('bullmqInbox: the inbox is closed');
-      if (!Number.isInteger(concurrency) || concurrency < 1) {
-        throw new ConfigError('bullmqInbox: concurrency must be a positive integer');
-      }
+      checkConcurrency('bullmqInbox', concurrency);
       const template = blockingTemplate(client);
       const worker = new Worker<StoredDelivery, string>(
         queueName,

@@ -3,6 +3,7 @@
  * @module
  */
 
+import { ConfigError } from '../errors.js';
 import type { Receiver } from '../receiver.js';
 import type { Inbox } from './types.js';
 
@@ -46,6 +47,31 @@ export interface ManagedInbox extends Inbox {
   jobs(filter?: { state?: InboxJobState }): Promise<InboxJob[]>;
   /** Stop the workers and let go of the inbox's resources. */
   close(): Promise<void>;
+}
+
+/**
+ * Check the options every inbox shares (its runs and its durations in ms), naming `factory` in
+ * the {@link ConfigError}.
+ */
+export function checkInboxOptions(
+  factory: string,
+  { attempts, ...durations }: { attempts: number } & Record<string, number>,
+): void {
+  if (!Number.isInteger(attempts) || attempts < 1) {
+    throw new ConfigError(`${factory}: attempts must be a positive integer`);
+  }
+  for (const [name, value] of Object.entries(durations)) {
+    if (!(value >= 0) || !Number.isFinite(value)) {
+      throw new ConfigError(`${factory}: ${name} must be a number of ms, 0 or more`);
+    }
+  }
+}
+
+/** Check a worker's `concurrency`, naming `factory` in the {@link ConfigError}. */
+export function checkConcurrency(factory: string, concurrency: number): void {
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new ConfigError(`${factory}: concurrency must be a positive integer`);
+  }
 }
 
 /** The retry delay after `attemptsMade` failed runs: `backoffMs`, doubling each time. */

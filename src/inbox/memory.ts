@@ -4,10 +4,11 @@
  * @module
  */
 
-import { ConfigError } from '../errors.js';
 import type { Receiver } from '../receiver.js';
 import {
   backoffDelay,
+  checkConcurrency,
+  checkInboxOptions,
   type InboxJob,
   type InboxJobState,
   type InboxWorker,
@@ -67,12 +68,7 @@ export function memoryInbox({
   backoffMs = 30_000,
   keepCompletedMs = 24 * 3_600_000,
 }: MemoryInboxOptions = {}): MemoryInbox {
-  if (!Number.isInteger(attempts) || attempts < 1) {
-    throw new ConfigError('attempts must be a positive integer');
-  }
-  if (!(backoffMs >= 0) || !(keepCompletedMs >= 0)) {
-    throw new ConfigError('backoffMs and keepCompletedMs must be numbers of ms, 0 or more');
-  }
+  checkInboxOptions('memoryInbox', { attempts, backoffMs, keepCompletedMs });
   const jobs = new Map<string, Job>();
   const waiting: Job[] = [];
   const workers = new Set<Worker>();
@@ -174,9 +170,7 @@ export function memoryInbox({
     },
 
     work(receiver, { concurrency = 1 }: InboxWorkOptions = {}): InboxWorker {
-      if (!Number.isInteger(concurrency) || concurrency < 1) {
-        throw new ConfigError('concurrency must be a positive integer');
-      }
+      checkConcurrency('memoryInbox', concurrency);
       const worker: Worker = {
         receiver,
         concurrency,

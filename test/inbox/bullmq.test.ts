@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { z } from 'zod';
 import { nodeListener } from '../../adapters/node.js';
 import {
+  ConfigError,
   createReceiver,
   memoryStore,
   paymentCompletedDataSchema,
@@ -121,6 +122,20 @@ describe('inboxJobId', () => {
     const keys = ['42', '#42', '%2342', '%', '%25', ':', '%3A', '#', '%23', 'a:b', 'a%3Ab'];
     const ids = keys.map(inboxJobId);
     expect(new Set(ids).size).toBe(keys.length);
+  });
+});
+
+describe('bullmqInbox options', () => {
+  it('throws a ConfigError for options it cannot work with, before connecting', () => {
+    const connection = { host: '127.0.0.1', port: 1, lazyConnect: true };
+    expect(() => bullmqInbox({ connection, attempts: 0 })).toThrow(
+      new ConfigError('bullmqInbox: attempts must be a positive integer'),
+    );
+    expect(() => bullmqInbox({ connection, keepFailedMs: Number.POSITIVE_INFINITY })).toThrow(
+      'bullmqInbox: keepFailedMs must be a number of ms, 0 or more',
+    );
+    expect(() => bullmqInbox({ connection, backoffMs: -1 })).toThrow(/backoffMs/);
+    expect(() => bullmqInbox({ connection, queueName: 'a:b' })).toThrow(ConfigError);
   });
 });
 

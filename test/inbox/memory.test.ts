@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
+  ConfigError,
   createReceiver,
   InboxUnavailableError,
   memoryInbox,
@@ -35,6 +36,23 @@ function setup(options: Partial<ReceiverOptions> = {}, inbox = memoryInbox({ bac
   });
   return { receiver, inbox, errors };
 }
+
+describe('memoryInbox options', () => {
+  it('throws a ConfigError for runs, durations or a concurrency it cannot work with', () => {
+    expect(() => memoryInbox({ attempts: 1.5 })).toThrow(
+      new ConfigError('memoryInbox: attempts must be a positive integer'),
+    );
+    expect(() => memoryInbox({ backoffMs: Number.NaN })).toThrow(
+      'memoryInbox: backoffMs must be a number of ms, 0 or more',
+    );
+    expect(() => memoryInbox({ keepCompletedMs: -1 })).toThrow(/keepCompletedMs/);
+    const inbox = memoryInbox();
+    const receiver = createReceiver({ secret: SECRET, inbox });
+    expect(() => inbox.work(receiver, { concurrency: 0 })).toThrow(
+      'memoryInbox: concurrency must be a positive integer',
+    );
+  });
+});
 
 describe('createReceiver({ inbox }): the HTTP side', () => {
   it('answers 202 queued once stored, before any handler runs', async () => {
