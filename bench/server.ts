@@ -90,8 +90,42 @@ async function honoHandWritten(): Promise<Server> {
   return honoServer(app.fetch);
 }
 
+/** (a)'s work as a Fetch handler on @hono/node-server, the body read from the Node request. */
+async function fetchFloorHandler(request: Request, env: unknown): Promise<Response> {
+  const { incoming } = env as { incoming: IncomingMessage };
+  const ok = verifyAndParse(await readBody(incoming), request.headers.get('signature'));
+  return new Response(ok ? OK : REJECTED, {
+    status: ok ? 200 : 401,
+    headers: { 'content-type': 'application/json' },
+  });
+}
+
+async function honoFloor(): Promise<Server> {
+  const { Hono } = await import('hono');
+  const app = new Hono();
+  app.post(BENCH_PATH, async (c) => {
+    const { incoming } = c.env as { incoming: IncomingMessage };
+    const ok = verifyAndParse(await readBody(incoming), c.req.header('signature'));
+    return c.json({ ok }, ok ? 200 : 401);
+  });
+  return honoServer(app.fetch);
+}
+
 // ---------------------------------------------------------------------------------------------
 // @octokit/webhooks' node middleware: verifies and parses, validates and dedups nothing.
+
+/** @octokit/webhooks' Fetch middleware (`createWebMiddleware`), on @hono/node-server. */
+async function octokitWebServer(): Promise<Server> {
+  const { Webhooks, createWebMiddleware } = await import('@octokit/webhooks');
+  const webhooks = new Webhooks({ secret: SECRET });
+  webhooks.on('push', () => {
+    handled++;
+  });
+  webhooks.onError(() => {
+    failures['octokit'] = (failures['octokit'] ?? 0) + 1;
+  });
+  return honoServer(createWebMiddleware(webhooks, { path: BENCH_PATH }));
+}
 
 async function octokitServer(): Promise<Server> {
   const { Webhooks, createNodeMiddleware } = await import('@octokit/webhooks');
@@ -256,7 +290,7 @@ async function fetchAdapter(): Promise<Server> {
 
 /** A Fetch handler on @hono/node-server, the usual way to serve one from Node. */
 async function honoServer(
-  fetch: (request: Request) => Response | Promise<Response>,
+  fetch: (request: Request, env: unknown) => Response | Promise<Response>,
 ): Promise<Server> {
   const { createAdaptorServer } = await import('@hono/node-server');
   return createAdaptorServer({ fetch }) as Server;
@@ -272,9 +306,12 @@ const factories: Record<ServerId, () => Promise<Server>> = {
   'node-otel': () => nodeAdapter('memory', true),
   'node-inbox': () => nodeAdapter('redis+inbox'),
   octokit: octokitServer,
+  'octokit-web': octokitWebServer,
   'express-hand': expressHandWritten,
   'hono-hand': honoHandWritten,
   core: coreOnly,
+  'hono-floor': honoFloor,
+  'fetch-floor': () => honoServer(fetchFloorHandler),
 };
 
 const server = await factories[id]();

@@ -16,8 +16,11 @@ export const SERVER_IDS = [
   'node-inbox',
   'node-otel',
   'octokit',
+  'octokit-web',
   'express-hand',
   'hono-hand',
+  'hono-floor',
+  'fetch-floor',
 ] as const;
 /**
  * Diagnostic servers, measured only when named in `BENCH_ONLY`: `core` is the minimal receiver's
@@ -51,6 +54,10 @@ export const SERVERS: Record<ServerId, { label: string; style: SignatureStyle }>
     style: 'schoolhooks',
   },
   octokit: { label: '(d) @octokit/webhooks node middleware', style: 'octokit' },
+  'octokit-web': {
+    label: "(d) @octokit/webhooks' Fetch middleware (createWebMiddleware) on @hono/node-server",
+    style: 'octokit',
+  },
   'express-hand': { label: '(e) hand-written Express 5 (same HMAC check)', style: 'schoolhooks' },
   'hono-hand': {
     label: '(e) hand-written Hono on @hono/node-server (same HMAC check)',
@@ -58,6 +65,16 @@ export const SERVERS: Record<ServerId, { label: string; style: SignatureStyle }>
   },
   core: {
     label: "diagnostic: (a)'s body reading + receiver.handle() + memoryStore",
+    style: 'schoolhooks',
+  },
+  'hono-floor': {
+    label:
+      "(f) (a)'s work in a Hono route on @hono/node-server (body read as the adapters read it)",
+    style: 'schoolhooks',
+  },
+  'fetch-floor': {
+    label:
+      "(f) (a)'s work in a Fetch handler on @hono/node-server (body read as the adapters read it)",
     style: 'schoolhooks',
   },
 };
