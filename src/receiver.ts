@@ -279,7 +279,13 @@ export function createReceiver({
     const refused = steps.checkRequest(request);
     if (refused) return refused;
     let body = steps.readBody(request);
-    if (isPromiseLike(body)) body = await body;
+    if (isPromiseLike(body)) {
+      try {
+        body = steps.checkBody(await body);
+      } catch (cause) {
+        body = steps.unreadable(cause);
+      }
+    }
     if (body instanceof Ending) return body;
     const signature = getHeader(request.headers, 'signature');
     let fingerprint = steps.verify(body, signature);
@@ -297,7 +303,8 @@ export function createReceiver({
       let token = steps.claim(key, body, fingerprint, envelope);
       if (isPromiseLike(token)) token = await token;
       if (token instanceof Ending) return token;
-      return steps.handOff(parsed, body, signature!, token, fingerprint, inbox, observation);
+      // Awaited rather than returned: an async function that returns a promise pays two more turns.
+      return await steps.handOff(parsed, body, signature!, token, fingerprint, inbox, observation);
     }
     // Or dispatch now: validate, claim, run the handlers.
     const event = steps.validate(parsed);
@@ -305,7 +312,8 @@ export function createReceiver({
     let token = steps.claim(key, body, fingerprint, envelope);
     if (isPromiseLike(token)) token = await token;
     if (token instanceof Ending) return token;
-    return steps.dispatch(event, key, token, fingerprint, 1, observation);
+    const ended = steps.dispatch(event, key, token, fingerprint, 1, observation);
+    return isPromiseLike(ended) ? await ended : ended;
   }
 
   /** The steps of a worker's run of a stored delivery: no age check (retries go on for days). */
@@ -327,7 +335,8 @@ export function createReceiver({
     let token = steps.claim(key, body, fingerprint, parsed.envelope);
     if (isPromiseLike(token)) token = await token;
     if (token instanceof Ending) return token;
-    return steps.dispatch(event, key, token, fingerprint, attempt, observation);
+    const ended = steps.dispatch(event, key, token, fingerprint, attempt, observation);
+    return isPromiseLike(ended) ? await ended : ended;
   }
 
   /** Report, log and observe how a delivery ended. */

@@ -85,18 +85,31 @@ export function runHandlers(
       : SUCCEEDED;
   }
 
-  const settled =
-    pending === 1 && !failed
-      ? // The common case, one async handler: no allSettled over a list of one.
-        Promise.resolve(outcomes!.find(isPromiseLike)).then(
-          () => SUCCEEDED,
-          (error: unknown) => failureOf([error]),
-        )
-      : Promise.allSettled(
-          outcomes!.map((o) => (o instanceof Thrown ? Promise.reject(o.error) : o)),
-        ).then((results) =>
-          failureOf(results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []))),
-        );
+  if (pending === 1 && !failed) {
+    // The common case, one async handler: its own promise races the deadline, nothing more.
+    const running = Promise.resolve(outcomes!.find(isPromiseLike));
+    return new Promise((resolve) => {
+      const run = new TimedRun(context, () =>
+        resolve({ later: running.then(succeeded, failedWith) }),
+      );
+      deadlines.add(run);
+      running.then(
+        () => {
+          deadlines.remove(run);
+          resolve(SUCCEEDED);
+        },
+        (error: unknown) => {
+          deadlines.remove(run);
+          resolve(failedWith(error));
+        },
+      );
+    });
+  }
+  const settled = Promise.allSettled(
+    outcomes!.map((o) => (o instanceof Thrown ? Promise.reject(o.error) : o)),
+  ).then((results) =>
+    failureOf(results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []))),
+  );
   return new Promise((resolve) => {
     const run = new TimedRun(context, () => resolve({ later: settled }));
     deadlines.add(run);
@@ -105,6 +118,14 @@ export function runHandlers(
       resolve(result);
     });
   });
+}
+
+function succeeded(): HandlersSettled {
+  return SUCCEEDED;
+}
+
+function failedWith(error: unknown): HandlersSettled {
+  return failureOf([error]);
 }
 
 /** What a handler threw synchronously (a value of its own, as anything can be thrown). */
