@@ -118,7 +118,8 @@ async function honoFloor(): Promise<Server> {
 async function octokitWebServer(): Promise<Server> {
   const { Webhooks, createWebMiddleware } = await import('@octokit/webhooks');
   const webhooks = new Webhooks({ secret: SECRET });
-  webhooks.on('push', () => {
+  // Async, as the schoolhooks servers' handler is (and as users write them).
+  webhooks.on('push', async () => {
     handled++;
   });
   webhooks.onError(() => {
@@ -130,7 +131,8 @@ async function octokitWebServer(): Promise<Server> {
 async function octokitServer(): Promise<Server> {
   const { Webhooks, createNodeMiddleware } = await import('@octokit/webhooks');
   const webhooks = new Webhooks({ secret: SECRET });
-  webhooks.on('push', () => {
+  // Async, as the schoolhooks servers' handler is (and as users write them).
+  webhooks.on('push', async () => {
     handled++;
   });
   webhooks.onError(() => {
