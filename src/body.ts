@@ -22,9 +22,6 @@ export interface NodeBodyStream {
   on(event: 'data', listener: (chunk: Uint8Array) => void): unknown;
   on(event: 'end' | 'close', listener: () => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
-  off(event: 'data', listener: (chunk: Uint8Array) => void): unknown;
-  off(event: 'end' | 'close', listener: () => void): unknown;
-  off(event: 'error', listener: (error: Error) => void): unknown;
 }
 
 /**
@@ -41,30 +38,27 @@ export function nodeBodyReader(stream: NodeBodyStream): BodyReader {
       if (stream.readableEnded) return resolve(undefined);
       const chunks: Uint8Array[] = [];
       let size = 0;
+      let settled = false;
       // Listeners, not `for await`: leaving an async iterator early destroys the stream, and with
-      // it the socket the answer must go out on.
-      const onData = (chunk: Uint8Array): void => {
+      // it the socket the answer must go out on. They stay attached once settled (the request is
+      // done with soon after) and do nothing then: past the limit the rest of the body flows to
+      // the ignoring `data` listener and is dropped as it arrives, never buffered, and a late
+      // error or close finds a listener that has nothing left to tell.
+      stream.on('data', (chunk) => {
+        if (settled) return;
         chunks.push(chunk);
         size += chunk.byteLength;
-        // Past the limit the stream keeps flowing with no listener, so the rest is dropped as it
-        // arrives (what Node does with any body nobody reads) and never buffered.
         if (size > limit) settle();
-      };
-      const onEnd = (): void => settle();
-      const onError = (error: Error): void => settle(error);
-      const onClose = (): void => settle(new Error('the request closed before its body ended'));
+      });
+      stream.on('end', () => settle());
+      stream.on('error', (error) => settle(error));
+      stream.on('close', () => settle(new Error('the request closed before its body ended')));
       function settle(error?: Error): void {
-        stream.off('data', onData);
-        stream.off('end', onEnd);
-        stream.off('error', onError);
-        stream.off('close', onClose);
+        if (settled) return;
+        settled = true;
         if (error) reject(error);
         else resolve(concat(chunks, size));
       }
-      stream.on('data', onData);
-      stream.on('end', onEnd);
-      stream.on('error', onError);
-      stream.on('close', onClose);
     });
 }
 
@@ -122,7 +116,6 @@ export function untouchedNodeRequest(env: unknown): NodeIncoming | undefined {
   const candidate = incoming as Partial<NodeIncoming>;
   if (
     typeof candidate.on !== 'function' ||
-    typeof candidate.off !== 'function' ||
     typeof candidate.headers !== 'object' ||
     candidate.headers === null ||
     // Whatever attached a reader (a Request's body stream, a body parser) left it non-null.
