@@ -6,6 +6,7 @@
  */
 
 import { parseArgs } from 'node:util';
+import type { Redis } from 'ioredis';
 import type { InboxJob, InboxJobState } from '../inbox/managed.js';
 import type { BullmqInbox, BullmqInboxJob } from '../inbox/bullmq.js';
 import {
@@ -41,7 +42,8 @@ A job's body and signature are never printed.
 
 Options:
   --redis URL     Redis of the inbox (default: the REDIS_URL variable)
-  --queue NAME    BullMQ queue name (default schoolhooks)
+  --queue NAME    BullMQ queue name (default schoolhooks); a queue that is not in Redis
+                  under --prefix is a usage error that lists the ones there
   --prefix P      BullMQ key prefix (default bull)
   --state STATE   list: ${STATES.join(', ')}
   --all           retry: every dead letter
@@ -165,6 +167,13 @@ async function openInbox(url: string, queueName: string, prefix: string): Promis
     // ioredis names the host and port, never the URL's password.
     throw new CliFailure(`cannot reach Redis at ${redact(url)}: ${messageOf(error)}`);
   }
+  try {
+    // Before BullMQ opens the queue: opening one writes its meta key, even for a mistyped name.
+    await requireQueue(client, queueName, prefix);
+  } catch (error) {
+    client.disconnect();
+    throw error;
+  }
   const inbox = bullmqInbox({ connection: client, queueName, prefix });
   return {
     ...inbox,
@@ -173,6 +182,44 @@ async function openInbox(url: string, queueName: string, prefix: string): Promis
       client.disconnect();
     },
   };
+}
+
+/**
+ * A {@link UsageError} naming the queues there are under `prefix`, unless `queueName` is one: it
+ * has BullMQ's `<prefix>:<queue>:meta` key, or (a queue whose meta was removed) any other key of
+ * its own. Only reads.
+ */
+async function requireQueue(client: Redis, queueName: string, prefix: string): Promise<void> {
+  const own = `${prefix}:${queueName}:`;
+  if ((await client.exists(`${own}meta`)) === 1) return;
+  if ((await scanKeys(client, `${globEscape(own)}*`, 1)).length > 0) return;
+  const metas = await scanKeys(client, `${globEscape(prefix)}:*:meta`);
+  const names = metas
+    .map((key) => key.slice(prefix.length + 1, -':meta'.length))
+    .filter((name) => name !== '' && !name.includes(':'));
+  const where = `no queue '${queueName}' under the prefix '${prefix}' in this Redis`;
+  throw new UsageError(
+    names.length === 0
+      ? `${where}, nor any other queue (check --redis and --prefix)`
+      : `${where}; the queues there: ${[...new Set(names)].sort().join(', ')}`,
+  );
+}
+
+/** The keys matching the glob `pattern` (SCAN, never KEYS), stopping once `limit` are found. */
+async function scanKeys(client: Redis, pattern: string, limit = Infinity): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    found.push(...keys);
+    cursor = next;
+  } while (cursor !== '0' && found.length < limit);
+  return found;
+}
+
+/** `text` matched literally in a Redis glob pattern. */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
 }
 
 function table(jobs: readonly InboxJob[]): string {

@@ -213,6 +213,55 @@ describe('schoolhooks inbox retry', () => {
   });
 });
 
+describe('schoolhooks inbox: a queue that is not there', () => {
+  /** Every key of the test's prefix, and any key anywhere that names `name`. */
+  async function keysOf(name: string): Promise<{ prefixed: string[]; named: string[] }> {
+    return {
+      prefixed: (await client.keys(`${prefix}:*`)).sort(),
+      named: await client.keys(`*${name}*`),
+    };
+  }
+
+  it.each([['list'], ['show', 'cli:done'], ['retry', 'cli:done']])(
+    'exits 2 for %s, names the queues under the prefix, and writes no key',
+    async (...action) => {
+      const typo = `cli-typo-${randomUUID()}`;
+      const before = await keysOf(typo);
+      const run = await cli(['inbox', ...action, '--queue', typo, '--prefix', prefix]);
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain(
+        `schoolhooks inbox: no queue '${typo}' under the prefix '${prefix}' in this Redis; ` +
+          `the queues there: ${queue}\n`,
+      );
+      expect(await keysOf(typo)).toEqual({ prefixed: before.prefixed, named: [] });
+    },
+  );
+
+  it('says so when the prefix holds no queue at all', async () => {
+    const empty = `test-bull-none-${randomUUID().slice(0, 8)}`;
+    const run = await cli(['inbox', 'list', '--prefix', empty]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      `no queue 'schoolhooks' under the prefix '${empty}' in this Redis, nor any other queue ` +
+        '(check --redis and --prefix)',
+    );
+    expect(await client.keys(`${empty}:*`)).toEqual([]);
+  });
+
+  it('finds a queue by its jobs when its meta key is gone', async () => {
+    const meta = `${prefix}:${queue}:meta`;
+    const saved = await client.hgetall(meta);
+    await client.del(meta);
+    try {
+      const run = await cli(['inbox', 'list', '--state', 'active', ...target()]);
+      expect(run).toEqual({ code: 0, stdout: '0 jobs\n', stderr: '' });
+    } finally {
+      await client.hset(meta, saved);
+    }
+  });
+});
+
 describe('schoolhooks inbox: usage and failures', () => {
   it.each([
     [['inbox'], 'name an action'],

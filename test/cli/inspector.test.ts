@@ -5,9 +5,13 @@ import { request } from 'node:http';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../src/cli/command.js';
+import { createInspector } from '../../src/cli/inspector/create-inspector.js';
+import { outcomeClass } from '../../src/cli/inspector/delivery-log.js';
 import { shortenSignature, SIGNATURE_CAUSE_LIST } from '../../src/cli/inspector/delivery-view.js';
 import { isLocalOrIpHost } from '../../src/cli/inspector/guard.js';
 import { main } from '../../src/cli/main.js';
+import { createReceiver, memoryInbox } from '../../src/index.js';
+import { OUTCOME_STATUS } from '../../src/outcome.js';
 import { createDelivery } from '../../src/testing/index.js';
 
 const SECRET = 'In5pE7cT0rS3cR9eTk2L4mN6bV8cX1zA3sD5fG7hJ9kL2qW4eR6tY8uI0oP2aS4d';
@@ -243,6 +247,59 @@ describe('listen without --ui', () => {
       });
       expect(code).toBe(2);
       expect(err).toMatch(/--keep must be|--path must not be below/);
+    }
+  });
+});
+
+describe('the class of an outcome', () => {
+  it('gives a delivery handed to an inbox (202 queued) a class of its own', () => {
+    expect(outcomeClass(OUTCOME_STATUS.queued, 'queued')).toBe('queued');
+    expect(outcomeClass(OUTCOME_STATUS.processed, 'processed')).toBe('processed');
+    expect(outcomeClass(OUTCOME_STATUS.ignored, 'ignored')).toBe('processed');
+    expect(outcomeClass(OUTCOME_STATUS.duplicate, 'duplicate')).toBe('duplicate');
+    expect(outcomeClass(OUTCOME_STATUS.invalid_payload, 'invalid_payload')).toBe('refused');
+    expect(outcomeClass(OUTCOME_STATUS.inbox_unavailable, 'inbox_unavailable')).toBe('failed');
+  });
+
+  // `listen` has no inbox: the inspector is given a receiver with one, as an app could.
+  it('records a delivery a receiver with an inbox queued as queued, not processed', async () => {
+    const inbox = memoryInbox();
+    const receiver = createReceiver({ secret: SECRET, inbox });
+    receiver.onAny(() => {});
+    const inspector = createInspector({ receiver, secrets: [SECRET] });
+    try {
+      const { body, headers } = createDelivery('UserSignedUp', undefined, {
+        secret: SECRET,
+        idempotencyKey: 'queued-1',
+      });
+      const result = await inspector
+        .recording({ path: '/hooks' })
+        .handle({ method: 'POST', headers, body });
+      expect([result.status, result.outcome]).toEqual([202, 'queued']);
+      expect(inspector.log.summaries()).toEqual([
+        expect.objectContaining({
+          status: 202,
+          outcome: 'queued',
+          outcomeClass: 'queued',
+          idempotencyKey: 'queued-1',
+        }),
+      ]);
+    } finally {
+      inspector.close();
+      await inbox.close();
+    }
+  });
+
+  it('offers the class in the page’s outcome filter, with a colour of its own', async () => {
+    const server = await listen(['--ui']);
+    try {
+      const page = await (await fetch(`${server.origin}/_schoolhooks/`)).text();
+      expect(page).toContain('<option value="class:queued">queued</option>');
+      const css = await (await fetch(`${server.origin}/_schoolhooks/inspector.css`)).text();
+      expect(css).toMatch(/\.badge\.queued \{[^}]*var\(--queued-fg\)/);
+      expect(css).toMatch(/\.row\.queued \{[^}]*var\(--queued-fg\)/);
+    } finally {
+      expect(await server.stop()).toBe(0);
     }
   });
 });

@@ -5,8 +5,8 @@
  * @module
  */
 
-/** How the page colours an outcome. */
-export type OutcomeClass = 'processed' | 'duplicate' | 'refused' | 'failed';
+/** How the page colours (and filters) an outcome. */
+export type OutcomeClass = 'processed' | 'queued' | 'duplicate' | 'refused' | 'failed';
 
 /** Where a delivery came from. */
 export type DeliverySource = 'http' | 'replay' | 'fixture';
@@ -78,11 +78,13 @@ export interface DeliveryLog {
 }
 
 /**
- * The class an outcome is coloured by: `duplicate`; any other 2xx is `processed` (ignored and
- * queued included); 5xx is `failed` (the platform will retry); any other answer is `refused`.
+ * The class an outcome is coloured by: `duplicate`; `queued` (202: accepted and stored in the
+ * receiver's inbox, its handlers not run yet); any other 2xx is `processed` (ignored included);
+ * 5xx is `failed` (the platform will retry); any other answer is `refused`.
  */
 export function outcomeClass(status: number, outcome: string): OutcomeClass {
   if (outcome === 'duplicate') return 'duplicate';
+  if (outcome === 'queued') return 'queued';
   if (status >= 200 && status < 300) return 'processed';
   if (status >= 500) return 'failed';
   return 'refused';
