@@ -52,7 +52,10 @@ export function nodeBodyReader(stream: NodeBodyStream): BodyReader {
       });
       stream.on('end', () => settle());
       stream.on('error', (error) => settle(error));
-      stream.on('close', () => settle(new Error('the request closed before its body ended')));
+      stream.on('close', () => {
+        // Every request closes, most long after their body ended: no Error (and its stack) then.
+        if (!settled) settle(new Error('the request closed before its body ended'));
+      });
       function settle(error?: Error): void {
         if (settled) return;
         settled = true;
