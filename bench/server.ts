@@ -114,10 +114,10 @@ async function honoFloor(): Promise<Server> {
 // ---------------------------------------------------------------------------------------------
 // @octokit/webhooks' node middleware: verifies and parses, validates and dedups nothing.
 
-/** @octokit/webhooks' Fetch middleware (`createWebMiddleware`), on @hono/node-server. */
-async function octokitWebServer(): Promise<Server> {
-  const { Webhooks, createWebMiddleware } = await import('@octokit/webhooks');
-  const webhooks = new Webhooks({ secret: SECRET });
+/** octokit's receiver with the counting handler, and its two middlewares. */
+async function octokitWebhooks() {
+  const octokit = await import('@octokit/webhooks');
+  const webhooks = new octokit.Webhooks({ secret: SECRET });
   // Async, as the schoolhooks servers' handler is (and as users write them).
   webhooks.on('push', async () => {
     handled++;
@@ -125,21 +125,19 @@ async function octokitWebServer(): Promise<Server> {
   webhooks.onError(() => {
     failures['octokit'] = (failures['octokit'] ?? 0) + 1;
   });
-  return honoServer(createWebMiddleware(webhooks, { path: BENCH_PATH }));
+  return { octokit, webhooks };
 }
 
 async function octokitServer(): Promise<Server> {
-  const { Webhooks, createNodeMiddleware } = await import('@octokit/webhooks');
-  const webhooks = new Webhooks({ secret: SECRET });
-  // Async, as the schoolhooks servers' handler is (and as users write them).
-  webhooks.on('push', async () => {
-    handled++;
-  });
-  webhooks.onError(() => {
-    failures['octokit'] = (failures['octokit'] ?? 0) + 1;
-  });
-  const middleware = createNodeMiddleware(webhooks, { path: BENCH_PATH });
+  const { octokit, webhooks } = await octokitWebhooks();
+  const middleware = octokit.createNodeMiddleware(webhooks, { path: BENCH_PATH });
   return createServer((req, res) => void middleware(req, res));
+}
+
+/** @octokit/webhooks' Fetch middleware (`createWebMiddleware`), on @hono/node-server. */
+async function octokitWebServer(): Promise<Server> {
+  const { octokit, webhooks } = await octokitWebhooks();
+  return honoServer(octokit.createWebMiddleware(webhooks, { path: BENCH_PATH }));
 }
 
 // ---------------------------------------------------------------------------------------------
