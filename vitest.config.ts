@@ -13,7 +13,8 @@ export default defineConfig({
     coverage: {
       enabled: process.env.CI === 'true',
       provider: 'v8',
-      include: ['src/**', 'adapters/**'],
+      // TypeScript only: the inspector's page assets (HTML, CSS, browser JS) are not the core.
+      include: ['src/**/*.ts', 'adapters/**/*.ts'],
       reporter: ['text-summary'],
     },
   },
