@@ -333,80 +333,40 @@ interface Target {
 
 function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   const out: Target[] = [];
-  const vs = (id: ServerId, ref: ServerId, kind: BodyKind) => summarise(cells, id, kind, ref);
-  for (const kind of BODY_KINDS) {
-    const node = vs('node', 'minimal', kind);
-    out.push({
-      name: `node adapter + memoryStore / (a), ${kind}`,
-      value: node.ratio,
-      cpuValue: node.cpuRatio,
-      goal: 0.75,
-    });
-  }
-  const small = vs('node', 'minimal', 'small');
-  out.push({
-    name: 'node adapter + memoryStore / (a), small (stretch)',
-    value: small.ratio,
-    cpuValue: small.cpuRatio,
-    goal: 0.85,
-  });
-  for (const id of ['node', 'hono', 'fetch'] as const) {
-    for (const kind of BODY_KINDS) {
-      const s = vs(id, 'octokit', kind);
-      out.push({
-        name: `${id} adapter / (d) octokit, ${kind}`,
-        value: s.ratio,
-        cpuValue: s.cpuRatio,
-        goal: 1,
-      });
+  /** One row per body size in `kinds`: server `id` against `ref`, goal none for a reference row. */
+  const compare = (
+    id: ServerId,
+    ref: ServerId,
+    name: string,
+    goal?: number,
+    kinds: readonly BodyKind[] = BODY_KINDS,
+  ) => {
+    for (const kind of kinds) {
+      const s = summarise(cells, id, kind, ref);
+      const row: Target = { name: `${name}, ${kind}`, value: s.ratio, cpuValue: s.cpuRatio };
+      if (goal !== undefined) row.goal = goal;
+      out.push(row);
     }
+  };
+  compare('node', 'minimal', 'node adapter + memoryStore / (a)', 0.75);
+  compare('node', 'minimal', 'node adapter + memoryStore / (a) (stretch)', 0.85, ['small']);
+  for (const id of ['node', 'hono', 'fetch'] as const) {
+    compare(id, 'octokit', `${id} adapter / (d) octokit`, 1);
   }
   // Like for like: octokit's own Fetch middleware on the same server as the Fetch and Hono adapters.
   for (const id of ['hono', 'fetch'] as const) {
-    for (const kind of BODY_KINDS) {
-      const s = vs(id, 'octokit-web', kind);
-      out.push({
-        name: `${id} adapter / (d) octokit's Fetch middleware, same server, ${kind}`,
-        value: s.ratio,
-        cpuValue: s.cpuRatio,
-        goal: 1,
-      });
-    }
+    compare(id, 'octokit-web', `${id} adapter / (d) octokit's Fetch middleware, same server`, 1);
   }
   // The ceiling of any adapter on @hono/node-server: (a)'s work alone there, against octokit.
-  for (const id of ['hono-floor', 'fetch-floor'] as const) {
-    for (const kind of BODY_KINDS) {
-      const s = vs(id, 'octokit', kind);
-      out.push({
-        name: `ceiling: (f) ${id === 'hono-floor' ? 'Hono route' : 'Fetch handler'} doing (a)'s work only / (d) octokit, ${kind}`,
-        value: s.ratio,
-        cpuValue: s.cpuRatio,
-      });
-    }
-  }
-  for (const [id, ref] of [
-    ['express', 'express-hand'],
-    ['hono', 'hono-hand'],
-  ] as const) {
-    for (const kind of BODY_KINDS) {
-      const s = vs(id, ref, kind);
-      out.push({
-        name: `${id} adapter / (e) hand-written ${id}, ${kind}`,
-        value: s.ratio,
-        cpuValue: s.cpuRatio,
-        goal: 0.9,
-      });
-    }
-  }
-  for (const kind of BODY_KINDS) {
-    const s = vs('node-redis', 'minimal', kind);
-    out.push({
-      name: `node adapter + redisStore / (a), ${kind}`,
-      value: s.ratio,
-      cpuValue: s.cpuRatio,
-      goal: 0.4,
-    });
-  }
+  compare('hono-floor', 'octokit', "ceiling: (f) Hono route doing (a)'s work only / (d) octokit");
+  compare(
+    'fetch-floor',
+    'octokit',
+    "ceiling: (f) Fetch handler doing (a)'s work only / (d) octokit",
+  );
+  compare('express', 'express-hand', 'express adapter / (e) hand-written express', 0.9);
+  compare('hono', 'hono-hand', 'hono adapter / (e) hand-written hono', 0.9);
+  compare('node-redis', 'minimal', 'node adapter + redisStore / (a)', 0.4);
   for (const step of inProcess.steps) {
     out.push({
       name: `handle() in process, ${step.kind}`,

@@ -85,39 +85,51 @@ export function runHandlers(
       : SUCCEEDED;
   }
 
+  // The common case, one async handler: its own promise races the deadline, nothing more.
   if (pending === 1 && !failed) {
-    // The common case, one async handler: its own promise races the deadline, nothing more.
-    const running = Promise.resolve(outcomes!.find(isPromiseLike));
-    return new Promise((resolve) => {
-      const run = new TimedRun(context, () =>
-        resolve({ later: running.then(succeeded, failedWith) }),
-      );
-      deadlines.add(run);
-      running.then(
-        () => {
-          deadlines.remove(run);
-          resolve(SUCCEEDED);
-        },
-        (error: unknown) => {
-          deadlines.remove(run);
-          resolve(failedWith(error));
-        },
-      );
-    });
+    return raceDeadline(
+      Promise.resolve(outcomes!.find(isPromiseLike)),
+      succeeded,
+      context,
+      deadlines,
+    );
   }
-  const settled = Promise.allSettled(
+  const all = Promise.allSettled(
     outcomes!.map((o) => (o instanceof Thrown ? Promise.reject(o.error) : o)),
-  ).then((results) =>
-    failureOf(results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []))),
   );
+  return raceDeadline(all, settledOf, context, deadlines);
+}
+
+/**
+ * `running` against the receiver's handlerTimeoutMs: how it ended (`ended` of its value, or the
+ * failure it rejected with), or, once the deadline comes first, {@link HandlersTimedOut}, whose
+ * `later` is made only then.
+ */
+function raceDeadline<T>(
+  running: Promise<T>,
+  ended: (value: T) => HandlersSettled,
+  context: DeliveryContext,
+  deadlines: DeadlineQueue,
+): Promise<HandlersSettled | HandlersTimedOut> {
   return new Promise((resolve) => {
-    const run = new TimedRun(context, () => resolve({ later: settled }));
+    const run = new TimedRun(context, () => resolve({ later: running.then(ended, failedWith) }));
     deadlines.add(run);
-    void settled.then((result) => {
-      deadlines.remove(run);
-      resolve(result);
-    });
+    running.then(
+      (value) => {
+        deadlines.remove(run);
+        resolve(ended(value));
+      },
+      (error: unknown) => {
+        deadlines.remove(run);
+        resolve(failedWith(error));
+      },
+    );
   });
+}
+
+/** How handlers that all ran to the end ended: every rejection is a failure. */
+function settledOf(results: PromiseSettledResult<unknown>[]): HandlersSettled {
+  return failureOf(results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : [])));
 }
 
 function succeeded(): HandlersSettled {
