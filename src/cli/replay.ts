@@ -5,11 +5,10 @@
 
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { EXIT, parseOrUsage, requireHttpUrl, UsageError, type CliCommand } from './command.js';
+import { defineCommand, EXIT, requireHttpUrl, UsageError } from './command.js';
 import { fileBody } from './delivery-body.js';
 import { postDelivery } from './post-delivery.js';
-import { SECRET_HELP, secretFrom } from './secret.js';
+import { SECRET_OPTION, secretFrom } from './secret.js';
 
 /** What a folder's manifest.json says one file should get (as fixtures/invalid/manifest.json). */
 interface Expectation {
@@ -21,41 +20,24 @@ interface Expectation {
 const MANIFEST = 'manifest.json';
 
 /** The `replay` command. */
-export const replayCommand: CliCommand = {
+export const replayCommand = defineCommand({
   name: 'replay',
   summary: 'Send every JSON file in a folder to a URL',
-  help: `Usage: schoolhooks replay <folder> --url URL [--secret S] [--raw]
-
-Sends each *.json file of the folder, in name order, as 'send' sends a file: a JSON
+  usage: '<folder> --url URL [--secret S] [--raw]',
+  description: `Sends each *.json file of the folder, in name order, as 'send' sends a file: a JSON
 object is stamped now and a non-empty idempotencyKey replaced, so a fixture is neither
 stale nor a duplicate; anything else goes as it is. Prints one line per file.
 
 A ${MANIFEST} in the folder ([{ "file", "status", "outcome" }], as in fixtures/invalid)
 names the answer each file expects; its files are sent too, whatever their extension.
-Exit code 0 when every answer is the expected one (otherwise 200, 201 or 202), 1 if not.
-
-Options:
-  --url URL       Where to POST (required)
-${SECRET_HELP}
-  --raw           Send every file's bytes exactly as they are, only signed
-  -h, --help      Show this help`,
-  async run(args, io) {
-    const { values, positionals } = parseOrUsage(() =>
-      parseArgs({
-        args: [...args],
-        options: {
-          url: { type: 'string' },
-          secret: { type: 'string' },
-          raw: { type: 'boolean' },
-          help: { type: 'boolean', short: 'h' },
-        },
-        allowPositionals: true,
-      }),
-    );
-    if (values.help) {
-      io.out(replayCommand.help);
-      return EXIT.ok;
-    }
+Exit code 0 when every answer is the expected one (otherwise 200, 201 or 202), 1 if not.`,
+  options: {
+    url: { type: 'string', value: 'URL', help: 'Where to POST (required)' },
+    secret: SECRET_OPTION,
+    raw: { type: 'boolean', help: "Send every file's bytes exactly as they are, only signed" },
+  },
+  positionals: true,
+  async run({ values, positionals }, io) {
     const [folder, ...extra] = positionals;
     if (folder === undefined || extra.length > 0) throw new UsageError('name one folder to replay');
     const url = requireHttpUrl(values.url);
@@ -86,7 +68,7 @@ ${SECRET_HELP}
     );
     return mismatches === 0 ? EXIT.ok : EXIT.failure;
   },
-};
+});
 
 async function filesOf(
   folder: string,

@@ -179,7 +179,8 @@ describe('against a running listen', () => {
     });
     expect(code).toBe(1);
     expect(stdout).toMatch(/^401 UserSignedUp/);
-    await printed('401 invalid_signature: the signature matches no secret');
+    // The status line first, its details indented under it.
+    await printed('401 invalid_signature\n  the signature matches no secret\n  Likely causes:');
     await printed('temporary key');
     await printed('a proxy or framework changed the body');
   });
@@ -239,7 +240,7 @@ describe('usage', () => {
     expect([none.code, unknown.code, option.code]).toEqual([2, 2, 2]);
     expect(none.stderr).toContain('Usage: schoolhooks <command>');
     expect(unknown.stderr).toContain("unknown command 'lsiten'");
-    expect(option.stderr).toContain("Unknown option '--colour'");
+    expect(option.stderr).toContain("schoolhooks schema: unknown option '--colour'\n");
     expect(option.stderr).toContain("Run 'schoolhooks schema --help'");
   });
 
@@ -332,9 +333,10 @@ describe('simulate against nothing', () => {
       { env: withSecret },
     );
     expect(code).toBe(1);
-    expect(stdout).toContain('+4:46:00');
+    expect(stdout).toMatch(/^\+0s {7}UserSignedUp +attempt 1 /m);
+    expect(stdout).toMatch(/^\+4h 46m {3}UserSignedUp +attempt 5 /m);
     expect(stdout).toContain(
-      '1 event, 5 requests over 4:46:00 of platform time: 0 delivered, 1 failed',
+      '1 event, 5 requests over 4h 46m of platform time: 0 delivered, 1 failed',
     );
   });
 });
