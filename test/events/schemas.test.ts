@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { oversizedBody } from '../../src/testing/oversized-body.js';
 import {
   envelopeSchema,
   eventDataSchemas,
@@ -575,19 +576,26 @@ describe('invalid fixtures', () => {
   const manifestSchema = z.array(
     z.strictObject({
       file: z.string(),
+      generated: z.literal('oversized').optional(),
       description: z.string().min(1),
       status: z.union([z.literal(400), z.literal(413), z.literal(422)]),
       outcome: z.enum(['malformed', 'too_large', 'invalid_payload']),
     }),
   );
   const manifest = manifestSchema.parse(readJson(new URL('manifest.json', INVALID)));
-  const text = (file: string): string => readFileSync(new URL(file, INVALID), 'utf8');
+  const generated = new Set(manifest.filter((entry) => entry.generated).map((entry) => entry.file));
+  const text = (file: string): string =>
+    generated.has(file) ? oversizedBody() : readFileSync(new URL(file, INVALID), 'utf8');
   const byOutcome = (outcome: string) =>
     manifest.filter((entry) => entry.outcome === outcome).map((entry) => entry.file);
 
-  it('lists every file of fixtures/invalid exactly once', () => {
+  it('lists every file of fixtures/invalid exactly once, and a generated body under no file', () => {
     const files = readdirSync(INVALID).filter((file) => file !== 'manifest.json');
-    expect(manifest.map((entry) => entry.file).sort()).toEqual(files.sort());
+    const stored = manifest.filter((entry) => entry.generated === undefined);
+    expect(stored.map((entry) => entry.file).sort()).toEqual(files.sort());
+    for (const entry of manifest.filter((one) => one.generated !== undefined)) {
+      expect(files).not.toContain(entry.file);
+    }
   });
 
   it('pairs each outcome with its status', () => {
@@ -606,9 +614,8 @@ describe('invalid fixtures', () => {
   });
 
   it.each(byOutcome('too_large'))('%s is a valid envelope just over 1 MiB', (file) => {
-    const raw = readFileSync(new URL(file, INVALID));
-    expect(raw.byteLength).toBeGreaterThan(1_048_576);
-    expect(raw.byteLength).toBeLessThan(1_048_576 + 1024);
+    const raw = Buffer.from(text(file));
+    expect(raw.byteLength).toBe(1_048_577);
     const envelope = envelopeSchema.parse(JSON.parse(raw.toString('utf8')));
     // Only its size is wrong: the payload itself is valid.
     expect(isFixedContractEvent(envelope.event)).toBe(true);
