@@ -49,7 +49,7 @@ import { formatMessage } from 'publint/utils';
  */
 const CORE_GZIP_BUDGET = 15_000;
 
-/** Optional peers the core must never load (DESIGN 2). */
+/** Optional peers the core must never load (README: Frameworks). */
 const FRAMEWORKS = ['express', 'hono', 'ioredis', 'bullmq', '@opentelemetry/api'];
 
 /**

@@ -79,7 +79,7 @@ describe('the event registry', () => {
     }
   });
 
-  it('shares one schema between events the interface calls "the same as"', () => {
+  it('shares one schema between events docs/platform.md#events calls "the same as"', () => {
     expect(eventDataSchemas.UserAcquainted).toBe(eventDataSchemas.UserSignedUp);
     expect(eventDataSchemas.ProductEnrolledViaLms).toBe(eventDataSchemas.ProductEnrolledToFree);
     expect(eventDataSchemas.ProductEnrolledViaPayment).toBe(eventDataSchemas.ProductEnrolledToFree);
@@ -102,8 +102,8 @@ describe('valid fixtures', () => {
 });
 
 /**
- * The top-level keys of each event's `data` that interface 6 names, split by whether they are the
- * spine (DESIGN 3) or may be absent. `states` is optional in every event; it is listed where the
+ * The top-level keys of each event's `data` that docs/platform.md#events names, split by whether they are the
+ * spine (README: Events and types) or may be absent. `states` is optional in every event; it is listed where the
  * interface names it. ProductEnrolledByInviteLink's `inviteLinkId` has a test of its own: it may
  * be absent when `access.meta.inviteLinkId` names the link.
  */
@@ -144,7 +144,7 @@ const CONTRACTS: Record<FixedEventName, { required: string[]; optional: string[]
   CertificateIssued: { required: ['user', 'course', 'certificate'], optional: ['product'] },
 };
 
-describe('event contracts (interface 6)', () => {
+describe('event contracts (docs/platform.md#events)', () => {
   describe.each(FIXED_CONTRACT_EVENTS)('%s', (name) => {
     const { required, optional } = CONTRACTS[name];
 
@@ -160,7 +160,7 @@ describe('event contracts (interface 6)', () => {
       expect(accepts(name, data)).toBe(true);
     });
 
-    it('passes with every optional field null (interface 6 marks them optional)', () => {
+    it('passes with every optional field null (docs/platform.md#events marks them optional)', () => {
       const data = fixtureData(name);
       for (const key of optional) data[key] = null;
       expect(accepts(name, data)).toBe(true);
@@ -304,7 +304,7 @@ describe('event contracts (interface 6)', () => {
   });
 });
 
-describe('ids whose type the interface does not state', () => {
+describe('ids whose type the platform does not state', () => {
   const cases: [FixedEventName, string][] = [
     ['CourseProgressChanged', 'lessonId'],
     ['CourseLessonPracticeCompleted', 'variantId'],
@@ -323,11 +323,11 @@ describe('ids whose type the interface does not state', () => {
   });
 });
 
-describe('the payment tree (interface 2.5)', () => {
+describe('the payment tree (docs/platform.md#entities)', () => {
   const payment = (): Json => fixtureData('PaymentCompleted');
   const accept = (data: Json): boolean => accepts('PaymentCompleted', data);
 
-  /** The spine of PaymentCompleted (DESIGN 3), with the ids of the entities in the fixture. */
+  /** The spine of PaymentCompleted (README: Events and types), with the ids of the entities in the fixture. */
   const SPINE = [
     'payment',
     'payment.id',
@@ -347,7 +347,7 @@ describe('the payment tree (interface 2.5)', () => {
     'payment.acquiring.provider.id',
   ];
 
-  /** Marked optional by PLATFORM-ENTITIES.md or `(null)` by the interface: absent or null. */
+  /** Marked optional by the platform's entity reference or `(null)` in its documented example (docs/platform.md#entities): absent or null. */
   const NULLABLE = [
     'payment.archivedAt',
     'payment.status',
@@ -430,7 +430,7 @@ describe('the payment tree (interface 2.5)', () => {
     'payment.acquiring.provider.active',
   ];
 
-  /** Neither optional in PLATFORM-ENTITIES.md nor `(null)` in the interface: absent, not null. */
+  /** Neither optional in the entity reference nor `(null)` in the example (docs/platform.md#entities): absent, not null. */
   const OPTIONAL_NOT_NULL = [
     'payment.createdAt',
     'payment.uuid',
@@ -539,7 +539,7 @@ describe('the payment tree (interface 2.5)', () => {
     expect(accept(withValue(payment(), path, value))).toBe(false);
   });
 
-  it('takes invoice UTM tags that are absent or empty (interface 2.4)', () => {
+  it('takes invoice UTM tags that are absent or empty (docs/platform.md#utm-tags)', () => {
     expect(accept(without(payment(), 'payment.invoice.meta.utmParams'))).toBe(true);
     expect(accept(withValue(payment(), 'payment.invoice.meta.utmParams', {}))).toBe(true);
   });

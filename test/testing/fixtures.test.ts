@@ -108,7 +108,7 @@ describe('fixtures', () => {
     fixtures.PaymentCompleted({ payment: { invoice: { totalAmount: null } } });
     // @ts-expect-error -- released may be absent but is never null
     fixtures.PaymentCompleted({ payment: { released: null } });
-    // @ts-expect-error -- a lesson status is one of the six of interface 3.1
+    // @ts-expect-error -- a lesson status is one of the six of docs/platform.md#events
     fixtures.CourseProgressChanged({ status: 'Finished' });
     expectTypeOf(sparseFixtures.CertificateIssued().certificate.link).toBeString();
     expectTypeOf(fixtureVariants.phoneOnlyStudent()).toEqualTypeOf<EventData<'UserSignedUp'>>();
@@ -125,7 +125,7 @@ describe('sparseFixtures', () => {
     expect(JSON.stringify(data).length).toBeLessThan(JSON.stringify(fixtures[name]()).length / 4);
   });
 
-  it('carries for PaymentCompleted exactly what DESIGN 3 names', () => {
+  it('carries for PaymentCompleted exactly what the spine names', () => {
     const { payment } = sparseFixtures.PaymentCompleted();
     expect(Object.keys(payment).sort()).toEqual(['id', 'invoice']);
     expect(Object.keys(payment.invoice).sort()).toEqual(['currency', 'id', 'totalAmount', 'user']);
