@@ -18,6 +18,7 @@ import {
   fixtures,
   type DeliveryLogEntry,
 } from '../src/testing/index.js';
+import { formatDuration } from '../src/cli/duration.js';
 
 const clock = createVirtualClock();
 const start = clock.now();
@@ -72,7 +73,7 @@ const { log, deliveries } = platform;
 const delivered = deliveries.filter((delivery) => delivery.state === 'delivered').length;
 const ranTwice = [...effects.values()].filter((count) => count > 1).length;
 console.log(
-  `\n${deliveries.length} events, ${log.length} requests over ${elapsed(clock.now() - start)} ` +
+  `\n${deliveries.length} events, ${log.length} requests over ${formatDuration(clock.now() - start)} ` +
     `of platform time: ${delivered} delivered, ${deliveries.length - delivered} failed ` +
     `(the invalid payload); ${effects.size} processed, ${ranTwice} processed twice.`,
 );
@@ -154,12 +155,7 @@ if (completed.length !== 2 || payments.size !== 2 || replayed !== 1) {
 function print(entry: DeliveryLogEntry): void {
   const answer = entry.status === null ? (entry.error ?? 'no answer') : String(entry.status);
   console.log(
-    `  +${elapsed(entry.at - start)}  ${entry.event.padEnd(30)} attempt ${entry.attempt}  ` +
+    `  ${`+${formatDuration(entry.at - start)}`.padEnd(8)} ${entry.event.padEnd(30)} attempt ${entry.attempt}  ` +
       `${answer} ${entry.outcome ?? ''}${entry.test ? '  (test delivery)' : ''}`,
   );
-}
-
-function elapsed(ms: number): string {
-  const minutes = Math.round(ms / 60_000);
-  return `${Math.floor(minutes / 60)}:${String(minutes % 60).padStart(2, '0')}`;
 }

@@ -3,7 +3,7 @@
  * The package gates, run on the tarball npm would publish:
  *
  *   1. publint, strict: the exports map, files and formats are what Node and bundlers expect.
- *   2. @arethetypeswrong/cli, profile node16: every subpath's types resolve for ESM and CJS
+ *   2. @arethetypeswrong/cli, every resolution: each subpath's types resolve for ESM and CJS
  *      consumers and match the JavaScript they describe.
  *   3. Isolation: in a directory holding only the packed package and its runtime dependencies
  *      (express, hono, ioredis, bullmq and @opentelemetry/api cannot be resolved there), every subpath
@@ -49,7 +49,7 @@ import { formatMessage } from 'publint/utils';
  */
 const CORE_GZIP_BUDGET = 15_000;
 
-/** Optional peers the core must never load (DESIGN 2). */
+/** Optional peers the core must never load (README: Frameworks). */
 const FRAMEWORKS = ['express', 'hono', 'ioredis', 'bullmq', '@opentelemetry/api'];
 
 /**
@@ -57,6 +57,12 @@ const FRAMEWORKS = ['express', 'hono', 'ioredis', 'bullmq', '@opentelemetry/api'
  * without it fail by naming it. Every other subpath loads with no peer at all.
  */
 const PEER_SUBPATHS = { otel: ['@opentelemetry/api'], bullmq: ['bullmq', 'ioredis'] };
+
+/**
+ * Largest fixture file the package may ship: the biggest real body is about 12 kB. A body made to
+ * be big (the 1 MiB + 1 byte of the 413 case) is generated in code where it is sent instead.
+ */
+const FIXTURE_BYTES_BUDGET = 64 * 1024;
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -96,6 +102,7 @@ try {
     `packed ${filename}: ${files.length} files, ${kB(size)} (${kB(unpackedSize)} unpacked)`,
   );
 
+  checkContents(files);
   await checkPublint(tarball);
   await checkTypes(tarball);
   await checkIsolation(tarball);
@@ -111,6 +118,23 @@ for (const { name, ok, detail } of gates) {
 const failed = gates.filter((gate) => !gate.ok);
 console.log(failed.length === 0 ? '\nall gates passed' : `\n${failed.length} gate(s) failed`);
 process.exitCode = failed.length === 0 ? 0 : 1;
+
+/** What the tarball holds: the build, the fixtures a user replays, and no oversized fixture. */
+function checkContents(files) {
+  const allowed = /^(dist\/|fixtures\/|README\.md$|LICENSE$|package\.json$)/;
+  const stray = files.filter((file) => !allowed.test(file.path)).map((file) => file.path);
+  const big = files
+    .filter((file) => file.path.startsWith('fixtures/') && file.size > FIXTURE_BYTES_BUDGET)
+    .map((file) => `${file.path}: ${kB(file.size)} (budget ${kB(FIXTURE_BYTES_BUDGET)})`);
+  report(
+    'contents',
+    stray.length === 0 && big.length === 0,
+    stray.length === 0 && big.length === 0
+      ? `dist, fixtures (none over ${kB(FIXTURE_BYTES_BUDGET)}), README, LICENSE`
+      : `${stray.length} unexpected file(s), ${big.length} oversized fixture(s)`,
+    [...stray.map((path) => `not for users: ${path}`), ...big],
+  );
+}
 
 async function checkPublint(tarball) {
   const bytes = readFileSync(tarball);
@@ -135,13 +159,12 @@ async function checkPublint(tarball) {
 }
 
 async function checkTypes(tarball) {
-  // node16 profile: node10 resolution (`moduleResolution: "node"`, which ignores `exports`) cannot
-  // reach any subpath but the root without a typesVersions map; TypeScript calls that mode legacy
-  // and every consumer of an exports-based package uses node16/nodenext or bundler.
+  // Every resolution, node10 (`moduleResolution: "node"`, which ignores `exports`) included: the
+  // package's typesVersions map reaches each subpath for it.
   // --no-definitely-typed: the package ships its own types, and the check stays offline.
   const result = await run(
     join(root, 'node_modules', '.bin', 'attw'),
-    [tarball, '--profile', 'node16', '--no-definitely-typed', '--format', 'json'],
+    [tarball, '--no-definitely-typed', '--format', 'json'],
     { cwd: root },
   );
   let parsed;
@@ -157,9 +180,7 @@ async function checkTypes(tarball) {
     return;
   }
   const { analysis } = parsed;
-  const problems = (analysis.problems ?? []).filter(
-    (problem) => problem.resolutionKind !== 'node10',
-  );
+  const problems = analysis.problems ?? [];
   const subpaths = Object.keys(pkg.exports);
   const checked = Object.keys(analysis.entrypoints ?? {});
   const missing = subpaths.filter((subpath) => !checked.includes(subpath));
@@ -177,7 +198,7 @@ async function checkTypes(tarball) {
     'types',
     ok,
     ok
-      ? `${checked.length} entrypoints resolve for node16 CJS, node16 ESM and bundler`
+      ? `${checked.length} entrypoints resolve for node10, node16 CJS, node16 ESM and bundler`
       : `attw exited ${result.code}`,
     lines,
   );

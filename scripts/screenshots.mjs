@@ -64,7 +64,7 @@ try {
   await post(payment.body, payment.headers);
   await post(payment.body, payment.headers); // the platform retried: a duplicate
   await send('UserSignedUp', undefined, 'c94b7e13-wrongkey', 'a-temporary-key-of-an-unsaved-form');
-  // A lesson status outside the six the interface closes: 422 invalid_payload.
+  // A lesson status outside the six the platform names: 422 invalid_payload.
   await send(
     'CourseProgressChanged',
     { ...fixtures.CourseProgressChanged(), status: 'Finished' },

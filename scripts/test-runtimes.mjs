@@ -48,7 +48,7 @@ const runtimes = [
     name: 'node',
     command: process.execPath,
     args: ['test/runtimes/entry.mjs'],
-    // The reason the core prefers node:crypto (DESIGN 10): it must take it where it can.
+    // The reason the core prefers node:crypto (docs/benchmarks.md): it must take it where it can.
     crypto: 'node:crypto',
   },
   { name: 'bun', command: bin('bun'), args: ['--no-install', 'test/runtimes/entry.mjs'] },

@@ -1,5 +1,5 @@
 /**
- * The session-token client: `createSchoolApi` (interface 4.1 and 5).
+ * The session-token client: `createSchoolApi` (docs/platform.md#session-tokens and #authentication).
  * @module
  */
 

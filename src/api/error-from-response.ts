@@ -1,5 +1,5 @@
 /**
- * Maps a non-success answer of the session-token operation to its error class (interface 7).
+ * Maps a non-success answer of the session-token operation to its error class (docs/platform.md#api-errors).
  * @module
  */
 
@@ -48,7 +48,7 @@ export function errorFromResponse(
   const { userId, sellerId, schoolId } = context;
 
   if (status === 401) {
-    // The table of section 7 names this 401 by its text; a rejected key is a 401 as well.
+    // The table of docs/platform.md#api-errors names this 401 by its text; a rejected key is a 401 as well.
     if (messages.some((message) => message.includes('not entity owner'))) {
       return new ForeignUserError(
         `user ${userId} is not a user of school ${schoolId} of seller ${sellerId}`,
@@ -124,10 +124,10 @@ export function errorFromResponse(
   });
 }
 
-/** Where the school owner issues API keys and grants their permissions (interface 5). */
+/** Where the school owner issues API keys and grants their permissions (docs/platform.md#authentication). */
 const API_KEYS_PAGE = 'Manage → School → For developers → API keys';
 
-/** The checkbox labels of permission codes the interface names (section 5 and 4.4). */
+/** The checkbox labels of permission codes the platform names (docs/platform.md#authentication and #webhook-endpoints). */
 const PERMISSION_LABELS: Readonly<Record<string, string>> = {
   SchoolManageUsers: 'School User Management',
   SchoolManageSettings: 'School Settings Management',

@@ -1,5 +1,5 @@
 /**
- * The session resource of the session-token operation (interface 2.1).
+ * The session resource of the session-token operation (docs/platform.md#session-tokens).
  * @module
  */
 

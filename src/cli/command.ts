@@ -1,13 +1,20 @@
 /**
- * What every command of the `schoolhooks` CLI is made of: its help, its run function, the I/O it
- * may use and the errors that pick the exit code.
+ * What every command of the `schoolhooks` CLI is made of: its options, its help (generated from
+ * them), its run function, the I/O it may use and the errors that pick the exit code.
  * @module
  */
 
 import { isHttpUrl } from '../testing/endpoint-config.js';
+import { EXIT, UsageError } from './errors.js';
+import {
+  formatOptions,
+  HELP_OPTION,
+  parseOptions,
+  type OptionSpecs,
+  type OptionValues,
+} from './options.js';
 
-/** Exit codes: 0 ok, 1 failure (e.g. a signature that does not verify), 2 usage. */
-export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+export { CliFailure, errorLine, EXIT, messageOf, UsageError } from './errors.js';
 
 /** Where a command reads and writes; the real process in the bin, anything in a test. */
 export interface CliIo {
@@ -28,18 +35,79 @@ export interface CliIo {
 /** One subcommand. */
 export interface CliCommand {
   /** The word after `schoolhooks`. */
-  name: string;
+  readonly name: string;
   /** One line for the overview. */
-  summary: string;
-  /** The text `--help` prints. */
-  help: string;
+  readonly summary: string;
+  /** Its options, `--help` included: what it parses and what its help lists. */
+  readonly options: OptionSpecs;
+  /** The text `--help` prints, generated from the definition. */
+  readonly help: string;
   /** Run with the arguments after the command's name; resolves to the exit code. */
   run(args: readonly string[], io: CliIo): Promise<number>;
 }
 
-/** The command was used wrongly: exit code 2, with a pointer to `--help`. */
-export class UsageError extends Error {
-  override name = 'UsageError' as const;
+/** What a command is defined with. */
+export interface CommandDefinition<O extends OptionSpecs> {
+  /** The word after `schoolhooks`. */
+  name: string;
+  /** One line for the overview. */
+  summary: string;
+  /** What follows `schoolhooks <name>` in the usage line; one entry per form. */
+  usage: string | readonly string[];
+  /** The paragraphs between the usage and the options. */
+  description: string;
+  /** Its options; `--help` is added. */
+  options: O;
+  /** Whether it takes positional arguments. Default false. */
+  positionals?: boolean;
+  /** Run with the parsed arguments; resolves to the exit code. */
+  run(args: { values: OptionValues<O>; positionals: string[] }, io: CliIo): Promise<number>;
+}
+
+/**
+ * A command whose parsing and help both come from its option definitions.
+ *
+ * @example
+ * ```ts
+ * const hello = defineCommand({
+ *   name: 'hello',
+ *   summary: 'Say hello',
+ *   usage: '[--name N]',
+ *   description: 'Prints a greeting.',
+ *   options: { name: { type: 'string', value: 'N', default: 'you', help: 'Who to greet' } },
+ *   async run({ values }, io) {
+ *     io.out(`hello, ${values.name}`);
+ *     return EXIT.ok;
+ *   },
+ * });
+ * ```
+ */
+export function defineCommand<const O extends OptionSpecs>(
+  definition: CommandDefinition<O>,
+): CliCommand {
+  const options = { ...definition.options, help: HELP_OPTION };
+  const forms = typeof definition.usage === 'string' ? [definition.usage] : definition.usage;
+  const help = [
+    forms
+      .map((form, i) => `${i === 0 ? 'Usage:' : '      '} schoolhooks ${definition.name} ${form}`)
+      .join('\n'),
+    definition.description,
+    `Options:\n${formatOptions(options)}`,
+  ].join('\n\n');
+  return {
+    name: definition.name,
+    summary: definition.summary,
+    options,
+    help,
+    async run(args, io) {
+      const parsed = parseOptions(options, args, { positionals: definition.positionals ?? false });
+      if (parsed.values.help) {
+        io.out(help);
+        return EXIT.ok;
+      }
+      return definition.run(parsed as { values: OptionValues<O>; positionals: string[] }, io);
+    },
+  };
 }
 
 /** The value of `--url`, which every sending command requires as an absolute http(s) URL. */
@@ -47,33 +115,4 @@ export function requireHttpUrl(url: string | undefined): string {
   if (url === undefined) throw new UsageError('--url is required');
   if (!isHttpUrl(url)) throw new UsageError('--url must be an http:// or https:// URL');
   return url;
-}
-
-/** The command ran and failed: exit code 1. */
-export class CliFailure extends Error {
-  override name = 'CliFailure' as const;
-}
-
-/**
- * Run node:util's parseArgs, turning its errors into a {@link UsageError} that never repeats an
- * argument's value (a secret typed in the wrong place must not be echoed).
- */
-export function parseOrUsage<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
-      throw new UsageError('unexpected argument: this command takes no more positional arguments');
-    }
-    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
-      throw new UsageError((error as Error).message);
-    }
-    throw error;
-  }
-}
-
-/** The message of anything thrown. */
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

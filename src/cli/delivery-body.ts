@@ -6,9 +6,11 @@
 
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { isFixedContractEvent, UNCONTRACTED_EVENTS } from '../events/index.js';
+import { isFixedContractEvent } from '../events/index.js';
+import { didYouMean } from '../nearest-name.js';
 import { resolveData, serializeEnvelope } from '../testing/create-delivery.js';
-import { UsageError } from './command.js';
+import { UsageError } from './errors.js';
+import { KNOWN_EVENTS } from './event-names.js';
 
 /** A body ready to sign, and what to call it in the output. */
 export interface DeliveryBody {
@@ -27,11 +29,6 @@ export interface FileBodyOptions {
   key?: string | undefined;
   /** The timestamp to send. Default: now. */
   timestamp?: string | undefined;
-}
-
-/** Whether `name` is an event the platform sends (with or without a fixture). */
-export function isEventName(name: string): boolean {
-  return isFixedContractEvent(name) || (UNCONTRACTED_EVENTS as readonly string[]).includes(name);
 }
 
 /** The envelope of a fixed-contract event's fixture, stamped now with a new key. */
@@ -69,7 +66,11 @@ export async function fileBody(
     bytes = await readFile(path);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    if (code === 'ENOENT') throw new UsageError(`${path}: no such file, and not an event name`);
+    if (code === 'ENOENT') {
+      throw new UsageError(
+        `${path}: no such file, and not an event name${didYouMean(path, KNOWN_EVENTS)}`,
+      );
+    }
     throw new UsageError(`${path}: cannot be read (${String(code ?? error)})`);
   }
   const text = new TextDecoder().decode(bytes);

@@ -5,31 +5,29 @@
  * @module
  */
 
-import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import type { InboxJob, InboxJobState } from '../inbox/managed.js';
 import type { BullmqInbox, BullmqInboxJob } from '../inbox/bullmq.js';
-import {
-  CliFailure,
-  EXIT,
-  messageOf,
-  parseOrUsage,
-  UsageError,
-  type CliCommand,
-} from './command.js';
+import { didYouMean } from '../nearest-name.js';
+import { CliFailure, defineCommand, errorLine, EXIT, messageOf, UsageError } from './command.js';
+import { checkEventOption } from './event-names.js';
 
 const STATES: readonly InboxJobState[] = ['waiting', 'delayed', 'active', 'failed', 'completed'];
+const ACTIONS = ['list', 'show', 'retry'] as const;
 const CONNECT_TIMEOUT_MS = 5000;
+/** Where the inbox is when neither --redis nor REDIS_URL says. */
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** The `inbox` command. */
-export const inboxCommand: CliCommand = {
+export const inboxCommand = defineCommand({
   name: 'inbox',
   summary: 'List, show and retry the jobs of a BullMQ inbox',
-  help: `Usage: schoolhooks inbox list [--state STATE] [--json]
-       schoolhooks inbox show <id> [--json]
-       schoolhooks inbox retry <id>... | --all [--event NAME]
-
-What a bullmqInbox (schoolhooks/bullmq) holds. Needs bullmq and ioredis installed.
+  usage: [
+    'list [--state STATE] [--json]',
+    'show <id> [--json]',
+    'retry <id>... | --all [--event NAME]',
+  ],
+  description: `What a bullmqInbox (schoolhooks/bullmq) holds. Needs bullmq and ioredis installed.
 
   list     Every job, or those in one state: id, state, attempts, event, when it was
            received, and why its last run failed
@@ -38,49 +36,42 @@ What a bullmqInbox (schoolhooks/bullmq) holds. Needs bullmq and ioredis installe
            the ones named, or --all of them (of one --event). Exit code 1 if a named job
            is not a dead letter.
 
-A job's body and signature are never printed.
-
-Options:
-  --redis URL     Redis of the inbox (default: the REDIS_URL variable)
-  --queue NAME    BullMQ queue name (default schoolhooks); a queue that is not in Redis
-                  under --prefix is a usage error that lists the ones there
-  --prefix P      BullMQ key prefix (default bull)
-  --state STATE   list: ${STATES.join(', ')}
-  --all           retry: every dead letter
-  --event NAME    retry --all: only dead letters of this event
-  --json          list, show: print JSON
-  -h, --help      Show this help`,
-  async run(args, io) {
-    const { values, positionals } = parseOrUsage(() =>
-      parseArgs({
-        args: [...args],
-        options: {
-          redis: { type: 'string' },
-          queue: { type: 'string' },
-          prefix: { type: 'string' },
-          state: { type: 'string' },
-          all: { type: 'boolean' },
-          event: { type: 'string' },
-          json: { type: 'boolean' },
-          help: { type: 'boolean', short: 'h' },
-        },
-        allowPositionals: true,
-      }),
-    );
-    if (values.help) {
-      io.out(inboxCommand.help);
-      return EXIT.ok;
-    }
+A job's body and signature are never printed.`,
+  options: {
+    redis: {
+      type: 'string',
+      value: 'URL',
+      help: `Redis of the inbox (default: the REDIS_URL variable, else ${DEFAULT_REDIS_URL})`,
+    },
+    queue: {
+      type: 'string',
+      value: 'NAME',
+      default: 'schoolhooks',
+      help: `BullMQ queue name; a queue that is not in Redis
+under --prefix is a usage error that lists the ones there`,
+    },
+    prefix: { type: 'string', value: 'P', default: 'bull', help: 'BullMQ key prefix' },
+    state: { type: 'string', value: 'STATE', help: `list: ${STATES.join(', ')}` },
+    all: { type: 'boolean', help: 'retry: every dead letter' },
+    event: { type: 'string', value: 'NAME', help: 'retry --all: only dead letters of this event' },
+    json: { type: 'boolean', help: 'list, show: print JSON' },
+  },
+  positionals: true,
+  async run({ values, positionals }, io) {
     const [action, ...ids] = positionals;
     if (action !== 'list' && action !== 'show' && action !== 'retry') {
       throw new UsageError(
-        action === undefined ? 'name an action: list, show or retry' : `unknown action '${action}'`,
+        action === undefined
+          ? 'name an action: list, show or retry'
+          : `unknown action '${action}'${didYouMean(action, ACTIONS)}`,
       );
     }
     const state = values.state;
     if (state !== undefined && (action !== 'list' || !isState(state))) {
       throw new UsageError(
-        action === 'list' ? `--state must be one of ${STATES.join(', ')}` : '--state is for list',
+        action === 'list'
+          ? `--state must be one of ${STATES.join(', ')}${didYouMean(state, STATES)}`
+          : '--state is for list',
       );
     }
     if (action === 'list' && ids.length > 0) throw new UsageError('list takes no job ids');
@@ -91,19 +82,19 @@ Options:
     if (values.event !== undefined && !(action === 'retry' && values.all)) {
       throw new UsageError('--event is for retry --all');
     }
-    const url = values.redis ?? io.env['REDIS_URL'];
-    if (url === undefined || url === '') {
-      throw new UsageError('--redis URL is required (or set REDIS_URL)');
-    }
+    checkEventOption(values.event);
+    const fromEnv = io.env['REDIS_URL'];
+    const url =
+      values.redis ?? (fromEnv === undefined || fromEnv === '' ? DEFAULT_REDIS_URL : fromEnv);
     if (!/^rediss?:\/\//.test(url)) {
       throw new UsageError('--redis must be a redis:// or rediss:// URL');
     }
 
-    const queue = values.queue ?? 'schoolhooks';
+    const queue = values.queue;
     if (queue === '' || queue.includes(':'))
       throw new UsageError('--queue must be a name without ":"');
 
-    const inbox = await openInbox(url, queue, values.prefix ?? 'bull');
+    const inbox = await openInbox(url, queue, values.prefix);
     try {
       if (action === 'list') {
         const jobs = await inbox.jobs(state === undefined ? {} : { state });
@@ -130,7 +121,7 @@ Options:
           io.out(`retried ${id}`);
         } else {
           missed++;
-          io.err(`${id}: not a dead letter in this inbox`);
+          io.err(errorLine('inbox', `${id}: not a dead letter in this inbox`));
         }
       }
       return missed === 0 ? EXIT.ok : EXIT.failure;
@@ -138,7 +129,7 @@ Options:
       await inbox.close();
     }
   },
-};
+});
 
 function isState(value: string): value is InboxJobState {
   return (STATES as readonly string[]).includes(value);

@@ -5,7 +5,7 @@
  * @module schoolhooks/cli
  */
 
-import { EXIT, messageOf, type CliIo } from './command.js';
+import { errorLine, EXIT, messageOf, type CliIo } from './command.js';
 import { main } from './main.js';
 
 /** The real process's I/O. */
@@ -35,7 +35,7 @@ main(process.argv.slice(2), processIo()).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`schoolhooks: ${messageOf(error)}\n`);
+    process.stderr.write(`${errorLine(undefined, `unexpected error: ${messageOf(error)}`)}\n`);
     process.exitCode = EXIT.failure;
   },
 );

@@ -3,27 +3,20 @@
  * @module
  */
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseArgs } from 'node:util';
 import { nodeListener } from '../../adapters/node.js';
 import { getHeader } from '../headers.js';
 import { createReceiver, type Receiver, type WebhookRequest } from '../receiver.js';
-import {
-  EXIT,
-  messageOf,
-  parseOrUsage,
-  UsageError,
-  type CliCommand,
-  type CliIo,
-} from './command.js';
+import { defineCommand, EXIT, messageOf, UsageError, type CliIo } from './command.js';
 import {
   createInspector,
   INSPECTOR_PREFIX,
   isInspectorPath,
 } from './inspector/create-inspector.js';
 import { SIGNATURE_CAUSES } from './signature-causes.js';
-import { SECRET_HELP, secretSource, secretsFrom } from './secret.js';
+import { SECRETS_OPTION, secretSource, secretsFrom } from './secret.js';
 import { summarizeEvent } from './summarize-event.js';
 
 /** Outcomes reached only after the signature verified: the body may be read and named. */
@@ -41,50 +34,47 @@ const VERIFIED_OUTCOMES: ReadonlySet<string> = new Set([
 ]);
 
 /** The `listen` command. */
-export const listenCommand: CliCommand = {
+export const listenCommand = defineCommand({
   name: 'listen',
   summary: 'Run a development receiver that prints each verified event (--ui: a page too)',
-  help: `Usage: schoolhooks listen [--port 3000] [--path /] [--ui [--keep 500]] [--secret S]...
-
-Runs a receiver (createReceiver with its defaults and the memory store) on a node:http
+  usage: '[--port 3000] [--path /] [--ui [--keep 500]] [--secret S]...',
+  description: `Runs a receiver (createReceiver with its defaults and the memory store) on a node:http
 server and prints one line per delivery: the status and outcome, the event, its
-idempotencyKey and a short summary. It answers as a real receiver does: duplicates 200,
+idempotencyKey and a short summary; what went wrong, if anything, indented under it. It answers as a real receiver does: duplicates 200,
 bad signatures 401, invalid payloads 422. On a 401 it prints the likely causes.
 Stops on Ctrl-C.
 
 With --ui, the same port also serves the inspector, a page at /_schoolhooks/: every
 delivery live, its body, headers and Zod issues, the likely causes of a 401, and
 buttons to replay a delivery, copy it as curl, or send a signed fixture. It never
-shows the secret, and keeps deliveries in memory only.
-
-Options:
-  --port N        Port to listen on (default 3000; 0 picks a free one)
-  --host H        Address to bind (default: every address; 127.0.0.1 with --ui)
-  --path P        The only path answered, others get 404 (default: every path)
-  --ui            Serve the inspector page at /_schoolhooks/ on the same port
-  --keep N        Deliveries the inspector keeps in memory (default 500)
-${SECRET_HELP}
-                  Repeat --secret to accept several (every active endpoint's key)
-  -h, --help      Show this help`,
-  async run(args, io) {
-    const { values } = parseOrUsage(() =>
-      parseArgs({
-        args: [...args],
-        options: {
-          port: { type: 'string', default: '3000' },
-          host: { type: 'string' },
-          path: { type: 'string' },
-          ui: { type: 'boolean' },
-          keep: { type: 'string', default: '500' },
-          secret: { type: 'string', multiple: true },
-          help: { type: 'boolean', short: 'h' },
-        },
-      }),
-    );
-    if (values.help) {
-      io.out(listenCommand.help);
-      return EXIT.ok;
-    }
+shows the secret, and keeps deliveries in memory only.`,
+  options: {
+    port: {
+      type: 'string',
+      value: 'N',
+      default: '3000',
+      help: 'Port to listen on; 0 picks a free one',
+    },
+    host: {
+      type: 'string',
+      value: 'H',
+      help: 'Address to bind (default: every address; 127.0.0.1 with --ui)',
+    },
+    path: {
+      type: 'string',
+      value: 'P',
+      help: 'The only path answered, others get 404 (default: every path)',
+    },
+    ui: { type: 'boolean', help: 'Serve the inspector page at /_schoolhooks/ on the same port' },
+    keep: {
+      type: 'string',
+      value: 'N',
+      default: '500',
+      help: 'Deliveries the inspector keeps in memory',
+    },
+    secret: SECRETS_OPTION,
+  },
+  async run({ values }, io) {
     const port = Number(values.port);
     if (!Number.isInteger(port) || port < 0 || port > 65_535) {
       throw new UsageError('--port must be a port number (0 to 65535)');
@@ -107,9 +97,6 @@ ${SECRET_HELP}
     const receiver = createReceiver({ secret: secrets });
     // Every verified event is handled, so the receiver answers `processed` as a real one would.
     receiver.onAny(() => {});
-    receiver.onError((error) => {
-      if (error.code !== 'invalid_signature') io.err(`  ${error.code}: ${error.message}`);
-    });
     const answering = printing(receiver, io);
     const only = values.path === undefined ? {} : { path: values.path };
     const inspector = values.ui
@@ -151,10 +138,23 @@ ${SECRET_HELP}
     await new Promise<void>((resolve) => server.close(() => resolve()));
     return EXIT.ok;
   },
-};
+});
 
-/** The receiver, printing one line for each delivery it answers. */
+/**
+ * The receiver, printing each delivery it answers: the status line first, then its detail lines
+ * (what `onError` reported while answering it, the likely causes of a 401) indented under it, in
+ * one write so concurrent deliveries never interleave.
+ */
 function printing(receiver: Receiver, io: CliIo): Receiver {
+  const details = new AsyncLocalStorage<string[]>();
+  receiver.onError((error) => {
+    if (error.code === 'invalid_signature') return;
+    const line = `${error.code}: ${error.message}`;
+    const lines = details.getStore();
+    // Reported outside any delivery's answer (none today): printed at once, still indented.
+    if (lines === undefined) io.err(indent([line]));
+    else lines.push(line);
+  });
   return {
     ...receiver,
     maxBodyBytes: receiver.maxBodyBytes,
@@ -165,20 +165,30 @@ function printing(receiver: Receiver, io: CliIo): Receiver {
         typeof body === 'function'
           ? { ...request, body: async (limit: number) => (raw = await body(limit)) }
           : request;
-      const result = await receiver.handle(observed);
-      const line = `${result.status} ${result.outcome}`;
+      const lines: string[] = [];
+      const result = await details.run(lines, () => receiver.handle(observed));
+      let status = `${result.status} ${result.outcome}`;
       if (result.outcome === 'invalid_signature') {
         const missing = getHeader(request.headers, 'signature') === undefined;
-        io.out(`${line}: ${missing ? 'no signature header' : 'the signature matches no secret'}`);
-        if (!missing) io.out(SIGNATURE_CAUSES);
+        lines.unshift(
+          missing ? 'no signature header' : 'the signature matches no secret',
+          ...(missing ? [] : SIGNATURE_CAUSES.split('\n')),
+        );
       } else if (VERIFIED_OUTCOMES.has(result.outcome)) {
-        io.out(`${line} ${describe(raw)}`);
-      } else {
-        io.out(line);
+        status = `${status} ${describe(raw)}`;
       }
+      io.out(lines.length === 0 ? status : `${status}\n${indent(lines)}`);
       return result;
     },
   };
+}
+
+/** Detail lines under a status line: each line of each, indented. */
+function indent(lines: readonly string[]): string {
+  return lines
+    .flatMap((line) => line.split('\n'))
+    .map((line) => `  ${line}`)
+    .join('\n');
 }
 
 /** A host as it goes in a URL: an IPv6 address in brackets; every address (0.0.0.0, ::) as localhost. */

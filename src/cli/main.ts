@@ -3,7 +3,17 @@
  * @module
  */
 
-import { CliFailure, EXIT, messageOf, UsageError, type CliCommand, type CliIo } from './command.js';
+import packageJson from '../../package.json' with { type: 'json' };
+import { didYouMean } from '../nearest-name.js';
+import {
+  CliFailure,
+  errorLine,
+  EXIT,
+  messageOf,
+  UsageError,
+  type CliCommand,
+  type CliIo,
+} from './command.js';
 import { inboxCommand } from './inbox.js';
 import { listenCommand } from './listen.js';
 import { replayCommand } from './replay.js';
@@ -13,7 +23,8 @@ import { signCommand } from './sign.js';
 import { simulateCommand } from './simulate.js';
 import { verifyCommand } from './verify.js';
 
-const COMMANDS: readonly CliCommand[] = [
+/** Every command, in the order the overview lists them. */
+export const COMMANDS: readonly CliCommand[] = [
   listenCommand,
   sendCommand,
   replayCommand,
@@ -32,8 +43,11 @@ Commands:
 ${COMMANDS.map((command) => `  ${command.name.padEnd(10)} ${command.summary}`).join('\n')}
 
 The secret is the endpoint's secretKey: --secret, or the SCHOOL_WEBHOOK_SECRET variable.
-Run 'schoolhooks <command> --help' for a command's options.
+Run 'schoolhooks <command> --help' for a command's options;
+'schoolhooks --version' prints the version.
 Exit codes: 0 ok, 1 failure, 2 usage error.`;
+
+const NAMES = COMMANDS.map((command) => command.name);
 
 /**
  * Run the CLI with `args` (what follows `schoolhooks`) on `io`; resolves to the exit code:
@@ -50,28 +64,44 @@ export async function main(args: readonly string[], io: CliIo): Promise<number> 
     io.err(OVERVIEW);
     return EXIT.usage;
   }
+  if (name === '--version' || name === '-v') {
+    io.out(packageJson.version);
+    return EXIT.ok;
+  }
   if (name === '--help' || name === '-h' || name === 'help') {
-    const topic = COMMANDS.find((command) => command.name === rest[0]);
-    io.out(topic?.help ?? OVERVIEW);
+    const [topic] = rest;
+    if (topic === undefined) {
+      io.out(OVERVIEW);
+      return EXIT.ok;
+    }
+    const command = COMMANDS.find((candidate) => candidate.name === topic);
+    if (command === undefined) return unknownCommand(topic, io);
+    io.out(command.help);
     return EXIT.ok;
   }
   const command = COMMANDS.find((candidate) => candidate.name === name);
-  if (!command) {
-    io.err(`schoolhooks: unknown command '${name}'\n\n${OVERVIEW}`);
-    return EXIT.usage;
-  }
+  if (!command) return unknownCommand(name, io);
   try {
     return await command.run(rest, io);
   } catch (error) {
     if (error instanceof UsageError) {
       io.err(
-        `schoolhooks ${command.name}: ${error.message}\nRun 'schoolhooks ${command.name} --help' for usage.`,
+        `${errorLine(command.name, error.message)}\nRun 'schoolhooks ${command.name} --help' for usage.`,
       );
       return EXIT.usage;
     }
     // A CliFailure is an expected failure, told as it is; anything else is a bug to report.
     const prefix = error instanceof CliFailure ? '' : 'unexpected error: ';
-    io.err(`schoolhooks ${command.name}: ${prefix}${messageOf(error)}`);
+    io.err(errorLine(command.name, `${prefix}${messageOf(error)}`));
     return EXIT.failure;
   }
+}
+
+function unknownCommand(name: string, io: CliIo): number {
+  const option = name.startsWith('-');
+  const near = didYouMean(name, option ? ['--help', '--version'] : NAMES);
+  io.err(
+    `${errorLine(undefined, `unknown ${option ? 'option' : 'command'} '${name}'${near}`)}\nRun 'schoolhooks --help' for the commands.`,
+  );
+  return EXIT.usage;
 }

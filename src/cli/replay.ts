@@ -3,17 +3,21 @@
  * @module
  */
 
+import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { EXIT, parseOrUsage, requireHttpUrl, UsageError, type CliCommand } from './command.js';
+import { defineCommand, EXIT, requireHttpUrl, UsageError } from './command.js';
+import { oversizedBody } from '../testing/oversized-body.js';
 import { fileBody } from './delivery-body.js';
+import { resolveFixtureFolder } from './fixture-folder.js';
 import { postDelivery } from './post-delivery.js';
-import { SECRET_HELP, secretFrom } from './secret.js';
+import { SECRET_OPTION, secretFrom } from './secret.js';
 
 /** What a folder's manifest.json says one file should get (as fixtures/invalid/manifest.json). */
 interface Expectation {
   file: string;
+  /** The body is made here, not read: `oversized`, 1 byte over 1 MiB. */
+  generated?: 'oversized';
   status: number;
   outcome?: string;
 }
@@ -21,43 +25,29 @@ interface Expectation {
 const MANIFEST = 'manifest.json';
 
 /** The `replay` command. */
-export const replayCommand: CliCommand = {
+export const replayCommand = defineCommand({
   name: 'replay',
   summary: 'Send every JSON file in a folder to a URL',
-  help: `Usage: schoolhooks replay <folder> --url URL [--secret S] [--raw]
-
-Sends each *.json file of the folder, in name order, as 'send' sends a file: a JSON
+  usage: '<folder> --url URL [--secret S] [--raw]',
+  description: `Sends each *.json file of the folder, in name order, as 'send' sends a file: a JSON
 object is stamped now and a non-empty idempotencyKey replaced, so a fixture is neither
 stale nor a duplicate; anything else goes as it is. Prints one line per file.
 
 A ${MANIFEST} in the folder ([{ "file", "status", "outcome" }], as in fixtures/invalid)
 names the answer each file expects; its files are sent too, whatever their extension.
-Exit code 0 when every answer is the expected one (otherwise 200, 201 or 202), 1 if not.
-
-Options:
-  --url URL       Where to POST (required)
-${SECRET_HELP}
-  --raw           Send every file's bytes exactly as they are, only signed
-  -h, --help      Show this help`,
-  async run(args, io) {
-    const { values, positionals } = parseOrUsage(() =>
-      parseArgs({
-        args: [...args],
-        options: {
-          url: { type: 'string' },
-          secret: { type: 'string' },
-          raw: { type: 'boolean' },
-          help: { type: 'boolean', short: 'h' },
-        },
-        allowPositionals: true,
-      }),
-    );
-    if (values.help) {
-      io.out(replayCommand.help);
-      return EXIT.ok;
-    }
-    const [folder, ...extra] = positionals;
-    if (folder === undefined || extra.length > 0) throw new UsageError('name one folder to replay');
+A folder under fixtures/ that is not in the current directory is the one this package
+ships: 'schoolhooks replay fixtures/invalid' works from any project.
+Exit code 0 when every answer is the expected one (otherwise 200, 201 or 202), 1 if not.`,
+  options: {
+    url: { type: 'string', value: 'URL', help: 'Where to POST (required)' },
+    secret: SECRET_OPTION,
+    raw: { type: 'boolean', help: "Send every file's bytes exactly as they are, only signed" },
+  },
+  positionals: true,
+  async run({ values, positionals }, io) {
+    const [given, ...extra] = positionals;
+    if (given === undefined || extra.length > 0) throw new UsageError('name one folder to replay');
+    const folder = resolveFixtureFolder(given);
     const url = requireHttpUrl(values.url);
     const secret = secretFrom(values.secret, io.env);
 
@@ -68,7 +58,16 @@ ${SECRET_HELP}
     let mismatches = 0;
     for (const file of files) {
       const expected = expectations.get(file);
-      const { body } = await fileBody(join(folder, file), { raw: values.raw });
+      const { body } =
+        expected?.generated === 'oversized'
+          ? {
+              body: oversizedBody(
+                values.raw
+                  ? {}
+                  : { idempotencyKey: randomUUID(), timestamp: new Date().toISOString() },
+              ),
+            }
+          : await fileBody(join(folder, file), { raw: values.raw });
       const result = await postDelivery(url, body, secret);
       const met = expected
         ? result.status === expected.status &&
@@ -86,7 +85,7 @@ ${SECRET_HELP}
     );
     return mismatches === 0 ? EXIT.ok : EXIT.failure;
   },
-};
+});
 
 async function filesOf(
   folder: string,
@@ -99,7 +98,9 @@ async function filesOf(
     throw new UsageError(`${folder}: not a folder that can be read`);
   }
   const chosen = new Set(names.filter((name) => name.endsWith('.json') && name !== MANIFEST));
-  for (const name of expectations.keys()) if (names.includes(name)) chosen.add(name);
+  for (const [name, expected] of expectations) {
+    if (names.includes(name) || expected.generated !== undefined) chosen.add(name);
+  }
   return [...chosen].sort();
 }
 
@@ -124,9 +125,10 @@ async function readManifest(folder: string): Promise<Map<string, Expectation>> {
 
 function isExpectation(value: unknown): value is Expectation {
   if (typeof value !== 'object' || value === null) return false;
-  const { file, status, outcome } = value as Record<string, unknown>;
+  const { file, status, outcome, generated } = value as Record<string, unknown>;
   return (
     typeof file === 'string' &&
+    (generated === undefined || generated === 'oversized') &&
     !file.includes('/') &&
     !file.includes('\\') &&
     Number.isInteger(status) &&

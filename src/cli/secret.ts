@@ -4,14 +4,29 @@
  * @module
  */
 
-import { UsageError } from './command.js';
+import { UsageError } from './errors.js';
+import type { OptionSpec } from './options.js';
 
 /** The environment variable the secret may come from. */
 export const SECRET_ENV = 'SCHOOL_WEBHOOK_SECRET';
 
-/** The help line every command that signs or verifies shows. */
-export const SECRET_HELP = `  --secret S      The endpoint's secretKey (default: $${SECRET_ENV}; prefer the variable:
-                  a command-line argument shows in the shell history and in ps)`;
+const SECRET_TEXT = `The endpoint's secretKey (default: $${SECRET_ENV}; prefer the variable:
+a command-line argument shows in the shell history and in ps)`;
+
+/** `--secret`, for the commands that sign with one secret. */
+export const SECRET_OPTION = {
+  type: 'string',
+  value: 'S',
+  help: SECRET_TEXT,
+} as const satisfies OptionSpec;
+
+/** `--secret`, repeatable, for the commands that accept any of several secrets. */
+export const SECRETS_OPTION = {
+  type: 'string',
+  value: 'S',
+  multiple: true,
+  help: `${SECRET_TEXT}\nRepeat --secret to accept several (every active endpoint's key)`,
+} as const satisfies OptionSpec;
 
 /** The secrets given, in order; a usage error when there is none. */
 export function secretsFrom(

@@ -3,20 +3,19 @@
  * @module
  */
 
-import { parseArgs } from 'node:util';
 import { FIXED_CONTRACT_EVENTS } from '../events/index.js';
-import { EXIT, parseOrUsage, requireHttpUrl, UsageError, type CliCommand } from './command.js';
-import { fileBody, fixtureBody, isEventName, type DeliveryBody } from './delivery-body.js';
+import { defineCommand, EXIT, requireHttpUrl, UsageError } from './command.js';
+import { fileBody, fixtureBody, type DeliveryBody } from './delivery-body.js';
+import { checkEventOption, isEventName } from './event-names.js';
 import { postDelivery } from './post-delivery.js';
-import { SECRET_HELP, secretFrom } from './secret.js';
+import { SECRET_OPTION, secretFrom } from './secret.js';
 
 /** The `send` command. */
-export const sendCommand: CliCommand = {
+export const sendCommand = defineCommand({
   name: 'send',
   summary: 'Send one signed delivery of a fixture or a JSON file to a URL',
-  help: `Usage: schoolhooks send <EventName | file.json> --url URL [options]
-
-Sends one delivery as the platform does: a POST of the envelope with content-type
+  usage: '<EventName | file.json> --url URL [options]',
+  description: `Sends one delivery as the platform does: a POST of the envelope with content-type
 application/json and its signature header. Prints the answer's status and body.
 Exit code 0 when the answer is 200, 201 or 202 (what the platform counts as delivered),
 1 otherwise.
@@ -24,37 +23,26 @@ Exit code 0 when the answer is 200, 201 or 202 (what the platform counts as deli
   EventName       The event's fixture, stamped now with a new idempotencyKey:
                   ${FIXED_CONTRACT_EVENTS.join(', ')}
   file.json       An envelope, stamped now with a new idempotencyKey (--raw: as it is),
-                  or, with --event, the data of one
-
-Options:
-  --url URL       Where to POST (required)
-${SECRET_HELP}
-  --event NAME    The file holds only data: send it as this event
-  --key KEY       The idempotencyKey to send
-  --timestamp T   The timestamp to send (ISO 8601; default now). The same --key and
-                  --timestamp twice give a duplicate; the same key with another body, a conflict
-  --raw           Send the file's bytes exactly as they are, only signed
-  -h, --help      Show this help`,
-  async run(args, io) {
-    const { values, positionals } = parseOrUsage(() =>
-      parseArgs({
-        args: [...args],
-        options: {
-          url: { type: 'string' },
-          secret: { type: 'string' },
-          event: { type: 'string' },
-          key: { type: 'string' },
-          timestamp: { type: 'string' },
-          raw: { type: 'boolean' },
-          help: { type: 'boolean', short: 'h' },
-        },
-        allowPositionals: true,
-      }),
-    );
-    if (values.help) {
-      io.out(sendCommand.help);
-      return EXIT.ok;
-    }
+                  or, with --event, the data of one`,
+  options: {
+    url: { type: 'string', value: 'URL', help: 'Where to POST (required)' },
+    secret: SECRET_OPTION,
+    event: {
+      type: 'string',
+      value: 'NAME',
+      help: 'The file holds only data: send it as this event',
+    },
+    key: { type: 'string', value: 'KEY', help: 'The idempotencyKey to send' },
+    timestamp: {
+      type: 'string',
+      value: 'T',
+      help: `The timestamp to send (ISO 8601; default now). The same --key and
+--timestamp twice give a duplicate; the same key with another body, a conflict`,
+    },
+    raw: { type: 'boolean', help: "Send the file's bytes exactly as they are, only signed" },
+  },
+  positionals: true,
+  async run({ values, positionals }, io) {
     const [what, ...extra] = positionals;
     if (what === undefined) throw new UsageError('name an event or a file to send');
     if (extra.length > 0)
@@ -63,7 +51,7 @@ ${SECRET_HELP}
     if (values.timestamp !== undefined && Number.isNaN(Date.parse(values.timestamp))) {
       throw new UsageError('--timestamp must be an ISO 8601 date-time');
     }
-    const secret = secretFrom(values.secret, io.env);
+    checkEventOption(values.event);
 
     const delivery: DeliveryBody = isEventName(what)
       ? fixtureBody(what, values.key, values.timestamp)
@@ -73,9 +61,10 @@ ${SECRET_HELP}
           key: values.key,
           timestamp: values.timestamp,
         });
+    const secret = secretFrom(values.secret, io.env);
     const result = await postDelivery(url, delivery.body, secret);
     io.out(`${result.status} ${delivery.event ?? what}`);
     if (result.text !== '') io.out(result.text);
     return result.ok ? EXIT.ok : EXIT.failure;
   },
-};
+});

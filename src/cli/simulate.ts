@@ -3,53 +3,51 @@
  * @module
  */
 
-import { parseArgs } from 'node:util';
 import { FIXED_CONTRACT_EVENTS, type FixedEventName } from '../events/index.js';
 import { createPlatformSimulator } from '../testing/platform-simulator.js';
 import type { DeliveryLogEntry } from '../testing/simulator-types.js';
 import { createVirtualClock } from '../testing/virtual-clock.js';
-import { EXIT, parseOrUsage, requireHttpUrl, UsageError, type CliCommand } from './command.js';
-import { SECRET_HELP, secretFrom } from './secret.js';
+import { PLATFORM_LIMITS } from '../testing/platform-limits.js';
+import { defineCommand, EXIT, requireHttpUrl, UsageError } from './command.js';
+import { formatDuration } from './duration.js';
+import { SECRET_OPTION, secretFrom } from './secret.js';
+
+const { successStatuses, responseTimeoutMs, maxAttempts, retryDelaysMs } = PLATFORM_LIMITS;
+const SUCCESS = `${successStatuses.slice(0, -1).join(', ')} or ${successStatuses.at(-1)}`;
+const DELAYS = `${retryDelaysMs.slice(0, -1).map(formatDuration).join(', ')} and ${formatDuration(retryDelaysMs.at(-1) ?? 0)}`;
+const RETRY_SPAN = retryDelaysMs.reduce((sum, delay) => sum + delay, 0);
 
 /** The `simulate` command. */
-export const simulateCommand: CliCommand = {
+export const simulateCommand = defineCommand({
   name: 'simulate',
   summary: 'Run the platform simulator against a URL, time compressed',
-  help: `Usage: schoolhooks simulate --url URL [--events 20] [--faults 0.3] [--seed 1] [--secret S]
-
-Delivers events to the receiver at URL as the platform does: the fixtures in turn, each
-with a new idempotencyKey, signed with the secret; success only on 200, 201 or 202 within
-15 s; up to 5 attempts, 11, 33, 77 and 165 minutes after each failed one. Time is virtual:
-the 4 h 46 min of retries take as long as the requests do. With --faults, that share of
-attempts has its answer dropped, delayed past the timeout, duplicated or reordered.
+  usage: '--url URL [--events 20] [--faults 0.3] [--seed 1] [--secret S]',
+  description: `Delivers events to the receiver at URL as the platform does: the fixtures in turn, each
+with a new idempotencyKey, signed with the secret; success only on ${SUCCESS} within
+${formatDuration(responseTimeoutMs)}; up to ${maxAttempts} attempts, ${DELAYS} after each failed one.
+Time is virtual: the ${formatDuration(RETRY_SPAN)} of retries take as long as the requests do.
+With --faults, that share of attempts has its answer dropped, delayed past the timeout,
+duplicated or reordered.
 Prints one line per request and a summary.
-Exit code 0 when every event was delivered, 1 otherwise.
-
-Options:
-  --url URL       The receiver (required)
-${SECRET_HELP}
-  --events N      How many events to send (default 20)
-  --faults RATE   Share of attempts with an injected fault, 0 to 1 (default 0)
-  --seed N        Seed of the faults, to repeat a run exactly (default 1)
-  -h, --help      Show this help`,
-  async run(args, io) {
-    const { values } = parseOrUsage(() =>
-      parseArgs({
-        args: [...args],
-        options: {
-          url: { type: 'string' },
-          secret: { type: 'string' },
-          events: { type: 'string', default: '20' },
-          faults: { type: 'string', default: '0' },
-          seed: { type: 'string', default: '1' },
-          help: { type: 'boolean', short: 'h' },
-        },
-      }),
-    );
-    if (values.help) {
-      io.out(simulateCommand.help);
-      return EXIT.ok;
-    }
+Exit code 0 when every event was delivered, 1 otherwise.`,
+  options: {
+    url: { type: 'string', value: 'URL', help: 'The receiver (required)' },
+    secret: SECRET_OPTION,
+    events: { type: 'string', value: 'N', default: '20', help: 'How many events to send' },
+    faults: {
+      type: 'string',
+      value: 'RATE',
+      default: '0',
+      help: 'Share of attempts with an injected fault, 0 to 1',
+    },
+    seed: {
+      type: 'string',
+      value: 'N',
+      default: '1',
+      help: 'Seed of the faults, to repeat a run exactly',
+    },
+  },
+  async run({ values }, io) {
     const url = requireHttpUrl(values.url);
     const count = Number(values.events);
     if (!Number.isInteger(count) || count < 1 || count > 100_000) {
@@ -81,14 +79,14 @@ ${SECRET_HELP}
       if (entry.fault) faults.set(entry.fault, (faults.get(entry.fault) ?? 0) + 1);
     const faultText = [...faults].map(([kind, n]) => `${n} ${kind}`).join(', ');
     io.out(
-      `${plural(count, 'event')}, ${plural(log.length, 'request')} over ${elapsed(clock.now() - start)} of platform time: ` +
+      `${plural(count, 'event')}, ${plural(log.length, 'request')} over ${formatDuration(clock.now() - start)} of platform time: ` +
         `${delivered} delivered, ${count - delivered} failed${faultText ? `; faults: ${faultText}` : ''}`,
     );
     return delivered === count ? EXIT.ok : EXIT.failure;
   },
-};
+});
 
-/** `+0:11:00  CourseCompleted  attempt 2  ok   200 processed  <key>` */
+/** `+11m  CourseCompleted  attempt 2  ok   200 processed  <key>` */
 function formatEntry(entry: DeliveryLogEntry, start: number): string {
   const seen =
     entry.status === null
@@ -97,20 +95,11 @@ function formatEntry(entry: DeliveryLogEntry, start: number): string {
   const fault =
     entry.fault && entry.fault !== 'drop' && entry.fault !== 'delay' ? ` [${entry.fault}]` : '';
   return (
-    `+${elapsed(entry.at - start)}  ${entry.event.padEnd(29)} attempt ${entry.attempt}  ` +
+    `${`+${formatDuration(entry.at - start)}`.padEnd(9)} ${entry.event.padEnd(29)} attempt ${entry.attempt}  ` +
     `${entry.ok ? 'ok  ' : 'FAIL'} ${seen}${fault}  ${entry.idempotencyKey}`
   );
 }
 
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
-}
-
-/** h:mm:ss of a duration. */
-function elapsed(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  const h = Math.floor(seconds / 3600);
-  const m = Math.floor((seconds % 3600) / 60);
-  const s = seconds % 60;
-  return `${h}:${String(m).padStart(2, '0')}:${String(s).padStart(2, '0')}`;
 }

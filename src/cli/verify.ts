@@ -3,41 +3,27 @@
  * @module
  */
 
-import { parseArgs } from 'node:util';
 import { verifySignature } from '../signature.js';
-import { EXIT, parseOrUsage, UsageError, type CliCommand } from './command.js';
+import { CliFailure, defineCommand, EXIT, UsageError } from './command.js';
 import { SIGNATURE_CAUSES } from './signature-causes.js';
-import { SECRET_HELP, secretsFrom } from './secret.js';
+import { SECRETS_OPTION, secretsFrom } from './secret.js';
 
 /** The `verify` command. */
-export const verifyCommand: CliCommand = {
+export const verifyCommand = defineCommand({
   name: 'verify',
   summary: 'Check a signature against a body read from stdin',
-  help: `Usage: schoolhooks verify --signature HEX [--secret S]... < body.json
-
-Checks the \`signature\` header value against the body on stdin, in constant time, as a
-receiver does. Exit code 0 when it matches, 1 when it does not.
-
-Options:
-  --signature HEX The signature header value (64 hex characters)
-${SECRET_HELP}
-                  Repeat --secret to try several (every active endpoint's key)
-  -h, --help      Show this help`,
-  async run(args, io) {
-    const { values } = parseOrUsage(() =>
-      parseArgs({
-        args: [...args],
-        options: {
-          signature: { type: 'string' },
-          secret: { type: 'string', multiple: true },
-          help: { type: 'boolean', short: 'h' },
-        },
-      }),
-    );
-    if (values.help) {
-      io.out(verifyCommand.help);
-      return EXIT.ok;
-    }
+  usage: '--signature HEX [--secret S]... < body.json',
+  description: `Checks the \`signature\` header value against the body on stdin, in constant time, as a
+receiver does. Exit code 0 when it matches, 1 when it does not.`,
+  options: {
+    signature: {
+      type: 'string',
+      value: 'HEX',
+      help: 'The signature header value (64 hex characters; required)',
+    },
+    secret: SECRETS_OPTION,
+  },
+  async run({ values }, io) {
     const secrets = secretsFrom(values.secret, io.env);
     if (values.signature === undefined) throw new UsageError('--signature is required');
     if (io.stdinIsTty)
@@ -46,16 +32,16 @@ ${SECRET_HELP}
       );
     const body = await io.readStdin();
     if (!/^[0-9a-fA-F]{64}$/.test(values.signature)) {
-      io.err('invalid: a signature is 64 hex characters, without a prefix such as sha256=');
-      return EXIT.failure;
+      throw new CliFailure(
+        'invalid: a signature is 64 hex characters, without a prefix such as sha256=',
+      );
     }
     if (await verifySignature(body, values.signature, secrets)) {
       io.out('valid: the signature matches the body');
       return EXIT.ok;
     }
-    io.err(
+    throw new CliFailure(
       `invalid: the signature does not match the body with ${secrets.length === 1 ? 'this secret' : 'any of these secrets'}.\n${SIGNATURE_CAUSES}`,
     );
-    return EXIT.failure;
   },
-};
+});

@@ -87,9 +87,11 @@ export const looseIdSchema = z.union([z.number().int(), z.string()]);
 /** An id that may be an integer or a string. */
 export type LooseId = z.infer<typeof looseIdSchema>;
 
-/** Currencies the platform names (product, invoice, discount). */
-export type Currency = OpenUnion<'Free' | 'Exes' | 'Rub' | 'Uzs' | 'Kzt' | 'Usd' | 'Eur'>;
-const currencySchema = openUnion<'Free' | 'Exes' | 'Rub' | 'Uzs' | 'Kzt' | 'Usd' | 'Eur'>();
+/** The currencies the platform names today, spelt as it sends them (`Rub`, not `RUB`). */
+export type KnownCurrency = 'Free' | 'Exes' | 'Rub' | 'Uzs' | 'Kzt' | 'Usd' | 'Eur';
+/** Currencies of a product, an invoice or a discount: the known ones, or one added later. */
+export type Currency = OpenUnion<KnownCurrency>;
+const currencySchema = openUnion<KnownCurrency>();
 
 /**
  * UTM tags (interface 2.4). Only the keys that were passed are present, so every key is optional

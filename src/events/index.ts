@@ -154,6 +154,7 @@ export type {
   Certificate,
   Course,
   Currency,
+  KnownCurrency,
   Discount,
   Group,
   Invoice,

@@ -1,5 +1,5 @@
 /**
- * Builds the app's deep link `serviceapp://?data=…` (interface 4.2).
+ * Builds the app's deep link `serviceapp://?data=…` (docs/platform.md#deep-links).
  * @module
  */
 

@@ -1,5 +1,5 @@
 /**
- * Builds the web sign-in link `<school_url>/<path>?___uat=<token>` (interface 4.1 rule 4).
+ * Builds the web sign-in link `<school_url>/<path>?___uat=<token>` (docs/platform.md#sign-in-links).
  * @module
  */
 

@@ -1,5 +1,5 @@
 /**
- * The transport rule for anything that carries an API key or a session token (interface 4.1 rule 2).
+ * The transport rule for anything that carries an API key or a session token (docs/platform.md#session-tokens).
  * @module
  */
 

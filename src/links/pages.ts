@@ -1,5 +1,5 @@
 /**
- * The screens of interface 4.2: lesson and course.
+ * The screens of docs/platform.md#deep-links: lesson and course.
  * @module
  */
 

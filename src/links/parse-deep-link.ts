@@ -1,5 +1,5 @@
 /**
- * Takes a deep link apart again (interface 4.2).
+ * Takes a deep link apart again (docs/platform.md#deep-links).
  * @module
  */
 

@@ -1,5 +1,5 @@
 /**
- * The shapes of a mobile deep link (interface 4.2).
+ * The shapes of a mobile deep link (docs/platform.md#deep-links).
  * @module
  */
 

@@ -1,5 +1,5 @@
 /**
- * Signed deliveries, byte for byte what the platform sends (interface 2.3 and 4.3).
+ * Signed deliveries, byte for byte what the platform sends (docs/platform.md#envelope and #signature).
  * @module
  */
 
@@ -87,7 +87,7 @@ export function createDelivery(
   };
 }
 
-/** The envelope as the JSON text the platform sends, fields in the interface's order. @internal */
+/** The envelope as the JSON text the platform sends, fields in the envelope's order (docs/platform.md#envelope). @internal */
 export function serializeEnvelope({
   event,
   timestamp,

@@ -1,5 +1,5 @@
 /**
- * Webhook endpoint configs, checked as the platform's account UI checks them (interface 2.2, 8).
+ * Webhook endpoint configs, checked as the platform's account UI checks them (docs/platform.md#webhook-endpoints and #limits).
  * @module
  */
 

@@ -1,6 +1,6 @@
 /**
  * One HTTP exchange between the simulated platform and an endpoint: in process or over the
- * network, with the platform's response timeout (interface 4.3).
+ * network, with the platform's response timeout (docs/platform.md#the-request).
  * @module
  */
 

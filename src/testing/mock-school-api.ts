@@ -1,5 +1,5 @@
 /**
- * A local stand-in for the platform's session-token operation (interface 4.1, 5 and 7), served
+ * A local stand-in for the platform's session-token operation (docs/platform.md#session-tokens, #authentication and #api-errors), served
  * over real HTTP on 127.0.0.1, with fault injection for retry and timeout tests.
  * @module
  */
@@ -71,7 +71,7 @@ export interface MockSchoolApi {
   sessions(userId: number): Session[];
   /**
    * Answers the next request with `status` (and `body`, `headers`) instead of serving it. The
-   * default body is shaped like interface 7: `{ success: false, code, cause, message, error }`;
+   * default body is shaped like docs/platform.md#api-errors: `{ success: false, code, cause, message, error }`;
    * a string body is sent as it is (an HTML error page, say).
    */
   failNext(status: number, body?: unknown, headers?: Readonly<Record<string, string>>): void;
@@ -105,7 +105,7 @@ const ADMIN_USER = 'User is school admin or manager';
  * `Seller-Id` and `School-Id`, the body, the user's school and admin rights in the order a
  * request meets them (a banned key user, a key user that is no API client and a missing
  * permission included), keeps sessions per user (create-or-get, `forceCreate` adds one and ends
- * none) and answers every error of interface 7 with its documented body.
+ * none) and answers every error of docs/platform.md#api-errors with its documented body.
  *
  * @example
  * ```ts
@@ -172,7 +172,7 @@ export async function createMockSchoolApi({
   ): Answer {
     if (path.split('?')[0] !== ENDPOINT_PATH) return errorAnswer(404, 'NotFound', 'Not Found');
     if (method !== 'POST') return errorAnswer(405, 'MethodNotAllowed', 'Method Not Allowed');
-    // The order and the answers of PLATFORM-ENTITIES.md's error table.
+    // The order and the answers of the error table of docs/platform.md#api-errors.
     if (headers['authorization'] !== `Bearer ${apiKey}`) {
       return errorAnswer(401, 'Unauthorized', 'Unauthorized');
     }
@@ -180,7 +180,7 @@ export async function createMockSchoolApi({
     if (!apiClient) return errorAnswer(403, 'Forbidden', NO_API_CLIENT);
     const headerSellerId = headers['seller-id'];
     const headerSchoolId = headers['school-id'];
-    // A missing or foreign Seller-Id: the key's permissions are checked against it (interface 5).
+    // A missing or foreign Seller-Id: the key's permissions are checked against it (docs/platform.md#authentication).
     if (headerSellerId === undefined) return errorAnswer(401, 'Forbidden', FOREIGN_SELLER);
     if (!isDigits(headerSellerId)) return validationAnswer('Seller-Id must be an integer number');
     if (Number(headerSellerId) !== sellerId) return errorAnswer(401, 'Forbidden', FOREIGN_SELLER);

@@ -1,5 +1,5 @@
 /**
- * The platform's delivery limits (interface 2.2, 3.2, 4.3 and 8), in one place.
+ * The platform's delivery limits (docs/platform.md#limits), in one place.
  * @module
  */
 

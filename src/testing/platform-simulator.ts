@@ -1,6 +1,6 @@
 /**
  * The platform's delivery behaviour, simulated: fan-out, signing, the 15 s timeout, the retry
- * schedule, auto-disable, test deliveries and injected faults (interface 3.2, 4.4, 6, 8).
+ * schedule, auto-disable, test deliveries and injected faults (docs/platform.md#retries, #fan-out, #test-deliveries and #limits).
  * @module
  */
 

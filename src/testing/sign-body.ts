@@ -7,7 +7,7 @@ import { createHmac } from 'node:crypto';
 
 /**
  * The `signature` header the platform would send with `body`: lowercase hex HMAC-SHA256 of the
- * raw bytes, keyed by the endpoint's secretKey taken literally (interface 4.3), never hex- or
+ * raw bytes, keyed by the endpoint's secretKey taken literally (docs/platform.md#signature), never hex- or
  * base64-decoded.
  *
  * @example

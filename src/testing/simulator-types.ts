@@ -104,7 +104,7 @@ export interface SentEvent {
 export interface TestDeliveryOptions {
   /**
    * Whether the endpoint form is saved. An unsaved form signs with a temporary key that differs
-   * from the endpoint's secretKey (interface 4.4). Default true.
+   * from the endpoint's secretKey (docs/platform.md#test-deliveries). Default true.
    */
   saved?: boolean;
   /** Default `UserSignedUp`. */

@@ -1,6 +1,6 @@
 /**
  * One integration suite for every adapter: each case starts a real server on 127.0.0.1, sends
- * real HTTP requests, and checks the status and JSON body of every row of DESIGN section 3.
+ * real HTTP requests, and checks the status and JSON body of every row of the README's status table (What each delivery is answered).
  */
 
 import { once } from 'node:events';
@@ -445,7 +445,7 @@ export function adapterSuite(name: string, serve: ServeAdapter): void {
       });
     });
 
-    describe('payloads the platform really sends (DESIGN 3, tolerant readers)', () => {
+    describe('payloads the platform really sends (tolerant readers)', () => {
       // The payloads of issue 12: the platform's documented PaymentCompleted without
       // invoice.meta, a phone-only student, a Telegram-only user, a digital product without a
       // course, entities without archivedAt, a payment without acquiring or logs; and every

@@ -71,7 +71,7 @@ function platformError(status: number, cause: string, message: string | string[]
 }
 
 describe('the request', () => {
-  it('is POST /saas/v2/user/session/auth-token with the headers and JSON body of interface 4.1', async () => {
+  it('is POST /saas/v2/user/session/auth-token with the headers and JSON body of docs/platform.md#session-tokens', async () => {
     await api().createSessionToken({ userId: STUDENT });
 
     expect(mock.requests).toHaveLength(1);
@@ -176,7 +176,7 @@ describe('sessions', () => {
   });
 });
 
-describe('the errors of interface 7 and 5', () => {
+describe('the errors of docs/platform.md#api-errors and #authentication', () => {
   const foreign = ['Forbidden seller resource - seller not entity owner'];
   const cases = [
     {

@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../src/cli/command.js';
 import { main } from '../../src/cli/main.js';
@@ -11,6 +11,8 @@ import { FIXED_CONTRACT_EVENTS, UNCONTRACTED_EVENTS } from '../../src/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'src/cli/index.ts');
+/** tsx's loader by path, so the bin runs from a folder that has no node_modules of its own. */
+const TSX = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
 const SECRET = 'Pq4wE7rT0yU3iO6pA9sD2fG5hJ8kL1zX4cV7bN0mQ3wE6rT9yU2iO5pA8sD1fG4h';
 const COMMANDS = ['listen', 'send', 'replay', 'sign', 'verify', 'simulate', 'schema', 'inbox'];
 const withSecret = { SCHOOL_WEBHOOK_SECRET: SECRET };
@@ -27,18 +29,22 @@ function hmac(body: string | Buffer, secret = SECRET): string {
 }
 
 /** Start the bin as the user would: `node --import tsx src/cli/index.ts …`, with no inherited secret. */
-function start(args: readonly string[], env: Record<string, string> = {}): ChildProcess {
+function start(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  cwd = ROOT,
+): ChildProcess {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   if (!('SCHOOL_WEBHOOK_SECRET' in env)) delete childEnv.SCHOOL_WEBHOOK_SECRET;
-  return spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env: childEnv });
+  return spawn(process.execPath, ['--import', TSX, CLI, ...args], { cwd, env: childEnv });
 }
 
 /** Run the bin to its end with `input` on stdin. */
 function bin(
   args: readonly string[],
-  { input = '', env }: { input?: string; env?: Record<string, string> } = {},
+  { input = '', env, cwd }: { input?: string; env?: Record<string, string>; cwd?: string } = {},
 ): Promise<Run> {
-  const child = start(args, env);
+  const child = start(args, env, cwd);
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -173,13 +179,24 @@ describe('against a running listen', () => {
     expect(code).toBe(0);
   });
 
+  it('replays the packaged fixtures/invalid from an app folder that has none', async () => {
+    const { code, stdout } = await bin(['replay', 'fixtures/invalid', '--url', url], {
+      env: withSecret,
+      cwd: folder,
+    });
+    expect(stdout).toMatch(/ok {3}413 too_large +oversized\.json/);
+    expect(stdout).toMatch(/files, (\d+) answered as expected, 0 not/);
+    expect(code).toBe(0);
+  });
+
   it('exits 1 on a 401, and listen prints the likely causes', async () => {
     const { code, stdout } = await cli(['send', 'UserSignedUp', '--url', url], {
       env: { SCHOOL_WEBHOOK_SECRET: 'not-the-endpoint-secret' },
     });
     expect(code).toBe(1);
     expect(stdout).toMatch(/^401 UserSignedUp/);
-    await printed('401 invalid_signature: the signature matches no secret');
+    // The status line first, its details indented under it.
+    await printed('401 invalid_signature\n  the signature matches no secret\n  Likely causes:');
     await printed('temporary key');
     await printed('a proxy or framework changed the body');
   });
@@ -239,7 +256,7 @@ describe('usage', () => {
     expect([none.code, unknown.code, option.code]).toEqual([2, 2, 2]);
     expect(none.stderr).toContain('Usage: schoolhooks <command>');
     expect(unknown.stderr).toContain("unknown command 'lsiten'");
-    expect(option.stderr).toContain("Unknown option '--colour'");
+    expect(option.stderr).toContain("schoolhooks schema: unknown option '--colour'\n");
     expect(option.stderr).toContain("Run 'schoolhooks schema --help'");
   });
 
@@ -332,9 +349,10 @@ describe('simulate against nothing', () => {
       { env: withSecret },
     );
     expect(code).toBe(1);
-    expect(stdout).toContain('+4:46:00');
+    expect(stdout).toMatch(/^\+0s {7}UserSignedUp +attempt 1 /m);
+    expect(stdout).toMatch(/^\+4h 46m {3}UserSignedUp +attempt 5 /m);
     expect(stdout).toContain(
-      '1 event, 5 requests over 4:46:00 of platform time: 0 delivered, 1 failed',
+      '1 event, 5 requests over 4h 46m of platform time: 0 delivered, 1 failed',
     );
   });
 });

@@ -189,7 +189,9 @@ describe('schoolhooks inbox retry', () => {
     ]);
     expect(run.code).toBe(1);
     expect(run.stdout).toBe(`retried ${dead.idempotencyKey}\n`);
-    expect(run.stderr).toBe(`${waiting.idempotencyKey}: not a dead letter in this inbox\n`);
+    expect(run.stderr).toBe(
+      `schoolhooks inbox: ${waiting.idempotencyKey}: not a dead letter in this inbox\n`,
+    );
     expect(await inbox.getJob(dead.idempotencyKey)).toMatchObject({
       state: 'waiting',
       attemptsMade: 0,
@@ -279,10 +281,18 @@ describe('schoolhooks inbox: usage and failures', () => {
     expect(run.stderr).toContain(message);
   });
 
-  it('exits 2 without --redis or REDIS_URL', async () => {
-    const run = await cli(['inbox', 'list'], { REDIS_URL: '' });
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain('--redis URL is required');
+  it('reads the Redis at redis://127.0.0.1:6379 without --redis or REDIS_URL', async () => {
+    const run = await cli(['inbox', 'list', ...target()], { REDIS_URL: '' });
+    if (redis.url === 'redis://127.0.0.1:6379') {
+      // The suite's Redis is the default one: the inbox's jobs are listed from it.
+      expect(run.stdout).toContain('3 jobs');
+      expect(run.code).toBe(0);
+    } else {
+      // The suite runs its own Redis elsewhere: the default one is tried, and answers nothing.
+      expect(run.stderr).toMatch(
+        /cannot reach Redis at redis:\/\/127\.0\.0\.1:6379|no queue '[^']+' under the prefix/,
+      );
+    }
   });
 
   it('exits 1 soon when Redis cannot be reached, without printing the password', async () => {

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { oversizedBody } from '../../src/testing/oversized-body.js';
 import {
   envelopeSchema,
   eventDataSchemas,
@@ -78,7 +79,7 @@ describe('the event registry', () => {
     }
   });
 
-  it('shares one schema between events the interface calls "the same as"', () => {
+  it('shares one schema between events docs/platform.md#events calls "the same as"', () => {
     expect(eventDataSchemas.UserAcquainted).toBe(eventDataSchemas.UserSignedUp);
     expect(eventDataSchemas.ProductEnrolledViaLms).toBe(eventDataSchemas.ProductEnrolledToFree);
     expect(eventDataSchemas.ProductEnrolledViaPayment).toBe(eventDataSchemas.ProductEnrolledToFree);
@@ -101,8 +102,8 @@ describe('valid fixtures', () => {
 });
 
 /**
- * The top-level keys of each event's `data` that interface 6 names, split by whether they are the
- * spine (DESIGN 3) or may be absent. `states` is optional in every event; it is listed where the
+ * The top-level keys of each event's `data` that docs/platform.md#events names, split by whether they are the
+ * spine (README: Events and types) or may be absent. `states` is optional in every event; it is listed where the
  * interface names it. ProductEnrolledByInviteLink's `inviteLinkId` has a test of its own: it may
  * be absent when `access.meta.inviteLinkId` names the link.
  */
@@ -143,7 +144,7 @@ const CONTRACTS: Record<FixedEventName, { required: string[]; optional: string[]
   CertificateIssued: { required: ['user', 'course', 'certificate'], optional: ['product'] },
 };
 
-describe('event contracts (interface 6)', () => {
+describe('event contracts (docs/platform.md#events)', () => {
   describe.each(FIXED_CONTRACT_EVENTS)('%s', (name) => {
     const { required, optional } = CONTRACTS[name];
 
@@ -159,7 +160,7 @@ describe('event contracts (interface 6)', () => {
       expect(accepts(name, data)).toBe(true);
     });
 
-    it('passes with every optional field null (interface 6 marks them optional)', () => {
+    it('passes with every optional field null (docs/platform.md#events marks them optional)', () => {
       const data = fixtureData(name);
       for (const key of optional) data[key] = null;
       expect(accepts(name, data)).toBe(true);
@@ -303,7 +304,7 @@ describe('event contracts (interface 6)', () => {
   });
 });
 
-describe('ids whose type the interface does not state', () => {
+describe('ids whose type the platform does not state', () => {
   const cases: [FixedEventName, string][] = [
     ['CourseProgressChanged', 'lessonId'],
     ['CourseLessonPracticeCompleted', 'variantId'],
@@ -322,11 +323,11 @@ describe('ids whose type the interface does not state', () => {
   });
 });
 
-describe('the payment tree (interface 2.5)', () => {
+describe('the payment tree (docs/platform.md#entities)', () => {
   const payment = (): Json => fixtureData('PaymentCompleted');
   const accept = (data: Json): boolean => accepts('PaymentCompleted', data);
 
-  /** The spine of PaymentCompleted (DESIGN 3), with the ids of the entities in the fixture. */
+  /** The spine of PaymentCompleted (README: Events and types), with the ids of the entities in the fixture. */
   const SPINE = [
     'payment',
     'payment.id',
@@ -346,7 +347,7 @@ describe('the payment tree (interface 2.5)', () => {
     'payment.acquiring.provider.id',
   ];
 
-  /** Marked optional by PLATFORM-ENTITIES.md or `(null)` by the interface: absent or null. */
+  /** Marked optional by the platform's entity reference or `(null)` in its documented example (docs/platform.md#entities): absent or null. */
   const NULLABLE = [
     'payment.archivedAt',
     'payment.status',
@@ -429,7 +430,7 @@ describe('the payment tree (interface 2.5)', () => {
     'payment.acquiring.provider.active',
   ];
 
-  /** Neither optional in PLATFORM-ENTITIES.md nor `(null)` in the interface: absent, not null. */
+  /** Neither optional in the entity reference nor `(null)` in the example (docs/platform.md#entities): absent, not null. */
   const OPTIONAL_NOT_NULL = [
     'payment.createdAt',
     'payment.uuid',
@@ -538,7 +539,7 @@ describe('the payment tree (interface 2.5)', () => {
     expect(accept(withValue(payment(), path, value))).toBe(false);
   });
 
-  it('takes invoice UTM tags that are absent or empty (interface 2.4)', () => {
+  it('takes invoice UTM tags that are absent or empty (docs/platform.md#utm-tags)', () => {
     expect(accept(without(payment(), 'payment.invoice.meta.utmParams'))).toBe(true);
     expect(accept(withValue(payment(), 'payment.invoice.meta.utmParams', {}))).toBe(true);
   });
@@ -575,19 +576,26 @@ describe('invalid fixtures', () => {
   const manifestSchema = z.array(
     z.strictObject({
       file: z.string(),
+      generated: z.literal('oversized').optional(),
       description: z.string().min(1),
       status: z.union([z.literal(400), z.literal(413), z.literal(422)]),
       outcome: z.enum(['malformed', 'too_large', 'invalid_payload']),
     }),
   );
   const manifest = manifestSchema.parse(readJson(new URL('manifest.json', INVALID)));
-  const text = (file: string): string => readFileSync(new URL(file, INVALID), 'utf8');
+  const generated = new Set(manifest.filter((entry) => entry.generated).map((entry) => entry.file));
+  const text = (file: string): string =>
+    generated.has(file) ? oversizedBody() : readFileSync(new URL(file, INVALID), 'utf8');
   const byOutcome = (outcome: string) =>
     manifest.filter((entry) => entry.outcome === outcome).map((entry) => entry.file);
 
-  it('lists every file of fixtures/invalid exactly once', () => {
+  it('lists every file of fixtures/invalid exactly once, and a generated body under no file', () => {
     const files = readdirSync(INVALID).filter((file) => file !== 'manifest.json');
-    expect(manifest.map((entry) => entry.file).sort()).toEqual(files.sort());
+    const stored = manifest.filter((entry) => entry.generated === undefined);
+    expect(stored.map((entry) => entry.file).sort()).toEqual(files.sort());
+    for (const entry of manifest.filter((one) => one.generated !== undefined)) {
+      expect(files).not.toContain(entry.file);
+    }
   });
 
   it('pairs each outcome with its status', () => {
@@ -606,9 +614,8 @@ describe('invalid fixtures', () => {
   });
 
   it.each(byOutcome('too_large'))('%s is a valid envelope just over 1 MiB', (file) => {
-    const raw = readFileSync(new URL(file, INVALID));
-    expect(raw.byteLength).toBeGreaterThan(1_048_576);
-    expect(raw.byteLength).toBeLessThan(1_048_576 + 1024);
+    const raw = Buffer.from(text(file));
+    expect(raw.byteLength).toBe(1_048_577);
     const envelope = envelopeSchema.parse(JSON.parse(raw.toString('utf8')));
     // Only its size is wrong: the payload itself is valid.
     expect(isFixedContractEvent(envelope.event)).toBe(true);

@@ -61,7 +61,7 @@ describe('event data types', () => {
     expectTypeOf<'BindingCompleted'>().toMatchTypeOf<NonNullable<Payment['status']>>();
   });
 
-  it('keeps the optional and nullable fields of interface 6', () => {
+  it('keeps the optional and nullable fields of docs/platform.md#events', () => {
     expectTypeOf<EventData<'UserSignedUp'>['profile']>().toEqualTypeOf<
       Profile | null | undefined
     >();
@@ -121,7 +121,7 @@ describe('event data types', () => {
     void unchecked;
   });
 
-  it('gives events the interface calls "the same" the same type', () => {
+  it('gives events docs/platform.md#events calls "the same" the same type', () => {
     expectTypeOf<UserAcquaintedData>().toEqualTypeOf<UserSignedUpData>();
     expectTypeOf<EventData<'PaymentCompleted'>>().toEqualTypeOf<PaymentCompletedData>();
   });
@@ -148,7 +148,7 @@ describe('WebhookEvent', () => {
     expectTypeOf(handle).parameter(0).toHaveProperty('idempotencyKey').toEqualTypeOf<string>();
   });
 
-  it('defaults to every event the interface names', () => {
+  it('defaults to every event the platform names', () => {
     expectTypeOf<WebhookEvent['event']>().toEqualTypeOf<KnownEventName>();
     expectTypeOf<Extract<WebhookEvent, { event: 'UserLoggedOut' }>['data']>().toEqualTypeOf<
       Record<string, unknown>

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { oversizedBody } from '../../src/testing/oversized-body.js';
 
 const root = join(import.meta.dirname, '..', '..', 'fixtures');
 
@@ -27,6 +28,8 @@ export interface InvalidFixture {
   description: string;
   status: number;
   outcome: string;
+  /** Set when the body is made in code (`oversized`) rather than read from a file. */
+  generated?: string;
   /** The body, with a JSON envelope's timestamp moved to now so only the intended fault shows. */
   body: Buffer;
 }
@@ -39,6 +42,9 @@ export function invalidFixtures(now = new Date()): InvalidFixture[] {
     'body'
   >[];
   return manifest.map((entry) => {
+    if (entry.generated === 'oversized') {
+      return { ...entry, body: Buffer.from(oversizedBody({ timestamp: now.toISOString() })) };
+    }
     // Replace the timestamp in place, so the bytes (and the size) stay as the file has them.
     const text = readFileSync(join(dir, entry.file), 'utf8').replace(
       /("timestamp"\s*:\s*)"[^"]*"/,

@@ -73,7 +73,7 @@ describe('coursePage', () => {
 });
 
 describe('buildDeepLink', () => {
-  it('builds a lesson link with a login token, layer by layer as interface 4.2 says', () => {
+  it('builds a lesson link with a login token, layer by layer as docs/platform.md#deep-links says', () => {
     const link = buildDeepLink({
       domain: 'school.example.com',
       page: lessonPage({ courseId: 12, lessonId: 345 }),

@@ -1,9 +1,9 @@
 /**
  * The core and the adapters import express, hono, ioredis, bullmq and node:http for their types
- * only (DESIGN 1 and 2): importing `schoolhooks` must never load a framework the user did not
+ * only (README: Frameworks): importing `schoolhooks` must never load a framework the user did not
  * install. `src/inbox/bullmq.ts` (`schoolhooks/bullmq`) loads bullmq and ioredis, and nothing else
  * of them; no other scanned file loads it. OpenTelemetry is imported by `src/otel/` alone, not even
- * for types elsewhere (DESIGN 11).
+ * for types elsewhere (README: Telemetry).
  * Read with the TypeScript parser, so type-only imports are told apart from imports that survive
  * compilation.
  */
@@ -27,7 +27,7 @@ const PEER_ENTRIES: Readonly<Record<string, RegExp>> = {
   'src/inbox/bullmq.ts': /^(?:bullmq|ioredis)$/,
 };
 
-/** Where servers and clients are allowed: the Redis store (DESIGN 1), the toolkit and the CLI. */
+/** Where servers and clients are allowed: the Redis store (README: Choosing a store), the toolkit and the CLI. */
 const EXEMPT = ['src/stores/redis.ts', 'src/testing/', 'src/cli/'];
 
 /** The TypeScript files of `src/` and `adapters/`, repo-relative. */

@@ -1,10 +1,10 @@
 /**
- * The tolerant-reader contract of DESIGN 3, as properties through a real receiver: a fixture with
+ * The tolerant-reader contract (README: Events and types; docs/decisions.md), as properties through a real receiver: a fixture with
  * any set of fields outside the spine removed, or nulled where the platform allows null, is
  * processed; a fixture with a spine field removed or given a wrong type is 422 invalid_payload;
  * and the compiled fast path agrees with Zod on every one of them.
  *
- * The spine is read from `fixtures/sparse/` (written by hand from DESIGN 3's table, not from the
+ * The spine is read from `fixtures/sparse/` (written by hand from the spine table of README: Events and types, not from the
  * schemas) plus the `id` of every entity object present.
  */
 
@@ -49,7 +49,7 @@ const VARIANTS = read('variants/');
 const sparseOf = (event: FixedEventName): Fixture => SPARSE.find((f) => f.event === event)!;
 
 /**
- * The invite link may be named in either place (DESIGN 3): each alone is not the spine, but
+ * The invite link may be named in either place (docs/platform.md#events): each alone is not the spine, but
  * removing both is refused, so both properties leave these paths and the objects holding them
  * alone (schemas.test.ts covers the rule case by case).
  */
@@ -225,7 +225,7 @@ const broken = fc.constantFrom(...FULL, ...VARIANTS, ...SPARSE).chain((fixture) 
     .filter(({ data, event }) => JSON.stringify(data) !== JSON.stringify(sparseOf(event).data));
 });
 
-describe('the tolerant-reader contract (DESIGN 3), through the receiver', () => {
+describe('the tolerant-reader contract, through the receiver', () => {
   it('processes any fixture with any non-spine fields removed or nulled where allowed', async () => {
     let edited = 0;
     await fc.assert(

@@ -7,6 +7,7 @@ import {
   FIXED_CONTRACT_EVENTS,
   verifySignature,
   type EventData,
+  type KnownCurrency,
 } from '../../src/index.js';
 import {
   createDelivery,
@@ -107,7 +108,7 @@ describe('fixtures', () => {
     fixtures.PaymentCompleted({ payment: { invoice: { totalAmount: null } } });
     // @ts-expect-error -- released may be absent but is never null
     fixtures.PaymentCompleted({ payment: { released: null } });
-    // @ts-expect-error -- a lesson status is one of the six of interface 3.1
+    // @ts-expect-error -- a lesson status is one of the six of docs/platform.md#events
     fixtures.CourseProgressChanged({ status: 'Finished' });
     expectTypeOf(sparseFixtures.CertificateIssued().certificate.link).toBeString();
     expectTypeOf(fixtureVariants.phoneOnlyStudent()).toEqualTypeOf<EventData<'UserSignedUp'>>();
@@ -124,7 +125,7 @@ describe('sparseFixtures', () => {
     expect(JSON.stringify(data).length).toBeLessThan(JSON.stringify(fixtures[name]()).length / 4);
   });
 
-  it('carries for PaymentCompleted exactly what DESIGN 3 names', () => {
+  it('carries for PaymentCompleted exactly what the spine names', () => {
     const { payment } = sparseFixtures.PaymentCompleted();
     expect(Object.keys(payment).sort()).toEqual(['id', 'invoice']);
     expect(Object.keys(payment.invoice).sort()).toEqual(['currency', 'id', 'totalAmount', 'user']);
@@ -300,5 +301,40 @@ describe('createDelivery without options', () => {
     } finally {
       if (previous !== undefined) process.env.SCHOOL_WEBHOOK_SECRET = previous;
     }
+  });
+});
+
+describe('the fixtures and the types agree', () => {
+  /** The currencies the types autocomplete: the compiler checks the list is exactly them. */
+  const KNOWN = ['Free', 'Exes', 'Rub', 'Uzs', 'Kzt', 'Usd', 'Eur'] as const;
+  expectTypeOf<(typeof KNOWN)[number]>().toEqualTypeOf<KnownCurrency>();
+
+  /** Every value of a `currency` field anywhere in `value`. */
+  function currencies(value: unknown): unknown[] {
+    if (Array.isArray(value)) return value.flatMap(currencies);
+    if (typeof value !== 'object' || value === null) return [];
+    return Object.entries(value).flatMap(([key, inner]) =>
+      key === 'currency' ? [inner, ...currencies(inner)] : currencies(inner),
+    );
+  }
+
+  const root = new URL('../../fixtures/', import.meta.url);
+  const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((file) =>
+    file.endsWith('.json'),
+  );
+
+  it.each(files)('fixtures/%s: every currency is one the platform names, spelt as sent', (file) => {
+    let json: unknown;
+    try {
+      json = JSON.parse(readFileSync(new URL(file, root), 'utf8'));
+    } catch {
+      return; // the deliberately broken bodies of fixtures/invalid hold no currency to check
+    }
+    for (const currency of currencies(json)) expect(KNOWN).toContain(currency);
+  });
+
+  it('the factories hand out the same spelling', () => {
+    expect(fixtures.PaymentCompleted().payment.invoice.currency).toBe('Rub');
+    expect(currencies(Object.values(fixtures).map((make) => make()))).not.toContain('RUB');
   });
 });

@@ -61,7 +61,7 @@ describe('createMockSchoolApi', () => {
     expect(mock.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   });
 
-  it('answers 201 with a new session, valid per interface 2.1, expiring in about two years', async () => {
+  it('answers 201 with a new session, valid per docs/platform.md#session-tokens, expiring in about two years', async () => {
     const { status, json } = await post({ userId: STUDENT });
 
     expect(status).toBe(201);

@@ -44,7 +44,7 @@ describe('the retry schedule', () => {
     const ats = simulator.log.map((entry) => entry.at);
     expect(simulator.log.map((entry) => entry.attempt)).toEqual([1, 2, 3, 4, 5]);
     expect(gapsInMinutes(ats)).toEqual([11, 33, 77, 165]);
-    // The last attempt about 4 h 45 min after the first (interface 8).
+    // The last attempt about 4 h 45 min after the first (docs/platform.md#retries).
     expect(((ats[4] as number) - (ats[0] as number)) / MINUTE).toBe(4 * 60 + 46);
     expect(simulator.deliveries[0]?.state).toBe('failed');
   });
@@ -330,7 +330,7 @@ describe('endpoint configuration', () => {
   });
 });
 
-describe('test deliveries (interface 4.4)', () => {
+describe('test deliveries (docs/platform.md#test-deliveries)', () => {
   it('signs a saved endpoint’s test with its secretKey and an unsaved one’s with a temporary key', async () => {
     const clock = createVirtualClock();
     const simulator = createPlatformSimulator({ clock });

@@ -1,0 +1,35 @@
+/**
+ * The oversized delivery of the invalid fixtures (`fixtures/invalid/manifest.json`, entry
+ * `oversized.json`), generated where it is used rather than shipped as a 1 MB file.
+ * @module
+ */
+
+import { fixtureData } from './fixtures.js';
+import { serializeEnvelope } from './create-delivery.js';
+
+/** A receiver's default `maxBodyBytes`: 1 MiB. */
+const DEFAULT_LIMIT = 1024 * 1024;
+
+/** What the manifest's `generated` field names. @internal */
+export const GENERATED_BODIES = ['oversized'] as const;
+
+/**
+ * A valid UserSignedUp envelope whose `data` carries a `padding` string so the whole body is
+ * exactly `bytes` long (default: 1 byte over 1 MiB): only its size is wrong. @internal
+ */
+export function oversizedBody({
+  bytes = DEFAULT_LIMIT + 1,
+  idempotencyKey = 'bd37ae80-b54e-4b12-a360-517c7fd058f4',
+  timestamp = '2026-10-01T10:00:00.000Z',
+}: { bytes?: number; idempotencyKey?: string; timestamp?: string } = {}): string {
+  const envelope = (padding: string): string =>
+    serializeEnvelope({
+      event: 'UserSignedUp',
+      timestamp,
+      idempotencyKey,
+      data: { ...fixtureData('UserSignedUp'), padding },
+    });
+  const base = new TextEncoder().encode(envelope('')).byteLength;
+  if (bytes < base) throw new RangeError(`an oversized body is at least ${base} bytes`);
+  return envelope('x'.repeat(bytes - base));
+}
