@@ -9,7 +9,13 @@ import type { BodyReader } from './body.js';
 import { DeadlineQueue } from './deadlines.js';
 import { ConfigError, StoreUnavailableError, type SchoolhooksError } from './errors.js';
 import type { z } from 'zod';
-import type { FixedEventName, KnownEventName, WebhookEvent } from './events/index.js';
+import {
+  isKnownEvent,
+  KNOWN_EVENTS,
+  type FixedEventName,
+  type KnownEventName,
+  type WebhookEvent,
+} from './events/index.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './inbox/types.js';
 import { OUTCOME_STATUS, type Outcome } from './outcome.js';
@@ -17,6 +23,7 @@ import { fromBase64 } from './base64.js';
 import { DeliveryPipeline, Ending, runKeyOf, type PipelineRequest } from './pipeline.js';
 import { isPromiseLike, type AnyHandler, type HandlerContext } from './run-handlers.js';
 import { createVerifier, type RawBody, type Verification } from './signature.js';
+import { nearestName } from './nearest-name.js';
 import { memoryStore, syncFaceOf } from './stores/memory.js';
 import type { IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, Telemetry, TelemetryStart } from './telemetry.js';
@@ -108,9 +115,15 @@ export type ErrorHandler = (error: SchoolhooksError) => unknown;
 
 /** A webhook receiver. Create one with {@link createReceiver}. */
 export interface Receiver {
-  /** Handle one event name, or each of a list. */
-  on<N extends EventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver;
-  /** Handle every verified event, known or not. */
+  /**
+   * Handle one event name, or each of a list: the names this version knows only, so a misspelt
+   * one is a compile error, and a `ConfigError` (naming the nearest known name) at run time.
+   */
+  on<N extends KnownEventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver;
+  /**
+   * Handle every verified event, known or not: the one place for names this version does not
+   * know yet (there `event.event` is any string and `event.data` a plain record).
+   */
   onAny(handler: EventHandler): Receiver;
   /** Be told of every failure, with a typed error. */
   onError(handler: ErrorHandler): Receiver;
@@ -426,8 +439,11 @@ export function createReceiver({
   }
 
   const receiver: Receiver = {
-    on<N extends EventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver {
-      const names: readonly string[] = typeof name === 'string' ? [name] : name;
+    on<N extends KnownEventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver {
+      const names: readonly string[] = Array.isArray(name) ? name : [name as string];
+      // Checked before any is registered: a misspelt name would answer every real event
+      // `200 ignored`, which the platform never sends again.
+      names.forEach(assertKnownEvent);
       for (const one of names) {
         const list = handlers.get(one) ?? [];
         list.push(handler as unknown as AnyHandler);
@@ -449,6 +465,17 @@ export function createReceiver({
     inbox,
   };
   return receiver;
+}
+
+/** Refuse a name this version does not know, naming the nearest known one. */
+function assertKnownEvent(name: unknown): void {
+  if (typeof name === 'string' && isKnownEvent(name)) return;
+  const text = typeof name === 'string' ? `'${name.slice(0, 100)}'` : typeof name;
+  const near = typeof name === 'string' ? nearestName(name, KNOWN_EVENTS) : undefined;
+  throw new ConfigError(
+    `unknown event ${text}${near === undefined ? '.' : `; did you mean '${near}'?`} ` +
+      'Events this version does not know reach onAny',
+  );
 }
 
 /** The status and JSON body that answer an outcome. */
