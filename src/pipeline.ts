@@ -72,6 +72,8 @@ export class Ending {
 /** What the steps share: the receiver's options, prepared. */
 export interface PipelineConfig {
   verification: Verification;
+  /** The secrets, for a HandlerError to hide should its cause's message hold one. */
+  secrets: readonly string[];
   store: IdempotencyStore;
   /** The store's synchronous face (memoryStore), to skip a promise per step. */
   syncStore: SyncIdempotencyStore | undefined;
@@ -312,7 +314,7 @@ export class DeliveryPipeline {
         token,
         new Ending(
           'handler_failed',
-          new HandlerError(name, idempotencyKey, settled.error),
+          new HandlerError(name, idempotencyKey, settled.error, this.#config.secrets),
           name,
           idempotencyKey,
         ),
@@ -329,7 +331,9 @@ export class DeliveryPipeline {
           durationMs: performance.now() - startedAt,
         });
         if (settled.ok) return this.complete(key, token, fingerprint);
-        this.#config.reportError(new HandlerError(name, idempotencyKey, settled.error));
+        this.#config.reportError(
+          new HandlerError(name, idempotencyKey, settled.error, this.#config.secrets),
+        );
         return this.release(key, token);
       });
       return new Ending(

@@ -7,7 +7,13 @@
 
 import type { BodyReader } from './body.js';
 import { DeadlineQueue } from './deadlines.js';
-import { ConfigError, StoreUnavailableError, type SchoolhooksError } from './errors.js';
+import { consoleLogger } from './console-logger.js';
+import {
+  causeMessageOf,
+  ConfigError,
+  StoreUnavailableError,
+  type SchoolhooksError,
+} from './errors.js';
 import type { z } from 'zod';
 import {
   isKnownEvent,
@@ -58,8 +64,11 @@ export interface ReceiverOptions {
   leaseMs?: number;
   /** How long handlers may run before the delivery is answered 503 `timeout`. Default 10 s. */
   handlerTimeoutMs?: number;
-  /** Where the receiver logs what happened to each delivery. Default: nowhere. */
-  logger?: Logger;
+  /**
+   * Where the receiver logs what happened to each delivery. Default: the console, `warn` and
+   * `error` lines only (`console.warn`, `console.error`), one per failure. `false`: nowhere.
+   */
+  logger?: Logger | false;
   /** The clock, in ms since the epoch. Default `Date.now`; tests and simulators set their own. */
   now?: () => number;
   /**
@@ -232,6 +241,18 @@ export function createReceiver({
     throw new ConfigError('secret must be a non-empty string or a non-empty list of them');
   }
 
+  // Never shown in a message, should an error someone else wrote hold one.
+  const secretList: readonly string[] = typeof secret === 'string' ? [secret] : [...secret];
+  // Failures are never silent: without a logger they reach the console.
+  const log = logger === false ? undefined : (logger ?? consoleLogger);
+  // The console takes warn and error lines only: no line object is built for the others.
+  const logs: Record<keyof Logger, boolean> = {
+    debug: log !== undefined && log !== consoleLogger,
+    info: log !== undefined && log !== consoleLogger,
+    warn: log !== undefined,
+    error: log !== undefined,
+  };
+
   const handlers = new Map<string, AnyHandler[]>();
   const anyHandlers: AnyHandler[] = [];
   const errorHandlers: ErrorHandler[] = [];
@@ -244,9 +265,13 @@ export function createReceiver({
 
   function reportError(error: SchoolhooksError): void {
     if (errorHandlers.length === 0) {
-      logger?.warn({ code: error.code, err: error.message }, 'webhook failure');
+      log?.warn({ code: error.code, err: error.message }, 'webhook failure');
       return;
     }
+    tellOnError(error);
+  }
+
+  function tellOnError(error: SchoolhooksError): void {
     for (const handler of errorHandlers) {
       try {
         const result = handler(error);
@@ -260,14 +285,12 @@ export function createReceiver({
   }
 
   function logOnErrorFailure(thrown: unknown): void {
-    logger?.error(
-      { err: thrown instanceof Error ? thrown.message : String(thrown) },
-      'onError handler threw',
-    );
+    log?.error({ err: causeMessageOf(thrown, secretList) }, 'onError handler threw');
   }
 
   const steps = new DeliveryPipeline({
     verification,
+    secrets: secretList,
     store,
     // memoryStore's operations without a promise each: most deliveries then finish in one turn.
     syncStore: syncFaceOf(store),
@@ -360,13 +383,21 @@ export function createReceiver({
     attempt?: number,
   ): void {
     const { outcome, error, event, idempotencyKey } = ending;
-    if (error !== undefined) reportError(error);
-    if (logger !== undefined) {
+    let level = LOG_LEVEL[outcome];
+    // A failure no onError is told of goes on the outcome's own line, at warn at least: one line.
+    const untold = error !== undefined && errorHandlers.length === 0;
+    if (error !== undefined && !untold) tellOnError(error);
+    if (untold && (level === 'debug' || level === 'info')) level = 'warn';
+    if (logs[level]) {
       const fields: Record<string, unknown> = { outcome };
       if (event !== undefined) fields['event'] = event;
       if (idempotencyKey !== undefined) fields['idempotencyKey'] = idempotencyKey;
       if (attempt !== undefined) fields['attempt'] = attempt;
-      logger[LOG_LEVEL[outcome]](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
+      if (untold) {
+        fields['code'] = error.code;
+        fields['err'] = error.message;
+      }
+      log![level](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
     }
     observation?.end({
       kind: attempt === undefined ? 'delivery' : 'job',
@@ -384,10 +415,7 @@ export function createReceiver({
     try {
       return telemetry!.start(start);
     } catch (thrown) {
-      logger?.error(
-        { err: thrown instanceof Error ? thrown.message : String(thrown) },
-        'telemetry.start threw',
-      );
+      log?.error({ err: causeMessageOf(thrown, secretList) }, 'telemetry.start threw');
       return undefined;
     }
   }

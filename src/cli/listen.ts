@@ -104,7 +104,8 @@ ${SECRET_HELP}
     // --host says otherwise.
     const host = values.host ?? (values.ui ? '127.0.0.1' : undefined);
 
-    const receiver = createReceiver({ secret: secrets });
+    // listen prints each delivery itself: the console logger would say it twice.
+    const receiver = createReceiver({ secret: secrets, logger: false });
     // Every verified event is handled, so the receiver answers `processed` as a real one would.
     receiver.onAny(() => {});
     receiver.onError((error) => {
