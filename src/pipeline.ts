@@ -10,7 +10,6 @@
  * @module
  */
 
-import { toBase64 } from './base64.js';
 import { declaredLength } from './body.js';
 import type { DeadlineQueue } from './deadlines.js';
 import { parseEnvelope, type ParsedEnvelope } from './envelope.js';
@@ -346,12 +345,12 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Step 8 with an inbox, hand off: store the raw body and its signature in the inbox, then
-   * complete the key: 202 `queued`. When the inbox fails, the key is released: 503.
+   * Step 8 with an inbox, hand off: store the raw body (its text, which gives back its bytes
+   * exactly) and its signature in the inbox, then complete the key: 202 `queued`. When the
+   * inbox fails, the key is released: 503.
    */
   handOff(
-    { envelope, text, exact }: ParsedEnvelope,
-    body: RawBody,
+    { envelope, text }: ParsedEnvelope,
     signature: string,
     token: string,
     fingerprint: Fingerprint,
@@ -360,13 +359,12 @@ export class DeliveryPipeline {
   ): Promise<Ending> {
     const { event, idempotencyKey } = envelope;
     const stored: StoredDelivery = {
-      body: exact ? text : toBase64(body as Uint8Array),
+      body: text,
       signature,
       event,
       idempotencyKey,
       receivedAt: new Date(this.#config.now()).toISOString(),
     };
-    if (!exact) stored.encoding = 'base64';
     const trace = observation === undefined ? undefined : carrierOf(observation);
     if (trace !== undefined) stored.trace = trace;
     let enqueued: Promise<void>;

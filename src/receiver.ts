@@ -340,7 +340,7 @@ export function createReceiver({
       if (isPromiseLike(token)) token = await token;
       if (token instanceof Ending) return token;
       // Awaited rather than returned: an async function that returns a promise pays two more turns.
-      return await steps.handOff(parsed, body, signature!, token, fingerprint, inbox, observation);
+      return await steps.handOff(parsed, signature!, token, fingerprint, inbox, observation);
     }
     // Or dispatch now: validate, claim, run the handlers.
     const event = steps.validate(parsed);
