@@ -5,6 +5,7 @@
  */
 
 import type { Outcome } from './outcome.js';
+import type { SignatureFailure, SignatureFailureReason } from './signature-failure.js';
 
 /** Stable codes of {@link SchoolhooksError}. */
 export type SchoolhooksErrorCode =
@@ -71,11 +72,20 @@ export class RequestRejectedError extends SchoolhooksError {
   }
 }
 
-/** The `signature` header is missing, malformed, or matches no configured secret. */
+/**
+ * The `signature` header is missing, malformed, or matches no configured secret: `reason` says
+ * which, `causes` what usually leads to it (see `signatureFailureOf`).
+ */
 export class SignatureError extends SchoolhooksError {
   override name = 'SignatureError' as const;
-  constructor(message: string) {
+  /** `missing` (no header), `malformed` (not 64 hex characters) or `mismatch` (no secret matches). */
+  readonly reason: SignatureFailureReason;
+  /** The likely causes, each a sentence, most likely first. */
+  readonly causes: readonly string[];
+  constructor({ reason, message, causes }: SignatureFailure) {
     super('invalid_signature', message);
+    this.reason = reason;
+    this.causes = causes;
   }
 }
 

@@ -40,6 +40,7 @@ import {
   type HandlersSettled,
 } from './run-handlers.js';
 import type { Fingerprint, RawBody, Verification } from './signature.js';
+import { signatureFailureOf } from './signature-failure.js';
 import type { SyncIdempotencyStore } from './stores/memory.js';
 import type { ClaimResult, IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, TraceCarrier } from './telemetry.js';
@@ -167,8 +168,10 @@ export class DeliveryPipeline {
     signature: string | undefined,
   ): Fingerprint | Ending | Promise<Fingerprint | Ending> {
     const verified = this.#config.verification.verify(body, signature);
-    if (isPromiseLike(verified)) return verified.then(signatureChecked);
-    return signatureChecked(verified);
+    if (isPromiseLike(verified)) {
+      return verified.then((fingerprint) => fingerprint ?? signatureRefused(signature));
+    }
+    return verified ?? signatureRefused(signature);
   }
 
   /** Step 4, parse: 400 unless the body is JSON with a valid envelope. */
@@ -462,13 +465,9 @@ function carrierOf(observation: DeliveryObservation): TraceCarrier | undefined {
   }
 }
 
-/** A shared answer of the verify step, for every signature that fails. */
-function signatureChecked(fingerprint: Fingerprint | undefined): Fingerprint | Ending {
-  if (fingerprint !== undefined) return fingerprint;
-  return new Ending(
-    'invalid_signature',
-    new SignatureError('the signature header is missing, malformed, or matches no secret'),
-  );
+/** The answer of the verify step to a signature that failed, saying why (off the hot path). */
+function signatureRefused(signature: string | undefined): Ending {
+  return new Ending('invalid_signature', new SignatureError(signatureFailureOf(signature)));
 }
 
 function rejected(outcome: RequestRejectedError['outcome'], message: string): Ending {

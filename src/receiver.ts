@@ -11,6 +11,7 @@ import { consoleLogger } from './console-logger.js';
 import {
   causeMessageOf,
   ConfigError,
+  SignatureError,
   StoreUnavailableError,
   type SchoolhooksError,
 } from './errors.js';
@@ -407,6 +408,7 @@ export function createReceiver({
       idempotencyKey,
       attempt,
       durationMs: performance.now() - startedAt,
+      signatureReason: error instanceof SignatureError ? error.reason : undefined,
     });
   }
 

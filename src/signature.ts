@@ -160,8 +160,11 @@ function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
   return difference === 0;
 }
 
-/** The 32 bytes of a header of exactly 64 hex characters, else undefined. */
-function parseSignature(signature: string | null | undefined): Uint8Array | undefined {
+/**
+ * The 32 bytes of a header of exactly 64 hex characters, else undefined.
+ * @internal also the rule `signatureFailureOf` tells a malformed header by.
+ */
+export function parseSignature(signature: string | null | undefined): Uint8Array | undefined {
   if (typeof signature !== 'string' || signature.length !== SIGNATURE_LENGTH) return undefined;
   return fromHex(signature);
 }

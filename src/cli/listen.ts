@@ -22,7 +22,8 @@ import {
   INSPECTOR_PREFIX,
   isInspectorPath,
 } from './inspector/create-inspector.js';
-import { SIGNATURE_CAUSES } from './signature-causes.js';
+import { signatureFailureOf } from '../signature-failure.js';
+import { causesText } from './signature-causes.js';
 import { SECRET_HELP, secretSource, secretsFrom } from './secret.js';
 import { summarizeEvent } from './summarize-event.js';
 
@@ -169,9 +170,10 @@ function printing(receiver: Receiver, io: CliIo): Receiver {
       const result = await receiver.handle(observed);
       const line = `${result.status} ${result.outcome}`;
       if (result.outcome === 'invalid_signature') {
-        const missing = getHeader(request.headers, 'signature') === undefined;
-        io.out(`${line}: ${missing ? 'no signature header' : 'the signature matches no secret'}`);
-        if (!missing) io.out(SIGNATURE_CAUSES);
+        // The receiver's own classifier: what onError, the inspector and telemetry say too.
+        const failure = signatureFailureOf(getHeader(request.headers, 'signature'));
+        io.out(`${line}: ${failure.message}`);
+        io.out(causesText(failure));
       } else if (VERIFIED_OUTCOMES.has(result.outcome)) {
         io.out(`${line} ${describe(raw)}`);
       } else {

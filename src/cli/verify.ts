@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { verifySignature } from '../signature.js';
 import { EXIT, parseOrUsage, UsageError, type CliCommand } from './command.js';
+import { signatureFailureOf } from '../signature-failure.js';
 import { SIGNATURE_CAUSES } from './signature-causes.js';
 import { SECRET_HELP, secretsFrom } from './secret.js';
 
@@ -45,8 +46,9 @@ ${SECRET_HELP}
         'pipe the body on stdin: schoolhooks verify --signature HEX < body.json',
       );
     const body = await io.readStdin();
-    if (!/^[0-9a-fA-F]{64}$/.test(values.signature)) {
-      io.err('invalid: a signature is 64 hex characters, without a prefix such as sha256=');
+    const malformed = signatureFailureOf(values.signature);
+    if (malformed.reason === 'malformed') {
+      io.err(`invalid: ${malformed.message}. ${malformed.causes[0]}`);
       return EXIT.failure;
     }
     if (await verifySignature(body, values.signature, secrets)) {

@@ -181,7 +181,7 @@ describe('against a running listen', () => {
     expect(stdout).toMatch(/^401 UserSignedUp/);
     await printed('401 invalid_signature: the signature matches no secret');
     await printed('temporary key');
-    await printed('a proxy or framework changed the body');
+    await printed('A body parser re-serialised the body');
   });
 
   it('answers the same key and timestamp twice as a duplicate', async () => {
