@@ -29,7 +29,13 @@ import { OUTCOME_STATUS, type Outcome } from './outcome.js';
 import { fromBase64 } from './base64.js';
 import { DeliveryPipeline, Ending, runKeyOf, type PipelineRequest } from './pipeline.js';
 import { isPromiseLike, type AnyHandler, type HandlerContext } from './run-handlers.js';
-import { createVerifier, type RawBody, type Verification } from './signature.js';
+import {
+  createVerifier,
+  paddedSecrets,
+  secretsOf,
+  type RawBody,
+  type Verification,
+} from './signature.js';
 import { nearestName } from './nearest-name.js';
 import { memoryStore, syncFaceOf } from './stores/memory.js';
 import type { IdempotencyStore } from './stores/types.js';
@@ -236,14 +242,15 @@ export function createReceiver({
     throw new ConfigError('inbox must have an enqueue(delivery) method');
   }
   let verification: Verification;
+  let secretList: readonly string[];
   try {
-    verification = createVerifier(secret);
-  } catch {
-    throw new ConfigError('secret must be a non-empty string or a non-empty list of them');
+    // Checked once, here: what it throws names a secret by its place, never by its value.
+    secretList = secretsOf(secret);
+    verification = createVerifier(secretList);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
   }
 
-  // Never shown in a message, should an error someone else wrote hold one.
-  const secretList: readonly string[] = typeof secret === 'string' ? [secret] : [...secret];
   // Failures are never silent: without a logger they reach the console.
   const log = logger === false ? undefined : (logger ?? consoleLogger);
   // The console takes warn and error lines only: no line object is built for the others.
@@ -253,6 +260,15 @@ export function createReceiver({
     warn: log !== undefined,
     error: log !== undefined,
   };
+
+  for (const place of paddedSecrets(secretList)) {
+    const which = typeof secret === 'string' ? 'the secret' : `secret #${place} of the list`;
+    log?.warn(
+      {},
+      `${which} has spaces or a line break around it; it is used exactly as given, so ` +
+        'signatures made with the key as shown fail (401): trim it if that was a copy-paste slip',
+    );
+  }
 
   const handlers = new Map<string, AnyHandler[]>();
   const anyHandlers: AnyHandler[] = [];
