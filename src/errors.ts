@@ -5,6 +5,7 @@
  */
 
 import type { Outcome } from './outcome.js';
+import type { SignatureFailure, SignatureFailureReason } from './signature-failure.js';
 
 /** Stable codes of {@link SchoolhooksError}. */
 export type SchoolhooksErrorCode =
@@ -71,11 +72,20 @@ export class RequestRejectedError extends SchoolhooksError {
   }
 }
 
-/** The `signature` header is missing, malformed, or matches no configured secret. */
+/**
+ * The `signature` header is missing, malformed, or matches no configured secret: `reason` says
+ * which, `causes` what usually leads to it (see `signatureFailureOf`).
+ */
 export class SignatureError extends SchoolhooksError {
   override name = 'SignatureError' as const;
-  constructor(message: string) {
+  /** `missing` (no header), `malformed` (not 64 hex characters) or `mismatch` (no secret matches). */
+  readonly reason: SignatureFailureReason;
+  /** The likely causes, each a sentence, most likely first. */
+  readonly causes: readonly string[];
+  constructor({ reason, message, causes }: SignatureFailure) {
     super('invalid_signature', message);
+    this.reason = reason;
+    this.causes = causes;
   }
 }
 
@@ -142,15 +152,33 @@ export class StoreUnavailableError extends SchoolhooksError {
   }
 }
 
-/** A handler threw or rejected; `cause` holds what it threw (an `AggregateError` for several). */
+/**
+ * A handler threw or rejected; `cause` holds what it threw (an `AggregateError` for several) and
+ * the message carries its message: `a handler of PaymentCompleted failed: crm hiccup
+ * (idempotencyKey …)`.
+ */
 export class HandlerError extends SchoolhooksError {
   override name = 'HandlerError' as const;
   readonly event: string;
   readonly idempotencyKey: string;
-  constructor(event: string, idempotencyKey: string, cause: unknown) {
-    super('handler_failed', `a handler of ${event} failed (idempotencyKey ${idempotencyKey})`, {
-      cause,
-    });
+  /**
+   * @param hidden strings the message must never show, should the cause's message hold one (the
+   *   receiver passes its secrets).
+   */
+  constructor(
+    event: string,
+    idempotencyKey: string,
+    cause: unknown,
+    hidden: readonly string[] = [],
+  ) {
+    const why = causeMessageOf(cause, hidden);
+    super(
+      'handler_failed',
+      `a handler of ${event} failed: ${why} (idempotencyKey ${idempotencyKey})`,
+      {
+        cause,
+      },
+    );
     this.event = event;
     this.idempotencyKey = idempotencyKey;
   }
@@ -179,4 +207,35 @@ export class InboxUnavailableError extends SchoolhooksError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('inbox_unavailable', message, options);
   }
+}
+
+/** Longest cause message a {@link HandlerError} repeats. */
+const MAX_CAUSE_MESSAGE = 300;
+
+/**
+ * What a thrown value says, on one bounded line, each of `hidden` replaced by `[hidden]`: the
+ * handler's own words, which may be anything, but never a secret the receiver knows.
+ */
+export function causeMessageOf(cause: unknown, hidden: readonly string[] = []): string {
+  let text = rawMessageOf(cause);
+  for (const secret of hidden) {
+    if (secret.trim() !== '') text = text.replaceAll(secret.trim(), '[hidden]');
+  }
+  // eslint-disable-next-line no-control-regex -- control characters are what is replaced
+  text = text.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  return text.length > MAX_CAUSE_MESSAGE ? `${text.slice(0, MAX_CAUSE_MESSAGE)}…` : text;
+}
+
+function rawMessageOf(cause: unknown): string {
+  if (cause instanceof AggregateError) {
+    const each = cause.errors.slice(0, 5).map(rawMessageOf).join('; ');
+    return `${cause.message}: ${each}${cause.errors.length > 5 ? '; …' : ''}`;
+  }
+  if (cause instanceof Error) return cause.message || cause.name;
+  if (typeof cause === 'string') return cause || 'an empty string';
+  if (typeof cause === 'object' && cause !== null) {
+    const { message } = cause as { message?: unknown };
+    return typeof message === 'string' && message !== '' ? message : 'a non-Error object';
+  }
+  return String(cause);
 }

@@ -26,6 +26,8 @@ export type { BodyReader, NodeBodyStream } from './body.js';
 // Signatures
 export { computeSignature, verifySignature } from './signature.js';
 export type { RawBody } from './signature.js';
+export { signatureFailureOf } from './signature-failure.js';
+export type { SignatureFailure, SignatureFailureReason } from './signature-failure.js';
 
 // Stores (redisStore lives in `schoolhooks/redis`, so the core never loads ioredis)
 export { memoryStore } from './stores/memory.js';

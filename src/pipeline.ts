@@ -10,7 +10,6 @@
  * @module
  */
 
-import { toBase64 } from './base64.js';
 import { declaredLength } from './body.js';
 import type { DeadlineQueue } from './deadlines.js';
 import { parseEnvelope, type ParsedEnvelope } from './envelope.js';
@@ -41,6 +40,7 @@ import {
   type HandlersSettled,
 } from './run-handlers.js';
 import type { Fingerprint, RawBody, Verification } from './signature.js';
+import { signatureFailureOf } from './signature-failure.js';
 import type { SyncIdempotencyStore } from './stores/memory.js';
 import type { ClaimResult, IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, TraceCarrier } from './telemetry.js';
@@ -72,6 +72,8 @@ export class Ending {
 /** What the steps share: the receiver's options, prepared. */
 export interface PipelineConfig {
   verification: Verification;
+  /** The secrets, for a HandlerError to hide should its cause's message hold one. */
+  secrets: readonly string[];
   store: IdempotencyStore;
   /** The store's synchronous face (memoryStore), to skip a promise per step. */
   syncStore: SyncIdempotencyStore | undefined;
@@ -166,8 +168,10 @@ export class DeliveryPipeline {
     signature: string | undefined,
   ): Fingerprint | Ending | Promise<Fingerprint | Ending> {
     const verified = this.#config.verification.verify(body, signature);
-    if (isPromiseLike(verified)) return verified.then(signatureChecked);
-    return signatureChecked(verified);
+    if (isPromiseLike(verified)) {
+      return verified.then((fingerprint) => fingerprint ?? signatureRefused(signature));
+    }
+    return verified ?? signatureRefused(signature);
   }
 
   /** Step 4, parse: 400 unless the body is JSON with a valid envelope. */
@@ -312,7 +316,7 @@ export class DeliveryPipeline {
         token,
         new Ending(
           'handler_failed',
-          new HandlerError(name, idempotencyKey, settled.error),
+          new HandlerError(name, idempotencyKey, settled.error, this.#config.secrets),
           name,
           idempotencyKey,
         ),
@@ -329,7 +333,9 @@ export class DeliveryPipeline {
           durationMs: performance.now() - startedAt,
         });
         if (settled.ok) return this.complete(key, token, fingerprint);
-        this.#config.reportError(new HandlerError(name, idempotencyKey, settled.error));
+        this.#config.reportError(
+          new HandlerError(name, idempotencyKey, settled.error, this.#config.secrets),
+        );
         return this.release(key, token);
       });
       return new Ending(
@@ -342,12 +348,12 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Step 8 with an inbox, hand off: store the raw body and its signature in the inbox, then
-   * complete the key: 202 `queued`. When the inbox fails, the key is released: 503.
+   * Step 8 with an inbox, hand off: store the raw body (its text, which gives back its bytes
+   * exactly) and its signature in the inbox, then complete the key: 202 `queued`. When the
+   * inbox fails, the key is released: 503.
    */
   handOff(
-    { envelope, text, exact }: ParsedEnvelope,
-    body: RawBody,
+    { envelope, text }: ParsedEnvelope,
     signature: string,
     token: string,
     fingerprint: Fingerprint,
@@ -356,13 +362,12 @@ export class DeliveryPipeline {
   ): Promise<Ending> {
     const { event, idempotencyKey } = envelope;
     const stored: StoredDelivery = {
-      body: exact ? text : toBase64(body as Uint8Array),
+      body: text,
       signature,
       event,
       idempotencyKey,
       receivedAt: new Date(this.#config.now()).toISOString(),
     };
-    if (!exact) stored.encoding = 'base64';
     const trace = observation === undefined ? undefined : carrierOf(observation);
     if (trace !== undefined) stored.trace = trace;
     let enqueued: Promise<void>;
@@ -460,13 +465,9 @@ function carrierOf(observation: DeliveryObservation): TraceCarrier | undefined {
   }
 }
 
-/** A shared answer of the verify step, for every signature that fails. */
-function signatureChecked(fingerprint: Fingerprint | undefined): Fingerprint | Ending {
-  if (fingerprint !== undefined) return fingerprint;
-  return new Ending(
-    'invalid_signature',
-    new SignatureError('the signature header is missing, malformed, or matches no secret'),
-  );
+/** The answer of the verify step to a signature that failed, saying why (off the hot path). */
+function signatureRefused(signature: string | undefined): Ending {
+  return new Ending('invalid_signature', new SignatureError(signatureFailureOf(signature)));
 }
 
 function rejected(outcome: RequestRejectedError['outcome'], message: string): Ending {

@@ -7,16 +7,36 @@
 
 import type { BodyReader } from './body.js';
 import { DeadlineQueue } from './deadlines.js';
-import { ConfigError, StoreUnavailableError, type SchoolhooksError } from './errors.js';
+import { consoleLogger } from './console-logger.js';
+import {
+  causeMessageOf,
+  ConfigError,
+  SignatureError,
+  StoreUnavailableError,
+  type SchoolhooksError,
+} from './errors.js';
 import type { z } from 'zod';
-import type { FixedEventName, KnownEventName, WebhookEvent } from './events/index.js';
+import {
+  isKnownEvent,
+  KNOWN_EVENTS,
+  type FixedEventName,
+  type KnownEventName,
+  type WebhookEvent,
+} from './events/index.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './inbox/types.js';
 import { OUTCOME_STATUS, type Outcome } from './outcome.js';
 import { fromBase64 } from './base64.js';
 import { DeliveryPipeline, Ending, runKeyOf, type PipelineRequest } from './pipeline.js';
 import { isPromiseLike, type AnyHandler, type HandlerContext } from './run-handlers.js';
-import { createVerifier, type RawBody, type Verification } from './signature.js';
+import {
+  createVerifier,
+  paddedSecrets,
+  secretsOf,
+  type RawBody,
+  type Verification,
+} from './signature.js';
+import { nearestName } from './nearest-name.js';
 import { memoryStore, syncFaceOf } from './stores/memory.js';
 import type { IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, Telemetry, TelemetryStart } from './telemetry.js';
@@ -51,8 +71,11 @@ export interface ReceiverOptions {
   leaseMs?: number;
   /** How long handlers may run before the delivery is answered 503 `timeout`. Default 10 s. */
   handlerTimeoutMs?: number;
-  /** Where the receiver logs what happened to each delivery. Default: nowhere. */
-  logger?: Logger;
+  /**
+   * Where the receiver logs what happened to each delivery. Default: the console, `warn` and
+   * `error` lines only (`console.warn`, `console.error`), one per failure. `false`: nowhere.
+   */
+  logger?: Logger | false;
   /** The clock, in ms since the epoch. Default `Date.now`; tests and simulators set their own. */
   now?: () => number;
   /**
@@ -108,9 +131,15 @@ export type ErrorHandler = (error: SchoolhooksError) => unknown;
 
 /** A webhook receiver. Create one with {@link createReceiver}. */
 export interface Receiver {
-  /** Handle one event name, or each of a list. */
-  on<N extends EventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver;
-  /** Handle every verified event, known or not. */
+  /**
+   * Handle one event name, or each of a list: the names this version knows only, so a misspelt
+   * one is a compile error, and a `ConfigError` (naming the nearest known name) at run time.
+   */
+  on<N extends KnownEventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver;
+  /**
+   * Handle every verified event, known or not: the one place for names this version does not
+   * know yet (there `event.event` is any string and `event.data` a plain record).
+   */
   onAny(handler: EventHandler): Receiver;
   /** Be told of every failure, with a typed error. */
   onError(handler: ErrorHandler): Receiver;
@@ -213,10 +242,32 @@ export function createReceiver({
     throw new ConfigError('inbox must have an enqueue(delivery) method');
   }
   let verification: Verification;
+  let secretList: readonly string[];
   try {
-    verification = createVerifier(secret);
-  } catch {
-    throw new ConfigError('secret must be a non-empty string or a non-empty list of them');
+    // Checked once, here: what it throws names a secret by its place, never by its value.
+    secretList = secretsOf(secret);
+    verification = createVerifier(secretList);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+
+  // Failures are never silent: without a logger they reach the console.
+  const log = logger === false ? undefined : (logger ?? consoleLogger);
+  // The console takes warn and error lines only: no line object is built for the others.
+  const logs: Record<keyof Logger, boolean> = {
+    debug: log !== undefined && log !== consoleLogger,
+    info: log !== undefined && log !== consoleLogger,
+    warn: log !== undefined,
+    error: log !== undefined,
+  };
+
+  for (const place of paddedSecrets(secretList)) {
+    const which = typeof secret === 'string' ? 'the secret' : `secret #${place} of the list`;
+    log?.warn(
+      {},
+      `${which} has spaces or a line break around it; it is used exactly as given, so ` +
+        'signatures made with the key as shown fail (401): trim it if that was a copy-paste slip',
+    );
   }
 
   const handlers = new Map<string, AnyHandler[]>();
@@ -231,9 +282,13 @@ export function createReceiver({
 
   function reportError(error: SchoolhooksError): void {
     if (errorHandlers.length === 0) {
-      logger?.warn({ code: error.code, err: error.message }, 'webhook failure');
+      log?.warn({ code: error.code, err: error.message }, 'webhook failure');
       return;
     }
+    tellOnError(error);
+  }
+
+  function tellOnError(error: SchoolhooksError): void {
     for (const handler of errorHandlers) {
       try {
         const result = handler(error);
@@ -247,14 +302,12 @@ export function createReceiver({
   }
 
   function logOnErrorFailure(thrown: unknown): void {
-    logger?.error(
-      { err: thrown instanceof Error ? thrown.message : String(thrown) },
-      'onError handler threw',
-    );
+    log?.error({ err: causeMessageOf(thrown, secretList) }, 'onError handler threw');
   }
 
   const steps = new DeliveryPipeline({
     verification,
+    secrets: secretList,
     store,
     // memoryStore's operations without a promise each: most deliveries then finish in one turn.
     syncStore: syncFaceOf(store),
@@ -304,7 +357,7 @@ export function createReceiver({
       if (isPromiseLike(token)) token = await token;
       if (token instanceof Ending) return token;
       // Awaited rather than returned: an async function that returns a promise pays two more turns.
-      return await steps.handOff(parsed, body, signature!, token, fingerprint, inbox, observation);
+      return await steps.handOff(parsed, signature!, token, fingerprint, inbox, observation);
     }
     // Or dispatch now: validate, claim, run the handlers.
     const event = steps.validate(parsed);
@@ -347,13 +400,21 @@ export function createReceiver({
     attempt?: number,
   ): void {
     const { outcome, error, event, idempotencyKey } = ending;
-    if (error !== undefined) reportError(error);
-    if (logger !== undefined) {
+    let level = LOG_LEVEL[outcome];
+    // A failure no onError is told of goes on the outcome's own line, at warn at least: one line.
+    const untold = error !== undefined && errorHandlers.length === 0;
+    if (error !== undefined && !untold) tellOnError(error);
+    if (untold && (level === 'debug' || level === 'info')) level = 'warn';
+    if (logs[level]) {
       const fields: Record<string, unknown> = { outcome };
       if (event !== undefined) fields['event'] = event;
       if (idempotencyKey !== undefined) fields['idempotencyKey'] = idempotencyKey;
       if (attempt !== undefined) fields['attempt'] = attempt;
-      logger[LOG_LEVEL[outcome]](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
+      if (untold) {
+        fields['code'] = error.code;
+        fields['err'] = error.message;
+      }
+      log![level](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
     }
     observation?.end({
       kind: attempt === undefined ? 'delivery' : 'job',
@@ -363,6 +424,7 @@ export function createReceiver({
       idempotencyKey,
       attempt,
       durationMs: performance.now() - startedAt,
+      signatureReason: error instanceof SignatureError ? error.reason : undefined,
     });
   }
 
@@ -371,10 +433,7 @@ export function createReceiver({
     try {
       return telemetry!.start(start);
     } catch (thrown) {
-      logger?.error(
-        { err: thrown instanceof Error ? thrown.message : String(thrown) },
-        'telemetry.start threw',
-      );
+      log?.error({ err: causeMessageOf(thrown, secretList) }, 'telemetry.start threw');
       return undefined;
     }
   }
@@ -426,8 +485,11 @@ export function createReceiver({
   }
 
   const receiver: Receiver = {
-    on<N extends EventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver {
-      const names: readonly string[] = typeof name === 'string' ? [name] : name;
+    on<N extends KnownEventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver {
+      const names: readonly string[] = Array.isArray(name) ? name : [name as string];
+      // Checked before any is registered: a misspelt name would answer every real event
+      // `200 ignored`, which the platform never sends again.
+      names.forEach(assertKnownEvent);
       for (const one of names) {
         const list = handlers.get(one) ?? [];
         list.push(handler as unknown as AnyHandler);
@@ -449,6 +511,17 @@ export function createReceiver({
     inbox,
   };
   return receiver;
+}
+
+/** Refuse a name this version does not know, naming the nearest known one. */
+function assertKnownEvent(name: unknown): void {
+  if (typeof name === 'string' && isKnownEvent(name)) return;
+  const text = typeof name === 'string' ? `'${name.slice(0, 100)}'` : typeof name;
+  const near = typeof name === 'string' ? nearestName(name, KNOWN_EVENTS) : undefined;
+  throw new ConfigError(
+    `unknown event ${text}${near === undefined ? '.' : `; did you mean '${near}'?`} ` +
+      'Events this version does not know reach onAny',
+  );
 }
 
 /** The status and JSON body that answer an outcome. */

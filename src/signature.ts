@@ -77,9 +77,7 @@ const FINGERPRINT_LENGTH = 16;
  * @internal used by the receiver so no request pays for key setup.
  */
 export function createVerifier(secret: string | readonly string[]): Verification {
-  const secrets = typeof secret === 'string' ? [secret] : [...secret];
-  if (secrets.length === 0) throw new TypeError('at least one secret is required');
-  secrets.forEach(assertSecret);
+  const secrets = secretsOf(secret);
   const node = nodeCrypto();
   if (node) {
     const keys = secrets.map((s) => node.createSecretKey(utf8(s)));
@@ -160,15 +158,49 @@ function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
   return difference === 0;
 }
 
-/** The 32 bytes of a header of exactly 64 hex characters, else undefined. */
-function parseSignature(signature: string | null | undefined): Uint8Array | undefined {
+/**
+ * The 32 bytes of a header of exactly 64 hex characters, else undefined.
+ * @internal also the rule `signatureFailureOf` tells a malformed header by.
+ */
+export function parseSignature(signature: string | null | undefined): Uint8Array | undefined {
   if (typeof signature !== 'string' || signature.length !== SIGNATURE_LENGTH) return undefined;
   return fromHex(signature);
 }
 
-function assertSecret(secret: unknown): void {
-  if (typeof secret !== 'string' || secret.length === 0) {
-    // Never echo the value: it may be a real secret of the wrong type.
-    throw new TypeError('a webhook secret must be a non-empty string');
+/**
+ * The secrets as a list, checked once: each a string with something in it besides whitespace.
+ * What it throws names a bad secret by its place in the list only, never by its value (a real
+ * secret may stand next to it, or be the bad one).
+ * @internal the receiver's start-up check.
+ */
+export function secretsOf(secret: unknown): string[] {
+  if (typeof secret === 'string') {
+    assertSecret(secret, 'secret');
+    return [secret];
   }
+  if (!Array.isArray(secret) || secret.length === 0) {
+    throw new TypeError('secret must be a non-empty string or a non-empty list of them');
+  }
+  secret.forEach((one: unknown, i) => assertSecret(one, `secret #${i + 1} of the list`));
+  return [...(secret as string[])];
+}
+
+function assertSecret(secret: unknown, name = 'a webhook secret'): void {
+  // Never echo the value: it may be a real secret of the wrong type.
+  if (typeof secret !== 'string') {
+    throw new TypeError(
+      `${name} must be a string, not ${secret === null ? 'null' : typeof secret}`,
+    );
+  }
+  if (secret.trim() === '') {
+    throw new TypeError(`${name} is ${secret === '' ? 'empty' : 'whitespace only'}`);
+  }
+}
+
+/**
+ * The places (1-based) of the secrets with whitespace around them: used exactly as given, they
+ * are usually a copy-paste slip, the cause of a 401 that "cannot be".
+ */
+export function paddedSecrets(secrets: readonly string[]): number[] {
+  return secrets.flatMap((one, i) => (one.trim() === one ? [] : [i + 1]));
 }

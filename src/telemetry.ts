@@ -6,6 +6,7 @@
  */
 
 import type { Outcome } from './outcome.js';
+import type { SignatureFailureReason } from './signature-failure.js';
 
 /**
  * A trace context carried from a delivery into the inbox job it became (W3C `traceparent` and
@@ -38,6 +39,8 @@ export interface TelemetryRecord {
   attempt?: number | undefined;
   /** From the start to the answer, in ms. */
   durationMs: number;
+  /** For `invalid_signature`: why the signature failed (`SignatureError.reason`). */
+  signatureReason?: SignatureFailureReason | undefined;
 }
 
 /** How the handlers of one delivery ended. */

@@ -29,12 +29,36 @@ describe('handler types', () => {
     });
   });
 
-  it('gives events without a contract and unknown names a plain record', () => {
+  it('gives events without a contract a plain record', () => {
     receiver.on('UserSignedIn', (event) => {
       expectTypeOf(event.data).toEqualTypeOf<Record<string, unknown>>();
     });
-    receiver.on('SomeFutureEvent', (event) => {
-      expectTypeOf(event.data).toEqualTypeOf<Record<string, unknown>>();
+  });
+
+  it('refuses a misspelt event name at compile time', () => {
+    // @ts-expect-error -- 'PaymentComplete' is not an event name; PaymentCompleted is
+    receiver.on('PaymentComplete', () => {});
+    // @ts-expect-error -- one misspelt name in a list is refused too
+    receiver.on(['PaymentCompleted', 'UserSignedup'], () => {});
+  });
+
+  it('refuses a misspelt field of an entity at compile time', () => {
+    receiver.on('PaymentCompleted', (event) => {
+      const { invoice } = event.data.payment;
+      // @ts-expect-error -- the field is totalAmount
+      void invoice.totlAmount;
+      // @ts-expect-error -- the buyer's field is email
+      void invoice.user.emial;
+      expectTypeOf(invoice.totalAmount).toEqualTypeOf<number>();
+    });
+  });
+
+  it('hands events this version does not know to onAny, with any name and a plain record', () => {
+    receiver.onAny((event) => {
+      expectTypeOf(event.event).toMatchTypeOf<string>();
+      expectTypeOf<'SomeFutureEvent'>().toMatchTypeOf<typeof event.event>();
+      if (event.event === 'PaymentCompleted') return;
+      expectTypeOf(event.data).toMatchTypeOf<Record<string, unknown>>();
     });
   });
 

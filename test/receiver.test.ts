@@ -322,9 +322,9 @@ describe('receiver.handle: the status table', () => {
 
   it('answers 200 ignored to an event nobody handles, and completes its key', async () => {
     const { receiver } = setup();
-    const request = signedRequest({ event: 'SomethingNew' });
+    const request = signedRequest({ event: 'UserJoinedByReferral' });
     expect((await receiver.handle(request)).outcome).toBe('ignored');
-    receiver.on('SomethingNew', () => {});
+    receiver.on('UserJoinedByReferral', () => {});
     expect((await receiver.handle(request)).outcome).toBe('duplicate');
   });
 

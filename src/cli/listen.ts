@@ -15,7 +15,8 @@ import {
   INSPECTOR_PREFIX,
   isInspectorPath,
 } from './inspector/create-inspector.js';
-import { SIGNATURE_CAUSES } from './signature-causes.js';
+import { signatureFailureOf } from '../signature-failure.js';
+import { causesText } from './signature-causes.js';
 import { SECRETS_OPTION, secretSource, secretsFrom } from './secret.js';
 import { summarizeEvent } from './summarize-event.js';
 
@@ -94,7 +95,8 @@ shows the secret, and keeps deliveries in memory only.`,
     // --host says otherwise.
     const host = values.host ?? (values.ui ? '127.0.0.1' : undefined);
 
-    const receiver = createReceiver({ secret: secrets });
+    // listen prints each delivery itself: the console logger would say it twice.
+    const receiver = createReceiver({ secret: secrets, logger: false });
     // Every verified event is handled, so the receiver answers `processed` as a real one would.
     receiver.onAny(() => {});
     const answering = printing(receiver, io);
@@ -169,11 +171,9 @@ function printing(receiver: Receiver, io: CliIo): Receiver {
       const result = await details.run(lines, () => receiver.handle(observed));
       let status = `${result.status} ${result.outcome}`;
       if (result.outcome === 'invalid_signature') {
-        const missing = getHeader(request.headers, 'signature') === undefined;
-        lines.unshift(
-          missing ? 'no signature header' : 'the signature matches no secret',
-          ...(missing ? [] : SIGNATURE_CAUSES.split('\n')),
-        );
+        // The receiver's own classifier: what onError, the inspector and telemetry say too.
+        const failure = signatureFailureOf(getHeader(request.headers, 'signature'));
+        lines.unshift(failure.message, ...causesText(failure).split('\n'));
       } else if (VERIFIED_OUTCOMES.has(result.outcome)) {
         status = `${status} ${describe(raw)}`;
       }

@@ -1,13 +1,15 @@
 /**
- * Why a signature usually fails to verify, for `listen` and `verify` to print.
+ * The likely causes of a failed signature as the CLI prints them, from the receiver's own
+ * classifier (`signatureFailureOf`), so `listen`, `verify` and the receiver say the same.
  * @module
  */
 
-/** The likely causes of a signature that does not verify, one per line. */
-export const SIGNATURE_CAUSES = `Likely causes:
-  - the secret is wrong: copy the endpoint's secretKey again at Manage > School > Webhooks
-    ('Copy signature' copies the secret);
-  - a test delivery from an endpoint form that was not saved yet: it is signed with a
-    temporary key, not the key the endpoint gets when saved; save it and test again;
-  - a proxy or framework changed the body before the receiver saw it (re-serialised JSON,
-    changed whitespace or encoding): the signature covers the raw bytes.`;
+import { signatureFailure, type SignatureFailure } from '../signature-failure.js';
+
+/** `Likely causes:` and one cause a line. */
+export function causesText({ causes }: SignatureFailure): string {
+  return `Likely causes:\n${causes.map((cause) => `  - ${cause}`).join('\n')}`;
+}
+
+/** The likely causes of a well-formed signature that matches no secret, one per line. */
+export const SIGNATURE_CAUSES = causesText(signatureFailure('mismatch'));

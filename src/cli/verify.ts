@@ -5,6 +5,7 @@
 
 import { verifySignature } from '../signature.js';
 import { CliFailure, defineCommand, EXIT, UsageError } from './command.js';
+import { signatureFailureOf } from '../signature-failure.js';
 import { SIGNATURE_CAUSES } from './signature-causes.js';
 import { SECRETS_OPTION, secretsFrom } from './secret.js';
 
@@ -31,10 +32,9 @@ receiver does. Exit code 0 when it matches, 1 when it does not.`,
         'pipe the body on stdin: schoolhooks verify --signature HEX < body.json',
       );
     const body = await io.readStdin();
-    if (!/^[0-9a-fA-F]{64}$/.test(values.signature)) {
-      throw new CliFailure(
-        'invalid: a signature is 64 hex characters, without a prefix such as sha256=',
-      );
+    const malformed = signatureFailureOf(values.signature);
+    if (malformed.reason === 'malformed') {
+      throw new CliFailure(`invalid: ${malformed.message}. ${malformed.causes[0]}`);
     }
     if (await verifySignature(body, values.signature, secrets)) {
       io.out('valid: the signature matches the body');

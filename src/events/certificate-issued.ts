@@ -4,6 +4,7 @@
  */
 
 import { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 import {
   certificateSchema,
   courseSchema,
@@ -25,4 +26,4 @@ export const certificateIssuedDataSchema = z.looseObject({
   states: statesSchema.nullish(),
 });
 /** `data` of `CertificateIssued`. */
-export type CertificateIssuedData = z.infer<typeof certificateIssuedDataSchema>;
+export type CertificateIssuedData = KnownOutput<typeof certificateIssuedDataSchema>;

@@ -4,6 +4,7 @@
  */
 
 import { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 import {
   accessSchema,
   courseSchema,
@@ -26,4 +27,4 @@ export const courseCompletedDataSchema = z.looseObject({
   groups: z.array(groupSchema).nullish(),
 });
 /** `data` of `CourseCompleted`. */
-export type CourseCompletedData = z.infer<typeof courseCompletedDataSchema>;
+export type CourseCompletedData = KnownOutput<typeof courseCompletedDataSchema>;

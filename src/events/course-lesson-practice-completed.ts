@@ -4,6 +4,7 @@
  */
 
 import { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 import {
   courseSchema,
   lessonSchema,
@@ -28,6 +29,6 @@ export const courseLessonPracticeCompletedDataSchema = z.looseObject({
   states: statesSchema.nullish(),
 });
 /** `data` of `CourseLessonPracticeCompleted`. */
-export type CourseLessonPracticeCompletedData = z.infer<
+export type CourseLessonPracticeCompletedData = KnownOutput<
   typeof courseLessonPracticeCompletedDataSchema
 >;

@@ -4,6 +4,7 @@
  */
 
 import { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 import {
   accessSchema,
   courseSchema,
@@ -27,7 +28,7 @@ export const LESSON_PROGRESS_STATUSES = [
 /** A lesson's progress status (interface 3.1). */
 export const lessonProgressStatusSchema = z.enum(LESSON_PROGRESS_STATUSES);
 /** A lesson's progress status. */
-export type LessonProgressStatus = z.infer<typeof lessonProgressStatusSchema>;
+export type LessonProgressStatus = KnownOutput<typeof lessonProgressStatusSchema>;
 
 /**
  * `data` of `CourseProgressChanged` (interface 6): the user with profile and the course;
@@ -51,4 +52,4 @@ export const courseProgressChangedDataSchema = z.looseObject({
   lessonId: looseIdSchema.nullish(),
 });
 /** `data` of `CourseProgressChanged`. */
-export type CourseProgressChangedData = z.infer<typeof courseProgressChangedDataSchema>;
+export type CourseProgressChangedData = KnownOutput<typeof courseProgressChangedDataSchema>;

@@ -17,6 +17,7 @@
  */
 
 import { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 
 /**
  * A string whose known values autocomplete while any other string is accepted too: the platform
@@ -85,7 +86,7 @@ const stored = {
  */
 export const looseIdSchema = z.union([z.number().int(), z.string()]);
 /** An id that may be an integer or a string. */
-export type LooseId = z.infer<typeof looseIdSchema>;
+export type LooseId = KnownOutput<typeof looseIdSchema>;
 
 /** The currencies the platform names today, spelt as it sends them (`Rub`, not `RUB`). */
 export type KnownCurrency = 'Free' | 'Exes' | 'Rub' | 'Uzs' | 'Kzt' | 'Usd' | 'Eur';
@@ -112,7 +113,7 @@ export const utmParamsSchema = z.looseObject({
   track_id: text,
 });
 /** UTM tags of a sign-up, an enrollment or an invoice. */
-export type UtmParams = z.infer<typeof utmParamsSchema>;
+export type UtmParams = KnownOutput<typeof utmParamsSchema>;
 
 /**
  * The `states` object of an event (interface 6, rule 2): the sign-up and enrollment UTM tags.
@@ -123,7 +124,7 @@ export const statesSchema = z.looseObject({
   utmEnrollParams: utmParamsSchema.nullish(),
 });
 /** The `states` object of an event. */
-export type States = z.infer<typeof statesSchema>;
+export type States = KnownOutput<typeof statesSchema>;
 
 /** A profile's avatar (`profile.avatar`): image URLs in three sizes. */
 export const avatarSchema = z.looseObject({
@@ -134,7 +135,7 @@ export const avatarSchema = z.looseObject({
   maximum: text,
 });
 /** A profile's avatar. */
-export type Avatar = z.infer<typeof avatarSchema>;
+export type Avatar = KnownOutput<typeof avatarSchema>;
 
 /** The titles shown next to a profile (`profile.titleState`); every field may be null. */
 export const titleStateSchema = z.looseObject({
@@ -149,7 +150,7 @@ export const titleStateSchema = z.looseObject({
   achievementEmojiTitle: maybeText,
 });
 /** The titles shown next to a profile. */
-export type TitleState = z.infer<typeof titleStateSchema>;
+export type TitleState = KnownOutput<typeof titleStateSchema>;
 
 /** A user's profile (`user.profile`). */
 export const profileSchema = z.looseObject({
@@ -174,7 +175,7 @@ export const profileSchema = z.looseObject({
   titleState: titleStateSchema.optional(),
 });
 /** A user's profile. */
-export type Profile = z.infer<typeof profileSchema>;
+export type Profile = KnownOutput<typeof profileSchema>;
 
 /** The school a user belongs to (`user.school`). */
 export const schoolSchema = z.looseObject({
@@ -196,7 +197,7 @@ export const schoolSchema = z.looseObject({
   isPrivate: maybeFlag,
 });
 /** The school a user belongs to. */
-export type School = z.infer<typeof schoolSchema>;
+export type School = KnownOutput<typeof schoolSchema>;
 
 /**
  * A school user. A student who signed up by phone has no `email`, a Telegram user has neither
@@ -232,7 +233,7 @@ export const userSchema = z.looseObject({
   school: schoolSchema.nullish(),
 });
 /** A school user. */
-export type User = z.infer<typeof userSchema>;
+export type User = KnownOutput<typeof userSchema>;
 
 /**
  * The user of events whose interface row says "user (with profile)". The profile is embedded when
@@ -262,7 +263,7 @@ export const courseSchema = z.looseObject({
   isBundle: maybeFlag,
 });
 /** A course. */
-export type Course = z.infer<typeof courseSchema>;
+export type Course = KnownOutput<typeof courseSchema>;
 
 /**
  * A product. It carries its `course` when it is a course; a digital product has none, so the
@@ -286,7 +287,7 @@ export const productSchema = z.looseObject({
   course: courseSchema.nullish(),
 });
 /** A product. */
-export type Product = z.infer<typeof productSchema>;
+export type Product = KnownOutput<typeof productSchema>;
 
 /** Where an enrollment came from (`access.meta`); both keys may be absent or null. */
 export const accessMetaSchema = z.looseObject({
@@ -294,7 +295,7 @@ export const accessMetaSchema = z.looseObject({
   utmParams: utmParamsSchema.nullish(),
 });
 /** Where an enrollment came from. */
-export type AccessMeta = z.infer<typeof accessMetaSchema>;
+export type AccessMeta = KnownOutput<typeof accessMetaSchema>;
 
 /**
  * A user's access to a product; `meta` carries the invite link and the enrollment UTM tags
@@ -311,7 +312,7 @@ export const accessSchema = z.looseObject({
   meta: accessMetaSchema.nullish(),
 });
 /** A user's access to a product. */
-export type Access = z.infer<typeof accessSchema>;
+export type Access = KnownOutput<typeof accessSchema>;
 
 /**
  * A field the entity reference names without stating its type (a group's `space`, its
@@ -335,7 +336,7 @@ export const groupSchema = z.looseObject({
   tgConnectionMode: openUnion<'Disconnected' | 'Connected' | 'Required'>().nullish(),
 });
 /** A group of students. */
-export type Group = z.infer<typeof groupSchema>;
+export type Group = KnownOutput<typeof groupSchema>;
 
 /**
  * A certificate for completing a course: a public `link` that opens without authorization, a
@@ -353,7 +354,7 @@ export const certificateSchema = z.looseObject({
   expireAt: maybeTime,
 });
 /** A certificate for completing a course. */
-export type Certificate = z.infer<typeof certificateSchema>;
+export type Certificate = KnownOutput<typeof certificateSchema>;
 
 /** A lesson (CourseLessonPracticeCompleted's `lesson`; PLATFORM-ENTITIES.md, lesson). */
 export const lessonSchema = z.looseObject({
@@ -373,7 +374,7 @@ export const lessonSchema = z.looseObject({
   isPublished: maybeFlag,
 });
 /** A lesson. */
-export type Lesson = z.infer<typeof lessonSchema>;
+export type Lesson = KnownOutput<typeof lessonSchema>;
 
 /** A lesson's practical assignment (CourseLessonPracticeCompleted's `practice`). */
 export const practiceSchema = z.looseObject({
@@ -394,7 +395,7 @@ export const practiceSchema = z.looseObject({
   tasksCount: amount,
 });
 /** A lesson's practical assignment. */
-export type Practice = z.infer<typeof practiceSchema>;
+export type Practice = KnownOutput<typeof practiceSchema>;
 
 /** A student's attempt at a practice, "with score and status" (interface 6). */
 export const practiceAttemptSchema = z.looseObject({
@@ -422,7 +423,7 @@ export const practiceAttemptSchema = z.looseObject({
   isExpired: maybeFlag,
 });
 /** A student's attempt at a practice. */
-export type PracticeAttempt = z.infer<typeof practiceAttemptSchema>;
+export type PracticeAttempt = KnownOutput<typeof practiceAttemptSchema>;
 
 /** The price a line item was sold at (`line item price`). */
 export const priceSchema = z.looseObject({
@@ -450,7 +451,7 @@ export const priceSchema = z.looseObject({
   isSubscription: maybeFlag,
 });
 /** The price a line item was sold at. */
-export type Price = z.infer<typeof priceSchema>;
+export type Price = KnownOutput<typeof priceSchema>;
 
 /** A discount code applied to a line item. */
 export const discountSchema = z.looseObject({
@@ -464,7 +465,7 @@ export const discountSchema = z.looseObject({
   activeTo: maybeTime,
 });
 /** A discount code applied to a line item. */
-export type Discount = z.infer<typeof discountSchema>;
+export type Discount = KnownOutput<typeof discountSchema>;
 
 /** One line of an invoice (`invoice.products[]`), with its price and product. */
 export const lineItemSchema = z.looseObject({
@@ -477,7 +478,7 @@ export const lineItemSchema = z.looseObject({
   product: productSchema.nullish(),
 });
 /** One line of an invoice. */
-export type LineItem = z.infer<typeof lineItemSchema>;
+export type LineItem = KnownOutput<typeof lineItemSchema>;
 
 /**
  * The invoice a payment settles (`payment.invoice`). Its amount, currency and buyer are the spine
@@ -502,7 +503,7 @@ export const invoiceSchema = z.looseObject({
   meta: z.looseObject({ utmParams: utmParamsSchema.nullish() }).nullish(),
 });
 /** The invoice a payment settles. */
-export type Invoice = z.infer<typeof invoiceSchema>;
+export type Invoice = KnownOutput<typeof invoiceSchema>;
 
 /** The acquiring (payment provider account) that charged a payment. Provider secrets are omitted. */
 export const acquiringSchema = z.looseObject({
@@ -522,7 +523,7 @@ export const acquiringSchema = z.looseObject({
     .nullish(),
 });
 /** The acquiring that charged a payment. */
-export type Acquiring = z.infer<typeof acquiringSchema>;
+export type Acquiring = KnownOutput<typeof acquiringSchema>;
 
 /**
  * A payment with its tree (2.5). The invoice is the spine of PaymentCompleted; the acquiring and
@@ -557,4 +558,4 @@ export const paymentSchema = z.looseObject({
   invoice: invoiceSchema,
 });
 /** A payment with its tree. */
-export type Payment = z.infer<typeof paymentSchema>;
+export type Payment = KnownOutput<typeof paymentSchema>;

@@ -14,6 +14,7 @@
  */
 
 import { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 import { certificateIssuedDataSchema } from './certificate-issued.js';
 import { courseCompletedDataSchema } from './course-completed.js';
 import { courseLessonPracticeCompletedDataSchema } from './course-lesson-practice-completed.js';
@@ -60,6 +61,12 @@ export const UNCONTRACTED_EVENTS = [
   'ProductAccessSubscriptionEnding1Day',
 ] as const;
 
+/** Every event name this version knows: the fixed-contract ones, then the uncontracted ones. */
+export const KNOWN_EVENTS: readonly KnownEventName[] = [
+  ...FIXED_CONTRACT_EVENTS,
+  ...UNCONTRACTED_EVENTS,
+];
+
 /** The name of an event with a fixed `data` contract. */
 export type FixedEventName = (typeof FIXED_CONTRACT_EVENTS)[number];
 /** The name of a subscribable event without a `data` contract. */
@@ -85,7 +92,7 @@ export const eventDataSchemas = {
 } as const satisfies Record<FixedEventName, z.ZodType>;
 
 /** The parsed `data` of each fixed-contract event. */
-export type EventDataMap = { [N in FixedEventName]: z.output<(typeof eventDataSchemas)[N]> };
+export type EventDataMap = { [N in FixedEventName]: KnownOutput<(typeof eventDataSchemas)[N]> };
 
 /** Data of an event: typed for fixed-contract events, a plain record otherwise. */
 export type EventData<N extends string> = N extends FixedEventName
@@ -111,6 +118,13 @@ export const envelopeSchema = z.looseObject({
 export type Envelope = z.infer<typeof envelopeSchema>;
 
 const FIXED_CONTRACT_EVENT_SET: ReadonlySet<string> = new Set(FIXED_CONTRACT_EVENTS);
+
+const KNOWN_EVENT_SET: ReadonlySet<string> = new Set(KNOWN_EVENTS);
+
+/** True when `name` is one of the event names this version knows ({@link KNOWN_EVENTS}). */
+export function isKnownEvent(name: string): name is KnownEventName {
+  return KNOWN_EVENT_SET.has(name);
+}
 
 /**
  * True when `name` is an event with a fixed `data` contract. A Set lookup, so names such as

@@ -5,6 +5,7 @@
  */
 
 import { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 import { paymentSchema, statesSchema } from './entities.js';
 
 /**
@@ -22,4 +23,4 @@ export const paymentCompletedDataSchema = z.looseObject({
   states: statesSchema.nullish(),
 });
 /** `data` of `PaymentCompleted`. */
-export type PaymentCompletedData = z.infer<typeof paymentCompletedDataSchema>;
+export type PaymentCompletedData = KnownOutput<typeof paymentCompletedDataSchema>;

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 import { looseIdSchema } from './entities.js';
 import { productEnrolledToFreeDataSchema } from './product-enrolled-to-free.js';
 
@@ -50,4 +50,6 @@ export const productEnrolledByInviteLinkDataSchema = productEnrolledToFreeDataSc
     ],
   });
 /** `data` of `ProductEnrolledByInviteLink`. */
-export type ProductEnrolledByInviteLinkData = z.infer<typeof productEnrolledByInviteLinkDataSchema>;
+export type ProductEnrolledByInviteLinkData = KnownOutput<
+  typeof productEnrolledByInviteLinkDataSchema
+>;

@@ -4,6 +4,7 @@
  */
 
 import { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 import {
   accessSchema,
   courseSchema,
@@ -26,4 +27,4 @@ export const productEnrolledToFreeDataSchema = z.looseObject({
   course: courseSchema.nullish(),
 });
 /** `data` of `ProductEnrolledToFree`. */
-export type ProductEnrolledToFreeData = z.infer<typeof productEnrolledToFreeDataSchema>;
+export type ProductEnrolledToFreeData = KnownOutput<typeof productEnrolledToFreeDataSchema>;

@@ -5,6 +5,7 @@
  */
 
 import { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 import { profileSchema, statesSchema, userSchema } from './entities.js';
 
 /** `data` of `UserCreatedViaLms` (interface 6): the user and, optionally, the profile. */
@@ -14,4 +15,4 @@ export const userCreatedViaLmsDataSchema = z.looseObject({
   states: statesSchema.nullish(),
 });
 /** `data` of `UserCreatedViaLms`. */
-export type UserCreatedViaLmsData = z.infer<typeof userCreatedViaLmsDataSchema>;
+export type UserCreatedViaLmsData = KnownOutput<typeof userCreatedViaLmsDataSchema>;

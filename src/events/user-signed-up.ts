@@ -4,6 +4,7 @@
  */
 
 import { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 import { profileSchema, statesSchema, userSchema } from './entities.js';
 
 /**
@@ -22,4 +23,4 @@ export const userSignedUpDataSchema = z.looseObject({
   states: statesSchema.nullish(),
 });
 /** `data` of `UserSignedUp`. */
-export type UserSignedUpData = z.infer<typeof userSignedUpDataSchema>;
+export type UserSignedUpData = KnownOutput<typeof userSignedUpDataSchema>;

@@ -4,6 +4,7 @@
  */
 
 import { z } from 'zod';
+import type { KnownOutput } from './known-output.js';
 import { profileSchema, statesSchema, userSchema } from './entities.js';
 
 /**
@@ -18,4 +19,4 @@ export const userTgConnectedDataSchema = z.looseObject({
   states: statesSchema.nullish(),
 });
 /** `data` of `UserTgConnected`. */
-export type UserTgConnectedData = z.infer<typeof userTgConnectedDataSchema>;
+export type UserTgConnectedData = KnownOutput<typeof userTgConnectedDataSchema>;

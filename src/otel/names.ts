@@ -62,6 +62,8 @@ export const ATTRIBUTES = {
   handlersResult: 'schoolhooks.handlers.result',
   /** After a timeout: how the handlers ended at last, `succeeded` or `failed`. */
   handlersLateResult: 'schoolhooks.handlers.late_result',
+  /** On an `invalid_signature` span: `missing`, `malformed` or `mismatch` (`SignatureError.reason`). */
+  signatureReason: 'schoolhooks.signature.reason',
   statusCode: 'http.response.status_code',
   errorType: 'error.type',
 } as const;

@@ -84,6 +84,9 @@ export class SpanObservation implements DeliveryObservation {
     if (event !== undefined) attributes[ATTRIBUTES.event] = event;
     if (idempotencyKey !== undefined) attributes[ATTRIBUTES.idempotencyKey] = idempotencyKey;
     if (kind === 'delivery') attributes[ATTRIBUTES.statusCode] = status;
+    if (record.signatureReason !== undefined) {
+      attributes[ATTRIBUTES.signatureReason] = record.signatureReason;
+    }
     // A server span is an error only on 5xx: a 4xx is the client's mistake, not ours
     // (OpenTelemetry semantic conventions, "Status" of HTTP server spans). A job run is an
     // error whenever it did not succeed: it is retried or dead-lettered.

@@ -198,7 +198,7 @@ describe('against a running listen', () => {
     // The status line first, its details indented under it.
     await printed('401 invalid_signature\n  the signature matches no secret\n  Likely causes:');
     await printed('temporary key');
-    await printed('a proxy or framework changed the body');
+    await printed('A body parser re-serialised the body');
   });
 
   it('answers the same key and timestamp twice as a duplicate', async () => {

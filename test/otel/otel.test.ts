@@ -190,6 +190,9 @@ describe('openTelemetry(): every outcome of the status table', () => {
         'http.response.status_code': status,
         ...known,
         ...(failed && { 'error.type': outcome }),
+        ...(outcome === 'invalid_signature' && {
+          'schoolhooks.signature.reason': expect.stringMatching(/^(missing|malformed|mismatch)$/),
+        }),
       });
 
       // The counter counts every delivery by outcome, and the duration histogram each too.
@@ -230,6 +233,7 @@ describe('openTelemetry(): every outcome of the status table', () => {
     expect(refused!.attributes).toEqual({
       'schoolhooks.outcome': 'invalid_signature',
       'http.response.status_code': 401,
+      'schoolhooks.signature.reason': 'mismatch',
     });
   });
 });

@@ -6,7 +6,7 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { PayloadValidationError } from '../../errors.js';
+import type { PayloadValidationError, SignatureError } from '../../errors.js';
 import { FIXED_CONTRACT_EVENTS, isFixedContractEvent } from '../../events/index.js';
 import type { Receiver, WebhookRequest, WebhookResult } from '../../receiver.js';
 import type { RawBody } from '../../signature.js';
@@ -109,7 +109,11 @@ export function createInspector({
         });
       }
     }
-    pending.errors.push({ code: error.code, message: error.message });
+    const reported: ReportedError = { code: error.code, message: error.message };
+    if (error.code === 'invalid_signature' && 'reason' in error) {
+      reported.reason = (error as SignatureError).reason;
+    }
+    pending.errors.push(reported);
     // A failure after the answer (a handler that went on past the timeout) updates the row.
     if (pending.stored) log.touch(pending.stored);
   });

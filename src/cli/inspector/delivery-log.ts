@@ -5,6 +5,8 @@
  * @module
  */
 
+import type { SignatureFailureReason } from '../../signature-failure.js';
+
 /** How the page colours (and filters) an outcome. */
 export type OutcomeClass = 'processed' | 'queued' | 'duplicate' | 'refused' | 'failed';
 
@@ -22,6 +24,8 @@ export interface InspectorIssue {
 export interface ReportedError {
   code: string;
   message: string;
+  /** For `invalid_signature`: why (`SignatureError.reason`). */
+  reason?: SignatureFailureReason;
 }
 
 /** A delivery as the inspector stores it. */

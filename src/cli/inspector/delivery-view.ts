@@ -6,7 +6,7 @@
  * @module
  */
 
-import { SIGNATURE_CAUSES } from '../signature-causes.js';
+import { signatureFailure } from '../../signature-failure.js';
 import {
   summarize,
   type DeliverySummary,
@@ -23,9 +23,7 @@ const HIDDEN_HEADERS: ReadonlySet<string> = new Set([
 ]);
 
 /** The likely causes of a signature that matches no secret, one sentence each. */
-export const SIGNATURE_CAUSE_LIST: readonly string[] = SIGNATURE_CAUSES.split('\n  - ')
-  .slice(1)
-  .map((cause) => cause.replace(/\s+/g, ' ').replace(/[;.]$/, '.'));
+export const SIGNATURE_CAUSE_LIST: readonly string[] = signatureFailure('mismatch').causes;
 
 /** What the page gets for one opened delivery. */
 export interface DeliveryView extends DeliverySummary {
@@ -95,17 +93,8 @@ export function viewOf(delivery: StoredDelivery, origin: string): DeliveryView {
   };
 }
 
+/** The likely causes of a 401, from the reason the receiver's SignatureError gave. */
 function causesOf(delivery: StoredDelivery): string[] {
-  const signature = delivery.headers.signature;
-  if (signature === undefined) {
-    return [
-      'The request has no signature header: it did not come from the platform, or a proxy dropped the header.',
-    ];
-  }
-  if (!/^[0-9a-f]{64}$/i.test(signature)) {
-    return [
-      'The signature header is not 64 hex characters: the platform sends the bare hex HMAC-SHA256, with no prefix such as sha256=.',
-    ];
-  }
-  return [...SIGNATURE_CAUSE_LIST];
+  const reason = delivery.errors.find((error) => error.reason !== undefined)?.reason;
+  return reason === undefined ? [] : [...signatureFailure(reason).causes];
 }
