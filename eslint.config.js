@@ -1,14 +1,21 @@
 import js from '@eslint/js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import tseslint from 'typescript-eslint';
 
+const { peerDependenciesMeta = {} } = JSON.parse(
+  readFileSync(join(import.meta.dirname, 'package.json'), 'utf8'),
+);
+
+/**
+ * The optional peers, as package.json lists them (OpenTelemetry has a rule of its own, below),
+ * each with its subpaths; Hono's servers; Node's HTTP servers.
+ */
 const frameworks = [
-  'express',
-  'hono',
-  'hono/*',
+  ...Object.entries(peerDependenciesMeta)
+    .filter(([name, meta]) => meta.optional && !name.startsWith('@opentelemetry/'))
+    .flatMap(([name]) => [name, `${name}/*`]),
   '@hono/*',
-  'ioredis',
-  'bullmq',
-  'bullmq/*',
   'node:http',
   'http',
   'node:https',
@@ -109,7 +116,7 @@ export default tseslint.config(
         {
           patterns: [
             ...frameworks
-              .filter((group) => !group.startsWith('bullmq') && group !== 'ioredis')
+              .filter((group) => !/^(?:bullmq|ioredis)(?:\/|$)/.test(group))
               .map((group) => ({
                 group: [group],
                 message: 'schoolhooks/bullmq is framework-free.',

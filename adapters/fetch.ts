@@ -4,7 +4,8 @@
  * @module schoolhooks/fetch
  */
 
-import { fetchRequestInput } from '../src/body.js';
+import { fetchRequestInput } from './fetch-request-input.js';
+import { answerHeaders } from './json-answer.js';
 import type { Receiver } from '../src/receiver.js';
 
 /**
@@ -32,9 +33,6 @@ export function fetchHandler(
   return async function schoolhooksFetchHandler(request, env) {
     // On @hono/node-server (`serve({ fetch })`), `env.incoming` is the Node request itself.
     const { status, body } = await receiver.handle(fetchRequestInput(request, env));
-    return new Response(JSON.stringify(body), {
-      status,
-      headers: { 'content-type': 'application/json' },
-    });
+    return new Response(JSON.stringify(body), { status, headers: answerHeaders(status) });
   };
 }

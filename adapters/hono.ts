@@ -5,7 +5,8 @@
 
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { fetchRequestInput } from '../src/body.js';
+import { fetchRequestInput } from './fetch-request-input.js';
+import { answerHeaders } from './json-answer.js';
 import type { Receiver } from '../src/receiver.js';
 
 /**
@@ -32,6 +33,6 @@ export function honoHandler(receiver: Receiver): (c: Context) => Promise<Respons
     // On @hono/node-server, the Node request itself: no Fetch Request is built just to be read.
     const { status, body } = await receiver.handle(fetchRequestInput(c.req.raw, c.env));
     // Every status the receiver answers with carries a body.
-    return c.json(body, status as ContentfulStatusCode);
+    return c.json(body, status as ContentfulStatusCode, answerHeaders(status));
   };
 }

@@ -1,20 +1,31 @@
 /**
- * Writing the receiver's answer on a Node response, shared by the node:http and Express adapters.
+ * The receiver's answer as every adapter writes it: JSON, and the connection closed after a 413.
  * @module
  */
 
 import type { ServerResponse } from 'node:http';
 
 /**
+ * The headers of an answer with `status`. After a 413 the connection ends (`connection: close`):
+ * the body may still be arriving, and reading it only to drop it would hold the socket for as
+ * long as the client keeps sending (a server's default `requestTimeout` is 5 minutes). The
+ * platform opens a new connection for its retry. Every adapter that answers over a socket takes
+ * its headers from here, so the rule is written once; the receiver's result says what to answer,
+ * not how a connection is kept.
+ */
+export function answerHeaders(status: number): Record<string, string> {
+  return status === 413
+    ? { 'content-type': 'application/json', connection: 'close' }
+    : { 'content-type': 'application/json' };
+}
+
+/**
  * Answer with `status` and `body` as JSON, straight through Node's `writeHead`/`end`: the
  * platform reads only the status, so a framework's ETag, charset and content negotiation would
- * be work nobody reads.
+ * be work nobody reads. Shared by the node:http and Express adapters.
  */
 export function sendJson(res: ServerResponse, status: number, body: object): void {
   const json = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(json),
-  });
+  res.writeHead(status, { ...answerHeaders(status), 'content-length': Buffer.byteLength(json) });
   res.end(json);
 }

@@ -6,11 +6,12 @@
  *   2. @arethetypeswrong/cli, every resolution: each subpath's types resolve for ESM and CJS
  *      consumers and match the JavaScript they describe.
  *   3. Isolation: in a directory holding only the packed package and its runtime dependencies
- *      (express, hono, ioredis, bullmq and @opentelemetry/api cannot be resolved there), every subpath
- *      loads with `import` and with `require`, and the bin runs (and `listen --ui` serves the
- *      inspector's packed page). An import of an optional peer anywhere in a subpath's graph
- *      fails with ERR_MODULE_NOT_FOUND. A subpath built on a peer (`schoolhooks/otel`,
- *      `schoolhooks/bullmq`) then loads once that peer, and only it, is added.
+ *      (no optional peer of package.json can be resolved there), every subpath loads with
+ *      `import` and with `require`, and the bin runs (and `listen --ui` serves the inspector's
+ *      packed page). An import of an optional peer anywhere in a subpath's graph fails with
+ *      ERR_MODULE_NOT_FOUND. A subpath built on peers (`schoolhooks/otel`, `schoolhooks/bullmq`,
+ *      `schoolhooks/nestjs`: the peers its bundle imports) fails by naming one while they are
+ *      absent, and loads once they, and only they, are added.
  *   4. The core bundle: `dist/index.js` and its chunks import nothing at runtime but the declared
  *      dependencies (no node: built-in, so Workers can load it), and stay within a gzip budget.
  *
@@ -49,15 +50,6 @@ import { formatMessage } from 'publint/utils';
  */
 const CORE_GZIP_BUDGET = 15_000;
 
-/** Optional peers the core must never load (README: Frameworks). */
-const FRAMEWORKS = ['express', 'hono', 'ioredis', 'bullmq', '@opentelemetry/api'];
-
-/**
- * Subpaths that exist to use an optional peer: they load once that peer is installed, and
- * without it fail by naming it. Every other subpath loads with no peer at all.
- */
-const PEER_SUBPATHS = { otel: ['@opentelemetry/api'], bullmq: ['bullmq', 'ioredis'] };
-
 /**
  * Largest fixture file the package may ship: the biggest real body is about 12 kB. A body made to
  * be big (the 1 MiB + 1 byte of the 413 case) is generated in code where it is sent instead.
@@ -66,6 +58,11 @@ const FIXTURE_BYTES_BUDGET = 64 * 1024;
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+
+/** The optional peers, as package.json lists them: the core must never load one. */
+const FRAMEWORKS = Object.entries(pkg.peerDependenciesMeta ?? {})
+  .filter(([, meta]) => meta.optional)
+  .map(([name]) => name);
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 /** @type {{ name: string, ok: boolean, detail: string }[]} */
@@ -240,7 +237,13 @@ async function checkIsolation(tarball) {
     .filter((subpath) => subpath !== './package.json')
     .map((subpath) => subpath.slice(2));
   const specifierOf = (subpath) => (subpath === '' ? pkg.name : `${pkg.name}/${subpath}`);
-  const specifiers = subpaths.filter((subpath) => !(subpath in PEER_SUBPATHS)).map(specifierOf);
+  const builtOnPeers = await peerSubpaths(subpaths);
+  lines.push(
+    ...Object.entries(builtOnPeers).map(
+      ([subpath, peers]) => `${specifierOf(subpath)} imports ${peers.join(', ')}`,
+    ),
+  );
+  const specifiers = subpaths.filter((subpath) => !(subpath in builtOnPeers)).map(specifierOf);
   for (const specifier of specifiers) {
     for (const failure of await loadFailures(specifier, options)) {
       ok = false;
@@ -249,7 +252,7 @@ async function checkIsolation(tarball) {
   }
   // Each peer's subpath: refused by naming its peer while the peer is absent, loaded once it is
   // added (in a copy of the consumer, so each peer is judged alone).
-  for (const [subpath, peers] of Object.entries(PEER_SUBPATHS)) {
+  for (const [subpath, peers] of Object.entries(builtOnPeers)) {
     const specifier = specifierOf(subpath);
     if (!subpaths.includes(subpath)) {
       ok = false;
@@ -349,6 +352,37 @@ async function checkCoreBundle() {
 }
 
 /**
+ * The subpaths built on optional peers, read from their bundles: each subpath's ESM file and its
+ * chunks, with the optional peers it imports at runtime (a peer's own subpaths count as the peer).
+ * @returns {Promise<Record<string, string[]>>}
+ */
+async function peerSubpaths(subpaths) {
+  /** @type {Record<string, string[]>} */
+  const found = {};
+  for (const subpath of subpaths) {
+    const entry = pkg.exports[subpath === '' ? '.' : `./${subpath}`].import.default;
+    const result = await build({
+      entryPoints: [join(root, entry)],
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      packages: 'external',
+      metafile: true,
+      write: false,
+      logLevel: 'silent',
+    });
+    const imports = Object.values(result.metafile.outputs).flatMap((out) =>
+      out.imports.filter((i) => i.external).map((i) => i.path),
+    );
+    const peers = FRAMEWORKS.filter((peer) =>
+      imports.some((path) => path === peer || path.startsWith(`${peer}/`)),
+    );
+    if (peers.length > 0) found[subpath] = peers;
+  }
+  return found;
+}
+
+/**
  * Load a specifier with `import` and with `require` in a consumer directory.
  * @returns {Promise<string[]>} one line per way it failed to load
  */
@@ -383,7 +417,18 @@ function copyDependencies(names, from, modules, copied = new Set()) {
     cpSync(source, join(modules, name), { recursive: true, dereference: true });
     copied.add(name);
     const manifest = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'));
-    copyDependencies(Object.keys(manifest.dependencies ?? {}), source, modules, copied);
+    // A package's required peers too (Nest's reflect-metadata and rxjs), as npm installs them.
+    const peers = Object.keys(manifest.peerDependencies ?? {}).filter(
+      (peer) =>
+        !manifest.peerDependenciesMeta?.[peer]?.optional &&
+        existsSync(join(root, 'node_modules', peer, 'package.json')),
+    );
+    copyDependencies(
+      [...Object.keys(manifest.dependencies ?? {}), ...peers],
+      source,
+      modules,
+      copied,
+    );
   }
   return [...copied];
 }

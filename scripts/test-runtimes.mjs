@@ -9,12 +9,16 @@
  *   node scripts/test-runtimes.mjs --only=deno,workerd
  *
  * Offline: Bun runs with --no-install and Deno with --cached-only and an empty DENO_DIR, so both
- * resolve zod and the rest from node_modules and fail rather than download anything.
+ * resolve zod and the rest from node_modules and fail rather than download anything. Node 22 and
+ * 24 come from the npm registry's `node` package, installed with `npm ci` in
+ * test/runtimes/node-versions/ (done here when missing): a package of its own, because as
+ * dependencies of the root they would link node_modules/.bin/node, and every npm script would
+ * then run on one of them instead of the Node that runs npm.
  * @module
  */
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +35,9 @@ const only = args
   .split(',');
 
 const denoDir = mkdtempSync(join(tmpdir(), 'schoolhooks-deno-'));
+const nodeVersions = join(root, 'test', 'runtimes', 'node-versions');
+/** The binary of a Node version installed in test/runtimes/node-versions/. */
+const nodeBin = (alias) => join(nodeVersions, 'node_modules', alias, 'bin', 'node');
 
 /**
  * @typedef {{
@@ -51,6 +58,12 @@ const runtimes = [
     // The reason the core prefers node:crypto (docs/benchmarks.md): it must take it where it can.
     crypto: 'node:crypto',
   },
+  ...['node22', 'node24'].map((alias) => ({
+    name: alias,
+    command: nodeBin(alias),
+    args: ['test/runtimes/entry.mjs'],
+    crypto: /** @type {const} */ ('node:crypto'),
+  })),
   { name: 'bun', command: bin('bun'), args: ['--no-install', 'test/runtimes/entry.mjs'] },
   {
     name: 'deno',
@@ -80,6 +93,22 @@ if (runtimes.length === 0) {
 }
 
 try {
+  const missing = runtimes.filter(
+    (runtime) => runtime.command.startsWith(nodeVersions) && !existsSync(runtime.command),
+  );
+  if (missing.length > 0) {
+    const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+    const installed = await run(
+      npm,
+      ['ci', '--prefix', nodeVersions, '--no-audit', '--no-fund'],
+      {},
+    );
+    if (installed.code !== 0) {
+      console.error(installed.output);
+      console.error(`npm ci in ${nodeVersions} failed (exit ${installed.code})`);
+      process.exit(1);
+    }
+  }
   if (!args.includes('--no-build')) {
     const started = Date.now();
     const built = await run(bin('tsup'), ['--silent'], {});

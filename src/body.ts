@@ -98,53 +98,6 @@ export function requestBodyReader(request: Request): BodyReader {
   };
 }
 
-/** A Node request (`http.IncomingMessage`, or HTTP/2's request) as a server passes it along. */
-export interface NodeIncoming extends NodeBodyStream {
-  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
-  /** Null until something reads the stream (a listener, a pipe, a web stream made over it). */
-  readonly readableFlowing: boolean | null;
-}
-
-/**
- * The Node request behind a Fetch `Request`, when the server passed it along and nothing has
- * started reading it: @hono/node-server hands it to its fetch callback as `env.incoming`
- * (`c.env.incoming` in Hono). Reading it directly spares building a full `Request` with a web
- * stream over the socket, which on Node 20 costs more than the whole rest of a delivery.
- * Undefined for any other `env` (Workers bindings, Bun's server, none at all).
- */
-export function untouchedNodeRequest(env: unknown): NodeIncoming | undefined {
-  if (typeof env !== 'object' || env === null) return undefined;
-  const incoming: unknown = (env as { incoming?: unknown }).incoming;
-  if (typeof incoming !== 'object' || incoming === null) return undefined;
-  const candidate = incoming as Partial<NodeIncoming>;
-  if (
-    typeof candidate.on !== 'function' ||
-    typeof candidate.headers !== 'object' ||
-    candidate.headers === null ||
-    // Whatever attached a reader (a Request's body stream, a body parser) left it non-null.
-    candidate.readableFlowing !== null ||
-    candidate.readableEnded !== false
-  ) {
-    return undefined;
-  }
-  return candidate as NodeIncoming;
-}
-
-/**
- * What the receiver reads of a Fetch `Request`: the Node request behind it when the server passed
- * one along untouched (see {@link untouchedNodeRequest}), else the `Request` itself. Shared by the
- * Hono and Fetch adapters.
- */
-export function fetchRequestInput(
-  request: Request,
-  env: unknown,
-): { method: string; headers: HeadersInput; body: BodyReader } {
-  const incoming = untouchedNodeRequest(env);
-  return incoming
-    ? { method: request.method, headers: incoming.headers, body: nodeBodyReader(incoming) }
-    : { method: request.method, headers: request.headers, body: requestBodyReader(request) };
-}
-
 /** The Content-Length a request announces, or undefined when it has none (chunked) or a bad one. */
 export function declaredLength(headers: HeadersInput): number | undefined {
   const value = getHeader(headers, 'content-length');

@@ -1,9 +1,10 @@
 /**
- * The core and the adapters import express, hono, ioredis, bullmq and node:http for their types
- * only (README: Frameworks): importing `schoolhooks` must never load a framework the user did not
- * install. `src/inbox/bullmq.ts` (`schoolhooks/bullmq`) loads bullmq and ioredis, and nothing else
- * of them; no other scanned file loads it. OpenTelemetry is imported by `src/otel/` alone, not even
- * for types elsewhere (README: Telemetry).
+ * The core and the adapters import the optional peers of package.json and node:http for their
+ * types only: importing `schoolhooks` must never load a framework the user did not install.
+ * `src/inbox/bullmq.ts` (`schoolhooks/bullmq`) loads bullmq and ioredis, and `adapters/nestjs.ts`
+ * loads Nest (its decorators run when the module is defined), and nothing else of them; no other
+ * scanned file loads them. OpenTelemetry is imported by `src/otel/` alone, not even for types
+ * elsewhere.
  * Read with the TypeScript parser, so type-only imports are told apart from imports that survive
  * compilation.
  */
@@ -12,12 +13,21 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import pkg from '../../package.json' with { type: 'json' };
 
 const root = join(import.meta.dirname, '..', '..');
 
+/** The optional peers, as package.json lists them (OpenTelemetry has a test of its own, below). */
+const PEERS = Object.entries(pkg.peerDependenciesMeta)
+  .filter(([name, meta]) => meta.optional && !name.startsWith('@opentelemetry/'))
+  .map(([name]) => name);
+
+const escape = (name: string) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
 /** Modules only types may come from: the optional peers, their subpaths, and Node's HTTP servers. */
-const FORBIDDEN =
-  /^(?:express|hono|ioredis|bullmq|@hono\/[^/]+|(?:node:)?https?|(?:node:)?http2)(?:\/.*)?$/;
+const FORBIDDEN = new RegExp(
+  `^(?:${[...PEERS.map(escape), '@hono\\/[^/]+', '(?:node:)?https?', '(?:node:)?http2'].join('|')})(?:\\/.*)?$`,
+);
 
 /** The module of `schoolhooks/bullmq`, by any relative path: loading it loads bullmq. */
 const BULLMQ_ENTRY = /(?:^|\/)inbox\/bullmq(?:\.js)?$|^\.\/bullmq(?:\.js)?$/;
@@ -25,6 +35,7 @@ const BULLMQ_ENTRY = /(?:^|\/)inbox\/bullmq(?:\.js)?$|^\.\/bullmq(?:\.js)?$/;
 /** What an entry of an optional peer may load at runtime, beyond what the core may. */
 const PEER_ENTRIES: Readonly<Record<string, RegExp>> = {
   'src/inbox/bullmq.ts': /^(?:bullmq|ioredis)$/,
+  'adapters/nestjs.ts': /^@nestjs\/(?:common|core)$/,
 };
 
 /** Where servers and clients are allowed: the Redis store (README: Choosing a store), the toolkit and the CLI. */
@@ -199,6 +210,22 @@ describe('the import scanner', () => {
     "import { memoryInbox } from './memory.js';",
   ])('lets %s through', (source) => {
     expect(forbiddenImports(source)).toEqual([]);
+  });
+
+  it.each(PEERS)('flags an import of the optional peer %s and of its subpaths', (peer) => {
+    expect(forbiddenImports(`import x from '${peer}';`)).toEqual([peer]);
+    expect(forbiddenImports(`import x from '${peer}/sub';`)).toEqual([`${peer}/sub`]);
+    expect(forbiddenImports(`import type x from '${peer}';`)).toEqual([]);
+  });
+
+  it('lets schoolhooks/nestjs load Nest, and nothing else of the peers', () => {
+    const entry = 'adapters/nestjs.ts';
+    expect(forbiddenImports("import { Module } from '@nestjs/common';", entry)).toEqual([]);
+    expect(forbiddenImports("import { DiscoveryService } from '@nestjs/core';", entry)).toEqual([]);
+    expect(forbiddenImports("import Fastify from 'fastify';", entry)).toEqual(['fastify']);
+    expect(forbiddenImports("import { Module } from '@nestjs/common';", 'adapters/koa.ts')).toEqual(
+      ['@nestjs/common'],
+    );
   });
 
   it('lets schoolhooks/bullmq load bullmq and ioredis, and nothing else of the peers', () => {

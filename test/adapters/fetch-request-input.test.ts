@@ -8,7 +8,8 @@ import { createServer, request as httpRequest, type IncomingMessage } from 'node
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeBodyReader, untouchedNodeRequest } from '../src/body.js';
+import { untouchedNodeRequest } from '../../adapters/fetch-request-input.js';
+import { nodeBodyReader } from '../../src/body.js';
 
 /** Each request the server gets is handed to the next waiting test. */
 let nextRequest: (req: IncomingMessage) => Promise<void>;

@@ -1,0 +1,260 @@
+/**
+ * The NestJS adapter: a module that answers webhook deliveries on its route, and a decorator that
+ * makes any provider's method a handler. Works on both Nest platforms (Express and Fastify).
+ * @module schoolhooks/nestjs
+ */
+
+import {
+  All,
+  Controller,
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  Req,
+  Res,
+  SetMetadata,
+  type DynamicModule,
+  type InjectionToken,
+  type ModuleMetadata,
+  type OnModuleInit,
+  type OptionalFactoryDependency,
+  type Type,
+} from '@nestjs/common';
+import {
+  DiscoveryModule,
+  DiscoveryService,
+  HttpAdapterHost,
+  MetadataScanner,
+  Reflector,
+} from '@nestjs/core';
+import { nodeBodyReader, type NodeBodyStream } from '../src/body.js';
+import { ConfigError } from '../src/errors.js';
+import type { KnownEventName } from '../src/events/index.js';
+import type { HeadersInput } from '../src/headers.js';
+import {
+  createReceiver,
+  type EventHandler,
+  type Receiver,
+  type ReceiverOptions,
+  type WebhookRequest,
+} from '../src/receiver.js';
+import { answerHeaders } from './json-answer.js';
+
+/**
+ * The receiver, injectable by this class: `constructor(private receiver: SchoolhooksReceiver)`
+ * (with `emitDecoratorMetadata`), or `@Inject(SchoolhooksReceiver) receiver: SchoolhooksReceiver`.
+ * Never instantiated: the module provides the receiver under this token.
+ */
+// A class, so Nest injects it by type; merged with an interface, so its type is the receiver's.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export abstract class SchoolhooksReceiver {}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+export interface SchoolhooksReceiver extends Receiver {}
+
+/**
+ * Options of {@link SchoolhooksModule.forRoot}: the route's path, and any `createReceiver` option
+ * (or a receiver made elsewhere, e.g. one an inbox worker shares).
+ */
+export type SchoolhooksModuleOptions = (ReceiverOptions | { receiver: Receiver }) & {
+  /** The route's path, e.g. `/webhooks/school` (after the app's global prefix, if any). */
+  path: string;
+};
+
+/** Options of {@link SchoolhooksModule.forRootAsync}: the receiver's options come from a factory. */
+export interface SchoolhooksModuleAsyncOptions {
+  /** The route's path: Nest's routes are fixed when the module is defined, before any factory runs. */
+  path: string;
+  /** Modules that export what the factory injects (e.g. `ConfigModule`). */
+  imports?: ModuleMetadata['imports'];
+  /** The `createReceiver` options, from the providers listed in `inject`, in that order. */
+  useFactory: (...args: never[]) => ReceiverOptions | Promise<ReceiverOptions>;
+  inject?: (InjectionToken | OptionalFactoryDependency)[];
+}
+
+const SCHOOL_EVENTS = 'schoolhooks:events';
+
+/**
+ * Make a provider's method the handler of one event or several; it runs with `this` = the
+ * provider. Found when the module initialises, on every provider and controller of the app.
+ *
+ * @example
+ * ```ts
+ * @Injectable()
+ * export class Payments {
+ *   @OnSchoolEvent('PaymentCompleted')
+ *   async grant(event: WebhookEvent<'PaymentCompleted'>) {
+ *     await this.access.grant(event.data.payment.invoice.user.id);
+ *   }
+ * }
+ * ```
+ */
+export function OnSchoolEvent<N extends KnownEventName>(
+  name: N | readonly N[],
+): <H extends EventHandler<N>>(
+  target: object,
+  key: string | symbol,
+  descriptor: TypedPropertyDescriptor<H>,
+) => void {
+  return SetMetadata(SCHOOL_EVENTS, typeof name === 'string' ? [name] : [...name]);
+}
+
+/** What the route reads of a request: Express's (a Node stream) or Fastify's (`raw` is one). */
+interface NestRequest {
+  method: string;
+  headers: HeadersInput;
+  /** The raw bytes, kept by Nest when the app is created with `rawBody: true`. */
+  rawBody?: unknown;
+  raw?: NodeBodyStream;
+}
+
+const RAW_BODY_FIX =
+  'the raw request body is not available: create the app with ' +
+  'NestFactory.create(AppModule, { rawBody: true }) so Nest keeps the bytes the platform signed';
+
+function controllerFor(path: string): Type<unknown> {
+  @Controller()
+  class SchoolhooksController {
+    readonly #logger = new Logger('SchoolhooksModule');
+    constructor(
+      @Inject(SchoolhooksReceiver) private readonly receiver: Receiver,
+      @Inject(HttpAdapterHost) private readonly host: HttpAdapterHost,
+    ) {}
+
+    @All(path)
+    async handle(@Req() req: NestRequest, @Res() res: unknown): Promise<void> {
+      const { status, outcome, body } = await this.receiver.handle({
+        method: req.method,
+        headers: req.headers,
+        body: rawBodyOf(req),
+      });
+      if (outcome === 'body_unavailable' && req.rawBody === undefined) {
+        this.#logger.error(RAW_BODY_FIX);
+      }
+      const { httpAdapter } = this.host;
+      for (const [name, value] of Object.entries(answerHeaders(status))) {
+        httpAdapter.setHeader(res, name, value);
+      }
+      httpAdapter.reply(res, body, status);
+    }
+  }
+  return SchoolhooksController;
+}
+
+function rawBodyOf(req: NestRequest): WebhookRequest['body'] {
+  if (req.rawBody instanceof Uint8Array) return req.rawBody;
+  // Without rawBody: true, Nest's parser read a JSON body and the reader says so (body_unavailable);
+  // a body it does not parse (another content type) is still there, for the 415.
+  return nodeBodyReader(req.raw ?? (req as unknown as NodeBodyStream));
+}
+
+/** Registers every `@OnSchoolEvent` method of the app's providers and controllers, once. */
+@Injectable()
+class SchoolhooksExplorer implements OnModuleInit {
+  constructor(
+    @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
+    @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
+    @Inject(Reflector) private readonly reflector: Reflector,
+    @Inject(SchoolhooksReceiver) private readonly receiver: Receiver,
+  ) {}
+
+  onModuleInit(): void {
+    for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
+      const instance: unknown = wrapper.instance;
+      const prototype: unknown =
+        typeof instance === 'object' && instance !== null
+          ? Object.getPrototypeOf(instance)
+          : wrapper.metatype?.prototype;
+      if (typeof prototype !== 'object' || prototype === null) continue;
+      for (const method of this.scanner.getAllMethodNames(prototype)) {
+        const handler = (prototype as Record<string, unknown>)[method];
+        const names = typeof handler === 'function' && this.#eventsOf(handler);
+        if (!names) continue;
+        if (!wrapper.isDependencyTreeStatic() || typeof instance !== 'object' || !instance) {
+          throw new ConfigError(
+            `@OnSchoolEvent on ${wrapper.name}.${method}: the provider is request- or ` +
+              'transient-scoped, so no single instance can handle deliveries; make it a singleton',
+          );
+        }
+        this.receiver.on(names, (handler as EventHandler).bind(instance));
+      }
+    }
+  }
+
+  #eventsOf(handler: object): KnownEventName[] | undefined {
+    return this.reflector.get<KnownEventName[] | undefined>(SCHOOL_EVENTS, handler as Type);
+  }
+}
+
+/**
+ * Answer webhook deliveries in a Nest app, on Express or Fastify. Create the app with
+ * `rawBody: true`: Nest then keeps the bytes the signature covers; without it a delivery is
+ * answered 500 `body_unavailable` and the log says how to fix it. The module is global: any
+ * provider can inject {@link SchoolhooksReceiver}.
+ *
+ * @example
+ * ```ts
+ * @Module({
+ *   imports: [SchoolhooksModule.forRoot({ secret: process.env.SCHOOL_WEBHOOK_SECRET!, path: '/webhooks/school' })],
+ *   providers: [Payments],
+ * })
+ * class AppModule {}
+ *
+ * const app = await NestFactory.create(AppModule, { rawBody: true });
+ * await app.listen(3000);
+ * ```
+ */
+@Module({})
+export class SchoolhooksModule {
+  /** The module answering on `path`, with a receiver made of `options` (or the one given). */
+  static forRoot(options: SchoolhooksModuleOptions): DynamicModule {
+    const receiverOf = () => {
+      if ('receiver' in options) return options.receiver;
+      const { path: _path, ...receiverOptions } = options;
+      return createReceiver(receiverOptions);
+    };
+    return moduleOf(options.path, { provide: SchoolhooksReceiver, useFactory: receiverOf });
+  }
+
+  /**
+   * The module with a receiver made of what `useFactory` returns, from injected providers.
+   *
+   * @example
+   * ```ts
+   * SchoolhooksModule.forRootAsync({
+   *   path: '/webhooks/school',
+   *   imports: [ConfigModule],
+   *   inject: [ConfigService],
+   *   useFactory: (config: ConfigService) => ({ secret: config.getOrThrow('SCHOOL_WEBHOOK_SECRET') }),
+   * });
+   * ```
+   */
+  static forRootAsync({
+    path,
+    imports = [],
+    useFactory,
+    inject = [],
+  }: SchoolhooksModuleAsyncOptions): DynamicModule {
+    const receiverOf = async (...args: never[]) => createReceiver(await useFactory(...args));
+    return moduleOf(
+      path,
+      { provide: SchoolhooksReceiver, useFactory: receiverOf, inject },
+      imports,
+    );
+  }
+}
+
+function moduleOf(
+  path: string,
+  receiver: NonNullable<ModuleMetadata['providers']>[number],
+  imports: NonNullable<ModuleMetadata['imports']> = [],
+): DynamicModule {
+  return {
+    module: SchoolhooksModule,
+    global: true,
+    imports: [DiscoveryModule, ...imports],
+    controllers: [controllerFor(path)],
+    providers: [receiver, SchoolhooksExplorer],
+    exports: [SchoolhooksReceiver],
+  };
+}

@@ -1,0 +1,56 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Server } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { schoolhooksPlugin } from '../../adapters/fastify.js';
+import { createReceiver } from '../../src/index.js';
+import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
+import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+
+async function serveApp(app: FastifyInstance, path = '/webhooks'): Promise<AdapterServer> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return listen(app.server as Server, path);
+}
+
+adapterSuite('fastify', async (receiver) => {
+  const app = Fastify();
+  await app.register(schoolhooksPlugin, { receiver, path: '/webhooks' });
+  return serveApp(app);
+});
+
+describe('schoolhooksPlugin in a Fastify app', () => {
+  let server: AdapterServer | undefined;
+  afterEach(() => server?.close());
+
+  async function start() {
+    const handled: string[] = [];
+    const receiver = createReceiver({ secret: SECRET }).onAny(
+      (event) => void handled.push(event.idempotencyKey),
+    );
+    const app = Fastify();
+    app.post('/orders', async (request) => ({ parsed: request.body }));
+    await app.register(schoolhooksPlugin, { receiver, path: '/webhooks/school' });
+    server = await serveApp(app, '');
+    return { origin: server.url, handled };
+  }
+
+  it("leaves the app's other routes to Fastify's JSON parser", async () => {
+    const { origin } = await start();
+    const response = await fetch(`${origin}/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 7 }),
+    });
+    expect(await response.json()).toEqual({ parsed: { id: 7 } });
+  });
+
+  it('verifies the raw bytes on its own route, next to a parsed one', async () => {
+    const { origin, handled } = await start();
+    const delivery = createTestDelivery();
+    expectAnswer(await post(`${origin}/webhooks/school`, delivery), 200, {
+      ok: true,
+      outcome: 'processed',
+      idempotencyKey: delivery.idempotencyKey,
+    });
+    expect(handled).toEqual([delivery.idempotencyKey]);
+  });
+});

@@ -1,0 +1,210 @@
+/**
+ * The Lambda handler behind each HTTP trigger. A Lambda has no server: here a node:http server on
+ * loopback plays the trigger, turning each real request into the event that trigger sends (its
+ * header casing, multi-value headers, base64 bodies) and the handler's result back into the
+ * answer, so the shared suite runs unchanged over every event shape.
+ */
+
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { lambdaHandler, type LambdaEvent, type LambdaResult } from '../../adapters/lambda.js';
+import { createReceiver, type Receiver } from '../../src/index.js';
+import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
+import { adapterSuite, listen } from './suite.js';
+
+type Trigger = 'rest' | 'http-api' | 'function-url' | 'alb' | 'alb-multi-value';
+
+interface Received {
+  method: string;
+  path: string;
+  /** Node's raw headers: names as the client sent them, in order. */
+  rawHeaders: string[];
+  body: Buffer;
+}
+
+/** Values by name, in the case `named` gives them, repeated headers kept in order. */
+function valuesOf(rawHeaders: string[], named: (name: string) => string) {
+  const values: Record<string, string[]> = {};
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    (values[named(rawHeaders[i]!)] ??= []).push(rawHeaders[i + 1]!);
+  }
+  return values;
+}
+
+const lastOf = (values: Record<string, string[]>) =>
+  Object.fromEntries(Object.entries(values).map(([name, list]) => [name, list.at(-1)!]));
+
+/** The event a trigger sends for a request, with its body plain or base64-encoded. */
+function eventOf(trigger: Trigger, request: Received, base64: boolean): LambdaEvent {
+  const { method, path, rawHeaders } = request;
+  const body = request.body.length === 0 ? null : request.body.toString(base64 ? 'base64' : 'utf8');
+  const lower = valuesOf(rawHeaders, (name) => name.toLowerCase());
+  switch (trigger) {
+    case 'rest': {
+      // API Gateway REST keeps the client's casing, and sends both header maps.
+      const asSent = valuesOf(rawHeaders, (name) => name);
+      const event = {
+        resource: path,
+        path,
+        httpMethod: method,
+        headers: lastOf(asSent),
+        multiValueHeaders: asSent,
+        queryStringParameters: null,
+        requestContext: { httpMethod: method, path, stage: 'test', requestId: randomUUID() },
+        body,
+        isBase64Encoded: base64,
+      };
+      return event;
+    }
+    case 'http-api':
+    case 'function-url': {
+      // Payload 2.0: lowercase names, repeated values joined with commas, no body key when empty.
+      const headers = Object.fromEntries(
+        Object.entries(lower).map(([name, list]) => [name, list.join(',')]),
+      );
+      const event = {
+        version: '2.0' as const,
+        routeKey: trigger === 'http-api' ? `${method} ${path}` : '$default',
+        rawPath: path,
+        rawQueryString: '',
+        headers,
+        requestContext: {
+          http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1' },
+          requestId: randomUUID(),
+        },
+        ...(body !== null && { body }),
+        isBase64Encoded: base64,
+      };
+      return event;
+    }
+    case 'alb':
+    case 'alb-multi-value': {
+      const event = {
+        requestContext: { elb: { targetGroupArn: 'arn:aws:elasticloadbalancing:test' } },
+        httpMethod: method,
+        path,
+        ...(trigger === 'alb'
+          ? { headers: lastOf(lower), queryStringParameters: {} }
+          : { multiValueHeaders: lower, multiValueQueryStringParameters: {} }),
+        body: body ?? '',
+        isBase64Encoded: base64,
+      };
+      return event;
+    }
+  }
+}
+
+/** The answer a trigger makes of a result: an ALB with multi-value headers reads only those. */
+function headersOf(trigger: Trigger, result: LambdaResult): Record<string, string> {
+  if (trigger === 'alb-multi-value') {
+    if (result.headers || !result.multiValueHeaders) throw new Error('expected multiValueHeaders');
+    return lastOf(result.multiValueHeaders);
+  }
+  if (!result.headers || result.multiValueHeaders) throw new Error('expected headers');
+  return result.headers;
+}
+
+async function received(req: IncomingMessage): Promise<Received> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return {
+    method: req.method ?? 'GET',
+    path: new URL(req.url ?? '/', 'http://localhost').pathname,
+    rawHeaders: req.rawHeaders,
+    body: Buffer.concat(chunks),
+  };
+}
+
+/** A loopback server that plays `trigger` in front of the handler. */
+function serveBehind(trigger: Trigger, base64: boolean, receiver: Receiver) {
+  const handler = lambdaHandler(receiver);
+  const server = createServer(async (req, res) => {
+    const event = eventOf(trigger, await received(req), base64);
+    const result = await handler(event, {});
+    const body = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body;
+    try {
+      res.writeHead(result.statusCode, headersOf(trigger, result)).end(body);
+    } catch (error) {
+      // As a trigger does with a result it cannot read.
+      res.writeHead(502).end(JSON.stringify({ message: String(error) }));
+    }
+  });
+  return listen(server.listen(0, '127.0.0.1'));
+}
+
+const TRIGGERS: Trigger[] = ['rest', 'http-api', 'function-url', 'alb', 'alb-multi-value'];
+
+for (const trigger of TRIGGERS) {
+  for (const base64 of [false, true]) {
+    adapterSuite(
+      `lambda behind ${trigger}${base64 ? ', base64 bodies' : ''}`,
+      (receiver) => serveBehind(trigger, base64, receiver),
+      { wholeBodies: true },
+    );
+  }
+}
+
+describe('lambdaHandler called with events', () => {
+  const delivery = createTestDelivery();
+
+  function handler() {
+    const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
+    return lambdaHandler(receiver);
+  }
+
+  it.each(TRIGGERS.flatMap((trigger) => [false, true].map((base64) => [trigger, base64] as const)))(
+    'answers %s (base64: %s) 200 processed, then duplicate to the retry, in its shape',
+    async (trigger, base64) => {
+      const handle = handler();
+      const request: Received = {
+        method: 'POST',
+        path: '/webhooks',
+        rawHeaders: Object.entries(delivery.headers).flat(),
+        body: Buffer.from(delivery.body),
+      };
+      const event = eventOf(trigger, request, base64);
+      const first = await handle(event);
+      expect(first.statusCode).toBe(200);
+      expect(JSON.parse(first.body)).toMatchObject({ outcome: 'processed' });
+      expect(headersOf(trigger, first)).toEqual({ 'content-type': 'application/json' });
+      const retry = await handle(event);
+      expect([retry.statusCode, JSON.parse(retry.body)]).toEqual([
+        200,
+        { ok: true, outcome: 'duplicate', idempotencyKey: delivery.idempotencyKey },
+      ]);
+    },
+  );
+
+  it.each(TRIGGERS)('answers %s 401 invalid_signature to a wrong signature', async (trigger) => {
+    const request: Received = {
+      method: 'POST',
+      path: '/webhooks',
+      rawHeaders: Object.entries({
+        ...delivery.headers,
+        signature: sign(delivery.body, 'other'),
+      }).flat(),
+      body: Buffer.from(delivery.body),
+    };
+    const result = await handler()(eventOf(trigger, request, true));
+    expect([result.statusCode, JSON.parse(result.body)]).toEqual([
+      401,
+      { ok: false, outcome: 'invalid_signature' },
+    ]);
+  });
+
+  it('answers 400 malformed to a body flagged base64 that is not', async () => {
+    const request: Received = {
+      method: 'POST',
+      path: '/webhooks',
+      rawHeaders: Object.entries(delivery.headers).flat(),
+      body: Buffer.from(delivery.body),
+    };
+    const event = { ...eventOf('http-api', request, false), isBase64Encoded: true };
+    const result = await handler()(event);
+    expect([result.statusCode, JSON.parse(result.body)]).toEqual([
+      400,
+      { ok: false, outcome: 'malformed' },
+    ]);
+  });
+});

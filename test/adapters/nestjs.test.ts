@@ -1,0 +1,228 @@
+import {
+  Body,
+  Controller,
+  Inject,
+  Injectable,
+  Module,
+  Post,
+  type DynamicModule,
+  type INestApplication,
+  type LoggerService,
+  type Provider,
+} from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { Server } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { OnSchoolEvent, SchoolhooksModule, SchoolhooksReceiver } from '../../adapters/nestjs.js';
+import {
+  ConfigError,
+  type Receiver,
+  type SchoolhooksError,
+  type WebhookEvent,
+} from '../../src/index.js';
+import { createTestDelivery, fixtureDelivery, SECRET, sign } from '../helpers/deliveries.js';
+import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+
+type Platform = 'express' | 'fastify';
+
+@Controller()
+class Orders {
+  @Post('orders')
+  create(@Body() body: unknown) {
+    return { parsed: body };
+  }
+}
+
+function appModule(schoolhooks: DynamicModule, providers: Provider[] = []) {
+  @Module({ imports: [schoolhooks], controllers: [Orders], providers })
+  class AppModule {}
+  return AppModule;
+}
+
+/** Lines the app logged, for the test to read. */
+class Recorded implements LoggerService {
+  readonly lines: string[] = [];
+  log(message: unknown) {
+    this.lines.push(String(message));
+  }
+  error(message: unknown) {
+    this.lines.push(String(message));
+  }
+  warn(message: unknown) {
+    this.lines.push(String(message));
+  }
+}
+
+interface Start {
+  platform: Platform;
+  module: ReturnType<typeof appModule>;
+  /** Nest's own switch for the raw body. */
+  rawBody?: boolean;
+  /** The JSON parser's limit; the receiver's maxBodyBytes in the suite. */
+  bodyLimit?: number;
+  logger?: LoggerService | false;
+}
+
+/** Create the app on one platform and listen on loopback. */
+async function startNest({
+  platform,
+  module,
+  rawBody = true,
+  bodyLimit = 1024 * 1024,
+  logger = false,
+}: Start): Promise<{ app: INestApplication; server: AdapterServer }> {
+  // abortOnError: false, so a start-up error rejects instead of ending the process.
+  const options = { rawBody, logger, abortOnError: false };
+  let app: INestApplication;
+  if (platform === 'express') {
+    const express = await NestFactory.create<NestExpressApplication>(module, options);
+    express.useBodyParser('json', { limit: bodyLimit });
+    app = express;
+  } else {
+    app = await NestFactory.create<NestFastifyApplication>(
+      module,
+      new FastifyAdapter({ bodyLimit }),
+      options,
+    );
+  }
+  await app.listen(0, '127.0.0.1');
+  const listening = await listen(app.getHttpServer() as Server, '');
+  return {
+    app,
+    server: {
+      url: listening.url,
+      close: async () => {
+        (app.getHttpServer() as Server).closeAllConnections();
+        await app.close();
+      },
+    },
+  };
+}
+
+for (const platform of ['express', 'fastify'] as const) {
+  adapterSuite(
+    `nestjs on ${platform}`,
+    async (receiver) => {
+      const module = appModule(SchoolhooksModule.forRoot({ receiver, path: '/webhooks' }));
+      const { server } = await startNest({ platform, module, bodyLimit: receiver.maxBodyBytes });
+      return { ...server, url: `${server.url}/webhooks` };
+    },
+    { wholeBodies: true, frameworkRefusals: true },
+  );
+
+  describe(`SchoolhooksModule in a Nest app on ${platform}`, () => {
+    let server: AdapterServer | undefined;
+    afterEach(() => server?.close());
+
+    @Injectable()
+    class Payments {
+      readonly granted: number[] = [];
+      @OnSchoolEvent('PaymentCompleted')
+      async grant(event: WebhookEvent<'PaymentCompleted'>) {
+        this.granted.push(event.data.payment.invoice.totalAmount);
+      }
+    }
+
+    @Injectable()
+    class Audit {
+      readonly seen: string[] = [];
+      constructor(@Inject(SchoolhooksReceiver) receiver: SchoolhooksReceiver) {
+        receiver.onError((error: SchoolhooksError) => void this.seen.push(error.code));
+      }
+      @OnSchoolEvent(['UserSignedUp', 'CourseCompleted'])
+      record(event: WebhookEvent<'UserSignedUp' | 'CourseCompleted'>) {
+        this.seen.push(event.event);
+      }
+    }
+
+    async function start(schoolhooks: DynamicModule, extra: Partial<Start> = {}) {
+      const module = appModule(schoolhooks, [Payments, Audit]);
+      const started = await startNest({ platform, module, ...extra });
+      server = started.server;
+      return { origin: server.url, app: started.app };
+    }
+
+    it('runs @OnSchoolEvent methods with this = their provider', async () => {
+      const { origin, app } = await start(
+        SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }),
+      );
+      const payment = fixtureDelivery('PaymentCompleted');
+      const signup = fixtureDelivery('UserSignedUp');
+      for (const delivery of [payment, signup]) {
+        expectAnswer(await post(`${origin}/webhooks/school`, delivery), 200, {
+          ok: true,
+          outcome: 'processed',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+      }
+      const amount = (
+        JSON.parse(payment.body) as { data: { payment: { invoice: { totalAmount: number } } } }
+      ).data.payment.invoice.totalAmount;
+      expect(app.get(Payments).granted).toEqual([amount]);
+      expect(app.get(Audit).seen).toEqual(['UserSignedUp']);
+    });
+
+    it('builds the receiver with forRootAsync from injected providers, and injects it', async () => {
+      const SECRET_TOKEN = Symbol('secret');
+      @Module({ providers: [{ provide: SECRET_TOKEN, useValue: SECRET }], exports: [SECRET_TOKEN] })
+      class Secrets {}
+      const { origin, app } = await start(
+        SchoolhooksModule.forRootAsync({
+          path: '/webhooks/school',
+          imports: [Secrets],
+          inject: [SECRET_TOKEN],
+          useFactory: (secret: string) => ({ secret }),
+        }),
+      );
+      const delivery = createTestDelivery();
+      const headers = { ...delivery.headers, signature: sign(delivery.body, 'another secret') };
+      expectAnswer(await post(`${origin}/webhooks/school`, { body: delivery.body, headers }), 401, {
+        ok: false,
+        outcome: 'invalid_signature',
+      });
+      expect(app.get(Audit).seen).toEqual(['invalid_signature']);
+      expect(app.get<Receiver>(SchoolhooksReceiver).maxBodyBytes).toBe(1024 * 1024);
+    });
+
+    it("leaves the app's own JSON routes parsed", async () => {
+      const { origin } = await start(
+        SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }),
+      );
+      const response = await fetch(`${origin}/orders`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 7 }),
+      });
+      expect(await response.json()).toEqual({ parsed: { id: 7 } });
+    });
+
+    it('answers 500 body_unavailable without rawBody: true, and logs the fix', async () => {
+      const logger = new Recorded();
+      const { origin, app } = await start(
+        SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }),
+        { rawBody: false, logger },
+      );
+      expectAnswer(await post(`${origin}/webhooks/school`, createTestDelivery()), 500, {
+        ok: false,
+        outcome: 'body_unavailable',
+      });
+      expect(app.get(Audit).seen).toEqual(['config']);
+      expect(logger.lines.join('\n')).toContain('NestFactory.create(AppModule, { rawBody: true })');
+    });
+  });
+}
+
+it('refuses @OnSchoolEvent on a request-scoped provider, at start-up', async () => {
+  const { Scope } = await import('@nestjs/common');
+  @Injectable({ scope: Scope.REQUEST })
+  class PerRequest {
+    @OnSchoolEvent('PaymentCompleted')
+    grant() {}
+  }
+  const module = appModule(SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks' }), [
+    PerRequest,
+  ]);
+  await expect(startNest({ platform: 'express', module })).rejects.toThrow(ConfigError);
+});
