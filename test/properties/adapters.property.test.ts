@@ -113,6 +113,8 @@ async function post(
     headers: whole ? { ...headers, 'content-length': Buffer.byteLength(body) } : headers,
   });
   const responded = once(req, 'response') as Promise<[IncomingMessage]>;
+  // After a 413 the server closes the connection: writing the rest of the body may then fail.
+  req.on('error', () => {});
   for (const chunk of whole ? [body] : body.chunks) req.write(chunk);
   req.end();
   const [res] = await responded;
