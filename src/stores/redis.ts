@@ -10,8 +10,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { ClaimResult, IdempotencyStore } from './types.js';
-import { Deadline, DeadlineQueue } from '../deadlines.js';
-import { LazySignal } from '../lazy-signal.js';
+import { BoundedCalls, type BoundedCall as Call } from '../bounded-calls.js';
 import { readinessOf } from './client-readiness.js';
 
 /** Options of {@link redisStore}. */
@@ -30,45 +29,6 @@ export interface RedisStoreOptions {
    * receiver answers 503 `store_unavailable`). Default 1000.
    */
   commandTimeoutMs?: number;
-}
-
-/**
- * One store call in progress: `deadline` on this process's clock; `aborted` (and `signal`, made
- * on first use) once it has passed.
- */
-interface Call {
-  readonly deadline: number;
-  readonly aborted: boolean;
-  readonly signal: AbortSignal;
-}
-
-/** A call with its deadline: settled by its result, or aborted when the deadline passes. */
-class BoundedCall extends Deadline implements Call {
-  // Only a call that waits for the client to connect reads its signal.
-  readonly #abort = new LazySignal();
-  readonly #onExpire: () => void;
-
-  constructor(
-    readonly deadline: number,
-    onExpire: () => void,
-  ) {
-    super();
-    this.#onExpire = onExpire;
-  }
-
-  get aborted(): boolean {
-    return LazySignal.aborted(this.#abort);
-  }
-
-  get signal(): AbortSignal {
-    return this.#abort.signal;
-  }
-
-  /** At the deadline: the operation sends nothing more, and its caller is told it failed. */
-  expire(): void {
-    LazySignal.abort(this.#abort);
-    this.#onExpire();
-  }
 }
 
 /**
@@ -192,8 +152,12 @@ export function redisStore({
   const keyPrefix = namespace ? `${prefix}${namespace}:` : prefix;
   // Redis's clock minus ours, learnt from every claim's reply (which carries Redis's TIME).
   let clockOffsetMs = 0;
-  // One timer for all calls in flight: they share commandTimeoutMs, so they expire in order.
-  const deadlines = new DeadlineQueue(commandTimeoutMs);
+  // Every call bounded by commandTimeoutMs, with one timer for all of them.
+  const calls = new BoundedCalls(commandTimeoutMs, {
+    timedOut: (name) =>
+      new StoreUnavailableError(`Redis did not answer ${name} within ${commandTimeoutMs} ms`),
+    failed: unavailable,
+  });
   // A client still connecting is waited for (within the call's time); any other fails at once.
   const connected = readinessOf(client, notReady);
 
@@ -203,7 +167,7 @@ export function redisStore({
       const redisKey = keyPrefix + hashTag(key);
       const lease = LEASE + token;
       const px = milliseconds(leaseMs, 'leaseMs');
-      return bounded(
+      return calls.run(
         'claim',
         async (call) => {
           // Redis refuses the claim once 90% of the budget is gone on its clock: a claim it
@@ -244,49 +208,15 @@ export function redisStore({
     async complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void> {
       const redisKey = keyPrefix + hashTag(key);
       const args = [LEASE + token, DONE + fingerprint, milliseconds(ttlMs, 'ttlMs')];
-      await bounded('complete', (call) => evalScript(COMPLETE, redisKey, args, call));
+      await calls.run('complete', (call) => evalScript(COMPLETE, redisKey, args, call));
     },
 
     async release(key: string, token: string): Promise<void> {
       const redisKey = keyPrefix + hashTag(key);
-      await bounded('release', (call) => evalScript(RELEASE, redisKey, [LEASE + token], call));
+      await calls.run('release', (call) => evalScript(RELEASE, redisKey, [LEASE + token], call));
     },
   };
   return store;
-
-  /**
-   * Runs `operation` with a deadline `commandTimeoutMs` from now and rejects with
-   * `StoreUnavailableError` at the deadline or on any failure. At the deadline the call aborts,
-   * so the operation sends nothing more; `onLate` sees a result that arrives after the caller
-   * was already told it failed.
-   */
-  function bounded<T>(
-    name: string,
-    operation: (call: Call) => Promise<T>,
-    onLate?: (result: T) => void,
-  ): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const call = new BoundedCall(Date.now() + commandTimeoutMs, () => {
-        reject(
-          new StoreUnavailableError(`Redis did not answer ${name} within ${commandTimeoutMs} ms`),
-        );
-      });
-      deadlines.add(call);
-      operation(call).then(
-        (result) => {
-          // After the deadline nobody awaits the result: only onLate sees it.
-          if (call.aborted) return onLate?.(result);
-          deadlines.remove(call);
-          resolve(result);
-        },
-        (error: unknown) => {
-          if (call.aborted) return;
-          deadlines.remove(call);
-          reject(unavailable(name, error));
-        },
-      );
-    });
-  }
 
   /**
    * EVALSHA, or EVAL when Redis answers NOSCRIPT (first use, a restarted or flushed server, a
