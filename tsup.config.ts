@@ -9,6 +9,7 @@ export default defineConfig({
     node: 'adapters/node.ts',
     fetch: 'adapters/fetch.ts',
     redis: 'src/stores/redis.ts',
+    postgres: 'src/postgres.ts',
     otel: 'src/otel/index.ts',
     bullmq: 'src/inbox/bullmq.ts',
     api: 'src/api/index.ts',
@@ -26,7 +27,16 @@ export default defineConfig({
   target: 'node20',
   // The inspector finds its page next to its bundle with import.meta.url, in the CJS build too.
   shims: true,
-  external: ['express', 'hono', 'ioredis', 'bullmq', '@hono/node-server', '@opentelemetry/api'],
+  external: [
+    'express',
+    'hono',
+    'ioredis',
+    'bullmq',
+    'pg',
+    'pg-boss',
+    '@hono/node-server',
+    '@opentelemetry/api',
+  ],
   // The inspector's page (`listen --ui`) ships as plain files next to the bundles, read at runtime.
   async onSuccess() {
     cpSync('src/cli/inspector/assets', 'dist/inspector', { recursive: true });
