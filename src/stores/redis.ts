@@ -113,6 +113,11 @@ function hashTag(idempotencyKey: string): string {
  *   reaches Redis after its caller was told it failed (ioredis re-sends commands that were in
  *   flight when a connection dropped) writes nothing: the script checks the deadline on Redis's
  *   clock, whose offset from this process's clock the store keeps measuring.
+ * - A completion that fails because Redis is unreachable is kept and sent again, with the same
+ *   token, once the client is ready (and before a resend of that delivery here is claimed),
+ *   until the lease would have ended: a Redis restart mid-delivery neither runs a processed
+ *   event again nor holds its resends at 409 `in_flight` for `leaseMs` (with a persistent Redis;
+ *   one that restarts empty has forgotten every key anyway).
  * - ioredis defaults are fine (`enableOfflineQueue` may stay on or be turned off); the store
  *   holds no connection state of its own, so it works again as soon as the client reconnects.
  *
@@ -160,6 +165,11 @@ export function redisStore({
   });
   // A client still connecting is waited for (within the call's time); any other fails at once.
   const connected = readinessOf(client, notReady);
+  // Completions that failed while Redis was unreachable, by Redis key: sent again with the same
+  // token once the client is ready, until the lease they complete would have ended anyway.
+  const unfinished = new Map<string, UnfinishedCompletion>();
+  // The receiver gives one leaseMs to every claim: the longest an unfinished completion matters.
+  let longestLeaseMs = 0;
 
   const store: IdempotencyStore = {
     async claim(key: string, leaseMs: number): Promise<ClaimResult> {
@@ -167,6 +177,13 @@ export function redisStore({
       const redisKey = keyPrefix + hashTag(key);
       const lease = LEASE + token;
       const px = milliseconds(leaseMs, 'leaseMs');
+      if (px > longestLeaseMs) longestLeaseMs = px;
+      // A resend of a delivery whose completion is still unfinished here: finish it first, so
+      // the resend is a duplicate rather than in_flight.
+      if (unfinished.size !== 0) {
+        const pending = unfinished.get(redisKey);
+        if (pending !== undefined) await retryCompletion(redisKey, pending);
+      }
       return calls.run(
         'claim',
         async (call) => {
@@ -208,7 +225,12 @@ export function redisStore({
     async complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void> {
       const redisKey = keyPrefix + hashTag(key);
       const args = [LEASE + token, DONE + fingerprint, milliseconds(ttlMs, 'ttlMs')];
-      await calls.run('complete', (call) => evalScript(COMPLETE, redisKey, args, call));
+      try {
+        await calls.run('complete', (call) => evalScript(COMPLETE, redisKey, args, call));
+      } catch (error) {
+        keepUnfinished(redisKey, args);
+        throw error;
+      }
     },
 
     async release(key: string, token: string): Promise<void> {
@@ -217,6 +239,45 @@ export function redisStore({
     },
   };
   return store;
+
+  /**
+   * Keep a completion Redis did not confirm, to send again (the script acts only while the
+   * token still owns the key, so sending it twice, or after the lease, changes nothing wrong).
+   */
+  function keepUnfinished(redisKey: string, args: readonly (string | number)[]): void {
+    if (longestLeaseMs === 0) return;
+    unfinished.set(redisKey, { args, until: Date.now() + longestLeaseMs, retry: undefined });
+    if (unfinished.size === 1) client.on('ready', retryUnfinished);
+    // Still connected (Redis was slow, not gone): no 'ready' will come, so try again soon.
+    if (client.status === 'ready') setTimeout(retryUnfinished, commandTimeoutMs).unref?.();
+  }
+
+  function retryUnfinished(): void {
+    for (const [redisKey, pending] of unfinished) void retryCompletion(redisKey, pending);
+  }
+
+  /** Send an unfinished completion again; resolves once it is done or still failing. */
+  function retryCompletion(redisKey: string, pending: UnfinishedCompletion): Promise<void> {
+    if (Date.now() > pending.until) {
+      forget(redisKey, pending);
+      return Promise.resolve();
+    }
+    pending.retry ??= calls
+      .run('complete', (call) => evalScript(COMPLETE, redisKey, pending.args, call))
+      .then(
+        () => forget(redisKey, pending),
+        () => {
+          pending.retry = undefined;
+        },
+      );
+    return pending.retry;
+  }
+
+  function forget(redisKey: string, pending: UnfinishedCompletion): void {
+    if (unfinished.get(redisKey) !== pending) return;
+    unfinished.delete(redisKey);
+    if (unfinished.size === 0) client.off('ready', retryUnfinished);
+  }
 
   /**
    * EVALSHA, or EVAL when Redis answers NOSCRIPT (first use, a restarted or flushed server, a
@@ -248,6 +309,13 @@ export function redisStore({
   function notReady(): Error {
     return new Error(`the Redis client is not ready (status: ${client.status})`);
   }
+}
+
+/** A completion to send again: the script's arguments, until when it matters, the retry running. */
+interface UnfinishedCompletion {
+  readonly args: readonly (string | number)[];
+  readonly until: number;
+  retry: Promise<void> | undefined;
 }
 
 function heldBy(value: string | undefined): ClaimResult {
