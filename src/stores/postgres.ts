@@ -11,7 +11,9 @@ import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './types.js';
 
-declare module '../run-handlers.js' {
+// Named by the package's name, not a relative path, so the built types augment the very
+// interface users import from 'schoolhooks'.
+declare module 'schoolhooks' {
   /** With `schoolhooks/postgres` imported, `ctx.transaction` is pg's `PoolClient`. */
   interface HandlerTransactions {
     postgres: PoolClient;
