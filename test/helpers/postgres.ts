@@ -8,9 +8,9 @@
 
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, chown, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './redis.js';
 
@@ -62,8 +62,11 @@ export async function startPostgresCluster(): Promise<PostgresClusterProcess> {
     await chown(dir, uid, gid);
     await chmod(dir, 0o700);
   }
-  const as = (command: string, args: string[]): Promise<void> =>
-    asRoot ? run('runuser', ['-u', 'postgres', '--', command, ...args]) : run(command, args);
+  const bin = await postgresBin();
+  const as = (command: string, args: string[]): Promise<void> => {
+    const path = join(bin, command);
+    return asRoot ? run('runuser', ['-u', 'postgres', '--', path, ...args]) : run(path, args);
+  };
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
   const url = `postgres://postgres@127.0.0.1:${port}/test`;
   const cluster: PostgresClusterProcess = {
@@ -127,6 +130,22 @@ export async function dropTables(pool: pg.Pool, tables: readonly string[]): Prom
     [tables],
   );
   for (const name of tables) await pool.query(`DROP TABLE IF EXISTS "${name}"`);
+}
+
+/**
+ * Where `initdb` and `pg_ctl` are: on the PATH, or in Debian's `/usr/lib/postgresql/<version>/bin`
+ * (the newest), which the `postgresql` package does not put on the PATH.
+ */
+async function postgresBin(): Promise<string> {
+  try {
+    return dirname((await capture('sh', ['-c', 'command -v initdb'])).trim());
+  } catch {
+    const versions = (await readdir('/usr/lib/postgresql').catch(() => [] as string[]))
+      .filter((version) => /^\d+$/.test(version))
+      .sort((a, b) => Number(b) - Number(a));
+    if (versions[0] === undefined) throw new Error('initdb was not found (install postgresql)');
+    return join('/usr/lib/postgresql', versions[0], 'bin');
+  }
 }
 
 async function idsOf(user: string): Promise<{ uid: number; gid: number }> {
