@@ -11,9 +11,9 @@ import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './types.js';
 
-// Named by the package's name, not a relative path, so the built types augment the very
-// interface users import from 'schoolhooks'.
-declare module 'schoolhooks' {
+// In the built types this module is named 'schoolhooks' (scripts/name-augmentations.mjs), the
+// module users import HandlerTransactions from.
+declare module '../run-handlers.js' {
   /** With `schoolhooks/postgres` imported, `ctx.transaction` is pg's `PoolClient`. */
   interface HandlerTransactions {
     postgres: PoolClient;

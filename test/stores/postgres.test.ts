@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeListener } from '../../adapters/node.js';
 import { ConfigError, StoreUnavailableError } from '../../src/errors.js';
 import { createReceiver, type Receiver } from '../../src/receiver.js';
+import { memoryInbox } from '../../src/inbox/memory.js';
 import { memoryStore } from '../../src/stores/memory.js';
 import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';
 import type { ClaimResult } from '../../src/stores/types.js';
@@ -331,6 +332,34 @@ describe('postgresStore behind a receiver, over HTTP', () => {
     } finally {
       await close();
       await dead.end();
+    }
+  });
+
+  it("runs an inbox worker's handlers in the transaction too, retrying a failed run clean", async () => {
+    const effects = table('sh_effects');
+    await pool.query(`CREATE TABLE "${effects}" (key text)`);
+    const inbox = memoryInbox({ backoffMs: 10 });
+    const receiver = createReceiver({
+      secret: SECRET,
+      store: postgresStore({ pool, table: table() }),
+      inbox,
+    });
+    let runs = 0;
+    receiver.on('UserSignedIn', async (event, ctx) => {
+      await ctx.transaction!.query(`INSERT INTO "${effects}" VALUES ($1)`, [event.idempotencyKey]);
+      if (++runs === 1) throw new Error('first run fails');
+    });
+    const worker = inbox.work(receiver);
+    try {
+      const request = signedRequest({ event: 'UserSignedIn', data: {} });
+      expect((await receiver.handle(request)).outcome).toBe('queued');
+      await inbox.idle();
+      expect(runs).toBe(2);
+      const { rows } = await pool.query(`SELECT key FROM "${effects}"`);
+      expect(rows).toHaveLength(1);
+    } finally {
+      await worker.close();
+      await inbox.close();
     }
   });
 
