@@ -183,6 +183,8 @@ export function postgresStore({
 
   // Claims held by this process, by lease token.
   const holders = new Map<string, Holder>();
+  // Abandoned claims whose session is still closing, by key.
+  const closing = new Map<string, Promise<void>>();
   let tableReady: Promise<void> | undefined;
   let tableMade = false;
   let lastSweep = 0;
@@ -232,7 +234,19 @@ export function postgresStore({
     if (holder === undefined) return;
     holders.delete(token);
     clearTimeout(holder.lease);
-    destroy(holder.client, reason);
+    // The lock goes when the server has ended the session, a moment after the close is sent: a
+    // claim of the same key here waits for that rather than answer in_flight meanwhile.
+    const { key, client } = holder;
+    // (Bounded: a connection that had already dropped emits no second 'end'.)
+    const ended = new Promise<void>((resolve) => {
+      client.once('end', () => resolve());
+      setTimeout(resolve, connectTimeoutMs / 2).unref?.();
+    });
+    closing.set(key, ended);
+    void ended.then(() => {
+      if (closing.get(key) === ended) closing.delete(key);
+    });
+    destroy(client, reason);
   }
 
   /** Takes the holder of `token` for `key` out of the map, or undefined if it has none. */
@@ -250,6 +264,11 @@ export function postgresStore({
       step(call);
     }
     sweep();
+    const abandoned = closing.get(key);
+    if (abandoned !== undefined) {
+      await abandoned;
+      step(call);
+    }
     const client = await pool.connect();
     // A checked-out client whose connection breaks emits 'error'; its queries fail on their own.
     client.on('error', noop);
