@@ -23,9 +23,9 @@ const FIXTURE = fileURLToPath(new URL('./fixtures/postgres-receiver-process.ts',
 const ACCEPTED = new Set([200, 201, 202]);
 /** Events sent; every one must end with exactly one effect. */
 const EVENTS = 300;
-const RECEIVERS = 4;
-/** How often one receiver, picked at random, is killed (and a new one started). */
-const KILL_EVERY_MS = 400;
+const RECEIVERS = 5;
+/** One receiver, picked at random, is killed (and a new one started) every this many events. */
+const KILL_EVERY = 30;
 
 interface ReceiverProcess {
   readonly port: number;
@@ -47,6 +47,8 @@ let pool: pg.Pool;
 const table = uniqueTable('sh_crash');
 const effects = uniqueTable('sh_crash_effects');
 const receivers: ReceiverProcess[] = [];
+/** Receivers still starting (after a kill): afterAll waits for them, so none is left running. */
+const starting = new Set<Promise<unknown>>();
 
 beforeAll(async () => {
   database = await useTestPostgres();
@@ -60,6 +62,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await Promise.allSettled([...starting]);
   await Promise.all(receivers.map(stopReceiver));
   if (pool) {
     await dropTables(pool, [table, effects]);
@@ -74,20 +77,31 @@ describe('postgresStore under SIGKILL', () => {
     const attempts: Attempt[] = [];
     let sending = true;
     let kills = 0;
+    const accepted = (): number =>
+      attempts.filter((a) => a.status !== 'network' && ACCEPTED.has(a.status)).length;
+    // A kill after every KILL_EVERY accepted events (so the count does not depend on the
+    // machine's speed), at a random moment within the stream of deliveries.
+    let nextKillAt = KILL_EVERY;
     const killer = (async () => {
       while (sending) {
-        await sleep(KILL_EVERY_MS * (0.5 + Math.random()));
+        await sleep(5 + Math.random() * 20);
         const alive = receivers.filter((r) => r.alive);
         // Always leave one running, so the platform's retries have somewhere to go.
-        if (!sending || alive.length < 2) continue;
+        if (!sending || accepted() < nextKillAt || alive.length < 2) continue;
+        nextKillAt += KILL_EVERY;
         const victim = alive[Math.floor(Math.random() * alive.length)]!;
         victim.alive = false;
         victim.child.kill('SIGKILL');
         kills++;
-        void startReceiver().then((started) => receivers.push(started));
+        // A restart that fails leaves fewer receivers, which the retries survive.
+        const started = startReceiver().then(
+          (receiver) => receivers.push(receiver),
+          () => undefined,
+        );
+        starting.add(started);
+        void started.finally(() => starting.delete(started));
       }
     })();
-
     await inParallel(keys, 40, (key) => deliverUntilAccepted(body(key), attempts));
     sending = false;
     await killer;
