@@ -1,7 +1,6 @@
 /**
- * Postgres only: the idempotency store whose claim is a transaction the handlers write through
- * (`postgresStore`), and the inbox on pg-boss (`pgBossInbox`). Importing this entry loads
- * neither pg nor pg-boss: the caller passes a pool, and pg-boss is loaded by the inbox when made.
+ * Postgres: the idempotency store whose claim is a transaction the handlers write through
+ * (`postgresStore`). Importing this entry does not load pg: the caller passes a pool.
  * @module schoolhooks/postgres
  */
 
