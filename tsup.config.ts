@@ -6,6 +6,7 @@ import pkg from './package.json' with { type: 'json' };
 const CORE_ENTRIES: Record<string, string> = {
   index: 'src/index.ts',
   redis: 'src/stores/redis.ts',
+  postgres: 'src/postgres.ts',
   otel: 'src/otel/index.ts',
   bullmq: 'src/inbox/bullmq.ts',
   api: 'src/api/index.ts',

@@ -367,6 +367,9 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   compare('express', 'express-hand', 'express adapter / (e) hand-written express', 0.9);
   compare('hono', 'hono-hand', 'hono adapter / (e) hand-written hono', 0.9);
   compare('node-redis', 'minimal', 'node adapter + redisStore / (a)', 0.4);
+  // The price of a transaction per delivery (BEGIN, lock, read, upsert, COMMIT), no goal yet.
+  compare('node-postgres', 'minimal', 'node adapter + postgresStore / (a)');
+  compare('node-postgres', 'node-redis', 'postgresStore / redisStore, node adapter');
   for (const step of inProcess.steps) {
     out.push({
       name: `handle() in process, ${step.kind}`,
@@ -423,6 +426,23 @@ async function cleanRedis(): Promise<void> {
     } while (cursor !== '0');
   } finally {
     client.disconnect();
+  }
+}
+
+/** Drops the tables postgresStore made for the benchmark (`schoolhooks_bench_*`). */
+async function cleanPostgres(): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({
+    connectionString: process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test',
+  });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ name: string }>(
+      "SELECT tablename AS name FROM pg_tables WHERE tablename LIKE 'schoolhooks\\_bench\\_%'",
+    );
+    for (const { name } of rows) await client.query(`DROP TABLE IF EXISTS "${name}"`);
+  } finally {
+    await client.end();
   }
 }
 
@@ -491,6 +511,11 @@ async function main(): Promise<void> {
     await cleanRedis().catch((error: unknown) =>
       console.warn(`could not clean Redis: ${String(error)}`),
     );
+    if (MEASURED.includes('node-postgres')) {
+      await cleanPostgres().catch((error: unknown) =>
+        console.warn(`could not drop the bench tables: ${String(error)}`),
+      );
+    }
   }
 
   if (process.env.BENCH_IN_PROCESS === '0') {

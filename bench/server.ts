@@ -6,7 +6,7 @@
  * @module
  */
 
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
@@ -144,11 +144,17 @@ async function octokitWebServer(): Promise<Server> {
 // schoolhooks: the core with a handler for both events (so each is validated, claimed, run and
 // completed), behind each adapter.
 
-async function schoolhooksReceiver(store: 'memory' | 'redis' | 'redis+inbox', telemetry = false) {
+async function schoolhooksReceiver(store: StoreKind, telemetry = false) {
   const { createReceiver } = await import('../src/index.js');
   let storeOption = {};
   const telemetryOption = telemetry ? { telemetry: await recordingTelemetry() } : {};
-  if (store !== 'memory') {
+  if (store === 'postgres') {
+    const { default: pg } = await import('pg');
+    const { postgresStore } = await import('../src/stores/postgres.js');
+    // Each delivery in flight holds a connection until its commit: one per load connection.
+    const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 100 });
+    storeOption = { store: postgresStore({ pool, table: postgresBenchTable(namespace) }) };
+  } else if (store !== 'memory') {
     const { Redis } = await import('ioredis');
     const { redisStore } = await import('../src/stores/redis.js');
     // ioredis's defaults (enableAutoPipelining measured no better here: the two commands of a
@@ -177,6 +183,19 @@ async function schoolhooksReceiver(store: 'memory' | 'redis' | 'redis+inbox', te
   return receiver;
 }
 
+/** Where the benchmark runs postgresStore: `DATABASE_URL`, default the local test database. */
+const DATABASE_URL = process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * The table of one server's run: `schoolhooks_bench_` and a hash of its namespace (a valid
+ * identifier whatever the namespace); bench/run.ts drops them at the end.
+ */
+function postgresBenchTable(namespace: string): string {
+  return `schoolhooks_bench_${createHash('sha256').update(namespace).digest('hex').slice(0, 16)}`;
+}
+
+type StoreKind = 'memory' | 'redis' | 'redis+inbox' | 'postgres';
+
 /** Keys the benchmark writes to Redis start with this; bench/run.ts deletes them at the end. */
 const REDIS_PREFIX = 'schoolhooks-bench:';
 
@@ -201,10 +220,7 @@ async function countedInbox(client: Redis) {
   };
 }
 
-async function nodeAdapter(
-  store: 'memory' | 'redis' | 'redis+inbox',
-  telemetry = false,
-): Promise<Server> {
+async function nodeAdapter(store: StoreKind, telemetry = false): Promise<Server> {
   const { nodeListener } = await import('../adapters/node.js');
   const receiver = await schoolhooksReceiver(store, telemetry);
   return createServer(nodeListener(receiver, { path: BENCH_PATH }));
@@ -303,6 +319,7 @@ const factories: Record<ServerId, () => Promise<Server>> = {
   hono: honoAdapter,
   fetch: fetchAdapter,
   'node-redis': () => nodeAdapter('redis'),
+  'node-postgres': () => nodeAdapter('postgres'),
   'node-otel': () => nodeAdapter('memory', true),
   'node-inbox': () => nodeAdapter('redis+inbox'),
   octokit: octokitServer,

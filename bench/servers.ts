@@ -13,6 +13,7 @@ export const SERVER_IDS = [
   'hono',
   'fetch',
   'node-redis',
+  'node-postgres',
   'node-inbox',
   'node-otel',
   'octokit',
@@ -45,6 +46,10 @@ export const SERVERS: Record<ServerId, { label: string; style: SignatureStyle }>
     style: 'schoolhooks',
   },
   'node-redis': { label: '(c) schoolhooks node adapter + redisStore', style: 'schoolhooks' },
+  'node-postgres': {
+    label: '(c) schoolhooks node adapter + postgresStore (one transaction per delivery)',
+    style: 'schoolhooks',
+  },
   'node-inbox': {
     label: '(c) node adapter + redisStore + bullmqInbox (202 once the job is in Redis)',
     style: 'schoolhooks',

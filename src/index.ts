@@ -16,7 +16,7 @@ export type {
   WebhookResponseBody,
   WebhookResult,
 } from './receiver.js';
-export type { HandlerContext } from './run-handlers.js';
+export type { HandlerContext, HandlerTransaction, HandlerTransactions } from './run-handlers.js';
 export { OUTCOME_STATUS } from './outcome.js';
 export type { Outcome } from './outcome.js';
 export type { HeadersInput, HeadersLike } from './headers.js';
@@ -32,7 +32,12 @@ export type { SignatureFailure, SignatureFailureReason } from './signature-failu
 // Stores (redisStore lives in `schoolhooks/redis`, so the core never loads ioredis)
 export { memoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
-export type { ClaimResult, IdempotencyStore } from './stores/types.js';
+export type {
+  ClaimedKey,
+  ClaimResult,
+  ClaimTransaction,
+  IdempotencyStore,
+} from './stores/types.js';
 
 // The inbox (bullmqInbox lives in `schoolhooks/bullmq`, so the core never loads BullMQ)
 export { memoryInbox } from './inbox/index.js';

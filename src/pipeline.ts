@@ -42,7 +42,7 @@ import {
 import type { Fingerprint, RawBody, Verification } from './signature.js';
 import { signatureFailureOf } from './signature-failure.js';
 import type { SyncIdempotencyStore } from './stores/memory.js';
-import type { ClaimResult, IdempotencyStore } from './stores/types.js';
+import type { ClaimedKey, ClaimResult, IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, TraceCarrier } from './telemetry.js';
 
 const MINUTE = 60_000;
@@ -219,7 +219,8 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Step 7, claim: the lease token, or the ending of a key already taken: 200 `duplicate` (done
+   * Step 7, claim: the claimed key (its lease token, and a transaction if the store opened one),
+   * or the ending of a key already taken: 200 `duplicate` (done
    * with this body), 409 `conflict` (done with another body), 409 `in_flight`, 503 when the
    * store fails.
    */
@@ -228,7 +229,7 @@ export class DeliveryPipeline {
     body: RawBody,
     fingerprint: Fingerprint,
     envelope: { event: string; idempotencyKey: string },
-  ): string | Ending | Promise<string | Ending> {
+  ): ClaimedKey | Ending | Promise<ClaimedKey | Ending> {
     const { store, syncStore, leaseMs } = this.#config;
     let claimed: ClaimResult | Promise<ClaimResult>;
     try {
@@ -250,8 +251,8 @@ export class DeliveryPipeline {
     body: RawBody,
     fingerprint: Fingerprint,
     { event, idempotencyKey }: { event: string; idempotencyKey: string },
-  ): string | Ending | Promise<string | Ending> {
-    if (claim.state === 'claimed') return claim.token;
+  ): ClaimedKey | Ending | Promise<ClaimedKey | Ending> {
+    if (claim.state === 'claimed') return claim;
     if (claim.state === 'in_flight')
       return new Ending('in_flight', undefined, event, idempotencyKey);
     const duplicate = new Ending('duplicate', undefined, event, idempotencyKey);
@@ -273,11 +274,13 @@ export class DeliveryPipeline {
    * Step 8, dispatch: run the handlers (every one at once) against handlerTimeoutMs. 200
    * `processed` (the key completed), `ignored` when none is registered, 500 `handler_failed`
    * (the key released for a retry), 503 `timeout` (they go on; their end completes or releases).
+   * With a claim's transaction, the handlers write through it (`ctx.transaction`): completing
+   * commits it, so a completion that fails is 503 `store_unavailable`, and a timeout abandons it.
    */
   dispatch(
     event: WebhookEvent<string>,
     key: string,
-    token: string,
+    { token, transaction }: ClaimedKey,
     fingerprint: Fingerprint,
     attempt: number,
     observation: DeliveryObservation | undefined,
@@ -294,9 +297,12 @@ export class DeliveryPipeline {
     }
     const { handlerDeadlines } = this.#config;
     const startedAt = observation ? performance.now() : 0;
+    const client = transaction?.client;
     const ran = observation
-      ? observation.runHandlers(() => runHandlers(handlers, event, handlerDeadlines, attempt))
-      : runHandlers(handlers, event, handlerDeadlines, attempt);
+      ? observation.runHandlers(() =>
+          runHandlers(handlers, event, handlerDeadlines, attempt, client),
+        )
+      : runHandlers(handlers, event, handlerDeadlines, attempt, client);
     const settle = (settled: HandlersSettled): Ending | Promise<Ending> => {
       observation?.handlersEnded({
         result: settled.ok ? 'succeeded' : 'failed',
@@ -304,12 +310,10 @@ export class DeliveryPipeline {
         durationMs: performance.now() - startedAt,
       });
       if (settled.ok) {
-        return this.#completeThen(
-          key,
-          token,
-          fingerprint,
-          new Ending('processed', undefined, name, idempotencyKey),
-        );
+        const processed = new Ending('processed', undefined, name, idempotencyKey);
+        return transaction
+          ? this.#commitThen(key, token, fingerprint, processed)
+          : this.#completeThen(key, token, fingerprint, processed);
       }
       return this.#releaseThen(
         key,
@@ -325,6 +329,8 @@ export class DeliveryPipeline {
     if (!isPromiseLike(ran)) return settle(ran);
     return ran.then((first) => {
       if (!('later' in first)) return settle(first);
+      // Their transaction ends now, rolled back: nothing they write from here on commits.
+      transaction?.abandon();
       // They go on: success completes the key, failure releases it for the next retry.
       void first.later.then((settled) => {
         observation?.handlersEnded({
@@ -406,6 +412,34 @@ export class DeliveryPipeline {
   ): Ending | Promise<Ending> {
     const completing = this.complete(key, token, fingerprint);
     return completing ? completing.then(() => ending) : ending;
+  }
+
+  /**
+   * Complete a key whose claim holds the handlers' transaction: the completion is their commit,
+   * so unlike {@link complete} a failure is not acknowledged but answered 503 for a retry.
+   */
+  #commitThen(
+    key: string,
+    token: string,
+    fingerprint: Fingerprint,
+    ending: Ending,
+  ): Promise<Ending> {
+    const { store, dedupTtlMs } = this.#config;
+    return Promise.resolve()
+      .then(() => store.complete(key, token, dedupTtlMs, fingerprint))
+      .then(
+        () => ending,
+        (cause: unknown) =>
+          new Ending(
+            'store_unavailable',
+            new StoreUnavailableError(
+              "the idempotency store failed to commit the handlers' transaction",
+              { cause },
+            ),
+            ending.event,
+            ending.idempotencyKey,
+          ),
+      );
   }
 
   #releaseThen(key: string, token: string, ending: Ending): Ending | Promise<Ending> {

@@ -353,19 +353,20 @@ export function createReceiver({
 
     if (inbox !== undefined) {
       // Hand off: claim, store in the inbox, complete; workers validate and dispatch later.
-      let token = steps.claim(key, body, fingerprint, envelope);
-      if (isPromiseLike(token)) token = await token;
-      if (token instanceof Ending) return token;
+      let claim = steps.claim(key, body, fingerprint, envelope);
+      if (isPromiseLike(claim)) claim = await claim;
+      if (claim instanceof Ending) return claim;
+      const { token } = claim;
       // Awaited rather than returned: an async function that returns a promise pays two more turns.
       return await steps.handOff(parsed, signature!, token, fingerprint, inbox, observation);
     }
     // Or dispatch now: validate, claim, run the handlers.
     const event = steps.validate(parsed);
     if (event instanceof Ending) return event;
-    let token = steps.claim(key, body, fingerprint, envelope);
-    if (isPromiseLike(token)) token = await token;
-    if (token instanceof Ending) return token;
-    const ended = steps.dispatch(event, key, token, fingerprint, 1, observation);
+    let claim = steps.claim(key, body, fingerprint, envelope);
+    if (isPromiseLike(claim)) claim = await claim;
+    if (claim instanceof Ending) return claim;
+    const ended = steps.dispatch(event, key, claim, fingerprint, 1, observation);
     return isPromiseLike(ended) ? await ended : ended;
   }
 
@@ -385,10 +386,10 @@ export function createReceiver({
     if (event instanceof Ending) return event;
     // The delivery's own key was completed when it was stored; its run holds a key of its own.
     const key = runKeyOf(parsed.envelope.idempotencyKey);
-    let token = steps.claim(key, body, fingerprint, parsed.envelope);
-    if (isPromiseLike(token)) token = await token;
-    if (token instanceof Ending) return token;
-    const ended = steps.dispatch(event, key, token, fingerprint, attempt, observation);
+    let claim = steps.claim(key, body, fingerprint, parsed.envelope);
+    if (isPromiseLike(claim)) claim = await claim;
+    if (claim instanceof Ending) return claim;
+    const ended = steps.dispatch(event, key, claim, fingerprint, attempt, observation);
     return isPromiseLike(ended) ? await ended : ended;
   }
 

@@ -7,6 +7,17 @@ import { Deadline, type DeadlineQueue } from './deadlines.js';
 import { LazySignal } from './lazy-signal.js';
 import type { WebhookEvent } from './events/index.js';
 
+/**
+ * The transaction types stores give handlers, one member per store that opens one: empty in the
+ * core, so `ctx.transaction` is `undefined` there. `schoolhooks/postgres` adds pg's `PoolClient`
+ * by declaration merging, so importing it types `ctx.transaction` without the core knowing pg.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled by declaration merging
+export interface HandlerTransactions {}
+
+/** What `ctx.transaction` is: pg's `PoolClient` once `schoolhooks/postgres` is imported. */
+export type HandlerTransaction = HandlerTransactions[keyof HandlerTransactions];
+
 /** What a handler gets besides the event. */
 export interface HandlerContext {
   /** The delivery's idempotencyKey (also `event.idempotencyKey`). */
@@ -18,6 +29,12 @@ export interface HandlerContext {
    * own retries are new deliveries); with an inbox, the worker's attempt.
    */
   attempt: number;
+  /**
+   * With `postgresStore`: the pooled client, inside the transaction that the delivery's
+   * completion commits, so what a handler writes through it and the key are one commit (a
+   * failure or a timeout rolls both back). `undefined` with every other store.
+   */
+  transaction?: HandlerTransaction | undefined;
 }
 
 /** A handler as the receiver stores it, whatever event names it was registered for. */
@@ -38,6 +55,7 @@ class DeliveryContext extends LazySignal implements HandlerContext {
   constructor(
     readonly idempotencyKey: string,
     readonly attempt: number,
+    readonly transaction: HandlerTransaction | undefined,
   ) {
     super();
   }
@@ -57,8 +75,9 @@ export function runHandlers(
   event: WebhookEvent<string>,
   deadlines: DeadlineQueue,
   attempt = 1,
+  transaction?: HandlerTransaction,
 ): HandlersSettled | Promise<HandlersSettled | HandlersTimedOut> {
-  const context = new DeliveryContext(event.idempotencyKey, attempt);
+  const context = new DeliveryContext(event.idempotencyKey, attempt, transaction);
   // One entry per handler, in order: the promise it returned, or the error it threw.
   let outcomes: unknown[] | undefined;
   let pending = 0;

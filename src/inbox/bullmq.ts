@@ -7,7 +7,7 @@
 
 import { Queue, UnrecoverableError, Worker, type Job, type JobType } from 'bullmq';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
-import { Deadline, DeadlineQueue } from '../deadlines.js';
+import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { ConfigError } from '../errors.js';
 import { readinessOf } from '../stores/client-readiness.js';
 import type { Logger, Receiver } from '../receiver.js';
@@ -123,18 +123,6 @@ export function inboxJobId(idempotencyKey: string): string {
   return `${parseInt(escaped, 10)}` === escaped ? `#${escaped}` : escaped;
 }
 
-/** An enqueue in progress, rejected by the shared timer when its budget runs out. */
-class BoundedAdd extends Deadline {
-  aborted = false;
-  constructor(private readonly onExpire: () => void) {
-    super();
-  }
-  expire(): void {
-    this.aborted = true;
-    this.onExpire();
-  }
-}
-
 /**
  * Create an inbox on BullMQ. `handle()` of a receiver created with it answers 202 `queued` once
  * the delivery is a job in Redis; `inbox.work(receiver)` runs the handlers, in this process or
@@ -210,8 +198,11 @@ export function bullmqInbox({
     removeOnComplete: { age: Math.ceil(keepCompletedMs / 1000) },
     removeOnFail: { age: Math.ceil(keepFailedMs / 1000) },
   } as const;
-  // One timer for every enqueue in flight: they share enqueueTimeoutMs.
-  const deadlines = new DeadlineQueue(enqueueTimeoutMs);
+  // Every enqueue bounded by enqueueTimeoutMs, with one timer for all of them.
+  const enqueues = new BoundedCalls(enqueueTimeoutMs, {
+    timedOut: () => new Error(`Redis did not store the job within ${enqueueTimeoutMs} ms`),
+    failed: (_name, error) => (error instanceof Error ? error : new Error(String(error))),
+  });
   const workers = new Set<InboxWorker>();
   let closed = false;
 
@@ -222,7 +213,7 @@ export function bullmqInbox({
     return new Error(`the Redis client of the inbox is not ready (status: ${client.status})`);
   }
 
-  async function add(delivery: StoredDelivery, call: BoundedAdd): Promise<void> {
+  async function add(delivery: StoredDelivery, call: BoundedCall): Promise<void> {
     if (client.status !== 'ready') await connected(call);
     if (call.aborted) return;
     // A job with this id already there (a retry of the same event) is left as it is.
@@ -244,24 +235,7 @@ export function bullmqInbox({
 
     enqueue(delivery) {
       if (closed) return Promise.reject(new Error('the inbox is closed'));
-      return new Promise<void>((resolve, reject) => {
-        const call = new BoundedAdd(() =>
-          reject(new Error(`Redis did not store the job within ${enqueueTimeoutMs} ms`)),
-        );
-        deadlines.add(call);
-        add(delivery, call).then(
-          () => {
-            if (call.aborted) return;
-            deadlines.remove(call);
-            resolve();
-          },
-          (error: unknown) => {
-            if (call.aborted) return;
-            deadlines.remove(call);
-            reject(error instanceof Error ? error : new Error(String(error)));
-          },
-        );
-      });
+      return enqueues.run('enqueue', (call) => add(delivery, call));
     },
 
     work(receiver, { concurrency = 1, lockDurationMs, stalledIntervalMs } = {}) {

@@ -10,8 +10,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import type { ClaimResult, IdempotencyStore } from './types.js';
-import { Deadline, DeadlineQueue } from '../deadlines.js';
-import { LazySignal } from '../lazy-signal.js';
+import { BoundedCalls, type BoundedCall as Call } from '../bounded-calls.js';
 import { readinessOf } from './client-readiness.js';
 
 /** Options of {@link redisStore}. */
@@ -30,45 +29,6 @@ export interface RedisStoreOptions {
    * receiver answers 503 `store_unavailable`). Default 1000.
    */
   commandTimeoutMs?: number;
-}
-
-/**
- * One store call in progress: `deadline` on this process's clock; `aborted` (and `signal`, made
- * on first use) once it has passed.
- */
-interface Call {
-  readonly deadline: number;
-  readonly aborted: boolean;
-  readonly signal: AbortSignal;
-}
-
-/** A call with its deadline: settled by its result, or aborted when the deadline passes. */
-class BoundedCall extends Deadline implements Call {
-  // Only a call that waits for the client to connect reads its signal.
-  readonly #abort = new LazySignal();
-  readonly #onExpire: () => void;
-
-  constructor(
-    readonly deadline: number,
-    onExpire: () => void,
-  ) {
-    super();
-    this.#onExpire = onExpire;
-  }
-
-  get aborted(): boolean {
-    return LazySignal.aborted(this.#abort);
-  }
-
-  get signal(): AbortSignal {
-    return this.#abort.signal;
-  }
-
-  /** At the deadline: the operation sends nothing more, and its caller is told it failed. */
-  expire(): void {
-    LazySignal.abort(this.#abort);
-    this.#onExpire();
-  }
 }
 
 /**
@@ -153,6 +113,11 @@ function hashTag(idempotencyKey: string): string {
  *   reaches Redis after its caller was told it failed (ioredis re-sends commands that were in
  *   flight when a connection dropped) writes nothing: the script checks the deadline on Redis's
  *   clock, whose offset from this process's clock the store keeps measuring.
+ * - A completion that fails because Redis is unreachable is kept and sent again, with the same
+ *   token, once the client is ready (and before a resend of that delivery here is claimed),
+ *   until the lease would have ended: a Redis restart mid-delivery neither runs a processed
+ *   event again nor holds its resends at 409 `in_flight` for `leaseMs` (with a persistent Redis;
+ *   one that restarts empty has forgotten every key anyway).
  * - ioredis defaults are fine (`enableOfflineQueue` may stay on or be turned off); the store
  *   holds no connection state of its own, so it works again as soon as the client reconnects.
  *
@@ -192,10 +157,19 @@ export function redisStore({
   const keyPrefix = namespace ? `${prefix}${namespace}:` : prefix;
   // Redis's clock minus ours, learnt from every claim's reply (which carries Redis's TIME).
   let clockOffsetMs = 0;
-  // One timer for all calls in flight: they share commandTimeoutMs, so they expire in order.
-  const deadlines = new DeadlineQueue(commandTimeoutMs);
+  // Every call bounded by commandTimeoutMs, with one timer for all of them.
+  const calls = new BoundedCalls(commandTimeoutMs, {
+    timedOut: (name) =>
+      new StoreUnavailableError(`Redis did not answer ${name} within ${commandTimeoutMs} ms`),
+    failed: unavailable,
+  });
   // A client still connecting is waited for (within the call's time); any other fails at once.
   const connected = readinessOf(client, notReady);
+  // Completions that failed while Redis was unreachable, by Redis key: sent again with the same
+  // token once the client is ready, until the lease they complete would have ended anyway.
+  const unfinished = new Map<string, UnfinishedCompletion>();
+  // The receiver gives one leaseMs to every claim: the longest an unfinished completion matters.
+  let longestLeaseMs = 0;
 
   const store: IdempotencyStore = {
     async claim(key: string, leaseMs: number): Promise<ClaimResult> {
@@ -203,7 +177,14 @@ export function redisStore({
       const redisKey = keyPrefix + hashTag(key);
       const lease = LEASE + token;
       const px = milliseconds(leaseMs, 'leaseMs');
-      return bounded(
+      if (px > longestLeaseMs) longestLeaseMs = px;
+      // A resend of a delivery whose completion is still unfinished here: finish it first, so
+      // the resend is a duplicate rather than in_flight.
+      if (unfinished.size !== 0) {
+        const pending = unfinished.get(redisKey);
+        if (pending !== undefined) await retryCompletion(redisKey, pending);
+      }
+      return calls.run(
         'claim',
         async (call) => {
           // Redis refuses the claim once 90% of the budget is gone on its clock: a claim it
@@ -244,48 +225,58 @@ export function redisStore({
     async complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void> {
       const redisKey = keyPrefix + hashTag(key);
       const args = [LEASE + token, DONE + fingerprint, milliseconds(ttlMs, 'ttlMs')];
-      await bounded('complete', (call) => evalScript(COMPLETE, redisKey, args, call));
+      try {
+        await calls.run('complete', (call) => evalScript(COMPLETE, redisKey, args, call));
+      } catch (error) {
+        keepUnfinished(redisKey, args);
+        throw error;
+      }
     },
 
     async release(key: string, token: string): Promise<void> {
       const redisKey = keyPrefix + hashTag(key);
-      await bounded('release', (call) => evalScript(RELEASE, redisKey, [LEASE + token], call));
+      await calls.run('release', (call) => evalScript(RELEASE, redisKey, [LEASE + token], call));
     },
   };
   return store;
 
   /**
-   * Runs `operation` with a deadline `commandTimeoutMs` from now and rejects with
-   * `StoreUnavailableError` at the deadline or on any failure. At the deadline the call aborts,
-   * so the operation sends nothing more; `onLate` sees a result that arrives after the caller
-   * was already told it failed.
+   * Keep a completion Redis did not confirm, to send again (the script acts only while the
+   * token still owns the key, so sending it twice, or after the lease, changes nothing wrong).
    */
-  function bounded<T>(
-    name: string,
-    operation: (call: Call) => Promise<T>,
-    onLate?: (result: T) => void,
-  ): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const call = new BoundedCall(Date.now() + commandTimeoutMs, () => {
-        reject(
-          new StoreUnavailableError(`Redis did not answer ${name} within ${commandTimeoutMs} ms`),
-        );
-      });
-      deadlines.add(call);
-      operation(call).then(
-        (result) => {
-          // After the deadline nobody awaits the result: only onLate sees it.
-          if (call.aborted) return onLate?.(result);
-          deadlines.remove(call);
-          resolve(result);
-        },
-        (error: unknown) => {
-          if (call.aborted) return;
-          deadlines.remove(call);
-          reject(unavailable(name, error));
+  function keepUnfinished(redisKey: string, args: readonly (string | number)[]): void {
+    if (longestLeaseMs === 0) return;
+    unfinished.set(redisKey, { args, until: Date.now() + longestLeaseMs, retry: undefined });
+    if (unfinished.size === 1) client.on('ready', retryUnfinished);
+    // Still connected (Redis was slow, not gone): no 'ready' will come, so try again soon.
+    if (client.status === 'ready') setTimeout(retryUnfinished, commandTimeoutMs).unref?.();
+  }
+
+  function retryUnfinished(): void {
+    for (const [redisKey, pending] of unfinished) void retryCompletion(redisKey, pending);
+  }
+
+  /** Send an unfinished completion again; resolves once it is done or still failing. */
+  function retryCompletion(redisKey: string, pending: UnfinishedCompletion): Promise<void> {
+    if (Date.now() > pending.until) {
+      forget(redisKey, pending);
+      return Promise.resolve();
+    }
+    pending.retry ??= calls
+      .run('complete', (call) => evalScript(COMPLETE, redisKey, pending.args, call))
+      .then(
+        () => forget(redisKey, pending),
+        () => {
+          pending.retry = undefined;
         },
       );
-    });
+    return pending.retry;
+  }
+
+  function forget(redisKey: string, pending: UnfinishedCompletion): void {
+    if (unfinished.get(redisKey) !== pending) return;
+    unfinished.delete(redisKey);
+    if (unfinished.size === 0) client.off('ready', retryUnfinished);
   }
 
   /**
@@ -318,6 +309,13 @@ export function redisStore({
   function notReady(): Error {
     return new Error(`the Redis client is not ready (status: ${client.status})`);
   }
+}
+
+/** A completion to send again: the script's arguments, until when it matters, the retry running. */
+interface UnfinishedCompletion {
+  readonly args: readonly (string | number)[];
+  readonly until: number;
+  retry: Promise<void> | undefined;
 }
 
 function heldBy(value: string | undefined): ClaimResult {

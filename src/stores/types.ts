@@ -3,11 +3,36 @@
  * @module
  */
 
+import type { HandlerTransaction } from '../run-handlers.js';
+
 /** The answer of {@link IdempotencyStore.claim}. */
 export type ClaimResult =
-  | { state: 'claimed'; token: string }
-  | { state: 'in_flight' }
-  | { state: 'done'; fingerprint?: string };
+  ClaimedKey | { state: 'in_flight' } | { state: 'done'; fingerprint?: string };
+
+/**
+ * A key this delivery now holds: its lease token, and the transaction the handlers write
+ * through when the store keeps one open for the claim (`postgresStore`).
+ */
+export interface ClaimedKey {
+  state: 'claimed';
+  token: string;
+  transaction?: ClaimTransaction | undefined;
+}
+
+/**
+ * The transaction a store opened with a claim. `complete` commits it together with the key,
+ * `release` rolls it back.
+ */
+export interface ClaimTransaction {
+  /** What the handlers get as `ctx.transaction`. */
+  readonly client: HandlerTransaction;
+  /**
+   * End the transaction now, rolled back, while handlers may still hold it (they ran past
+   * handlerTimeoutMs): nothing they write later may commit, here or anywhere else. The
+   * claim's `complete` and `release` are no-ops afterwards.
+   */
+  abandon(): void;
+}
 
 /**
  * Where the receiver records which idempotency keys are in flight and which are done.
@@ -19,7 +44,10 @@ export type ClaimResult =
 export interface IdempotencyStore {
   /** Take the key for `leaseMs`, or say who has it. */
   claim(key: string, leaseMs: number): Promise<ClaimResult>;
-  /** Mark the key done for `ttlMs`, remembering the envelope's fingerprint. */
+  /**
+   * Mark the key done for `ttlMs`, remembering the envelope's fingerprint. With a claim's
+   * transaction, this is its commit: a rejection means the handlers' writes are gone too.
+   */
   complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void>;
   /** Give the key back so the next delivery may claim it. */
   release(key: string, token: string): Promise<void>;

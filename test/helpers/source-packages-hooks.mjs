@@ -9,6 +9,7 @@ const root = new URL('../../', import.meta.url);
 const SOURCES = {
   schoolhooks: 'src/index.ts',
   'schoolhooks/redis': 'src/stores/redis.ts',
+  'schoolhooks/postgres': 'src/postgres.ts',
   'schoolhooks/bullmq': 'src/inbox/bullmq.ts',
   'schoolhooks/otel': 'src/otel/index.ts',
   'schoolhooks/api': 'src/api/index.ts',

@@ -1,0 +1,172 @@
+/**
+ * PostgreSQL for the test suites: the server of `DATABASE_URL` (default
+ * postgres://postgres@127.0.0.1:5432/test) when it answers, else a throwaway cluster made with
+ * `initdb` and `pg_ctl` in a temporary directory. Nothing here skips: no Postgres means a
+ * failing suite.
+ * @module
+ */
+
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { chmod, chown, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir, userInfo } from 'node:os';
+import { dirname, join } from 'node:path';
+import pg from 'pg';
+import { freePort } from './redis.js';
+
+/** A Postgres the tests may use, and how to let go of it. */
+export interface TestPostgres {
+  readonly url: string;
+  /** Stops the cluster if this helper made it; leaves a shared server running. */
+  close(): Promise<void>;
+}
+
+/**
+ * `DATABASE_URL` (default postgres://postgres@127.0.0.1:5432/test) if it answers, else a fresh
+ * throwaway cluster on a free port. Throws when neither is possible.
+ */
+export async function useTestPostgres(): Promise<TestPostgres> {
+  const url = process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+  if (await answers(url, 2000)) return { url, close: async () => {} };
+  try {
+    return await startPostgresCluster();
+  } catch (error) {
+    throw new Error(
+      `No Postgres for the tests: ${url.replace(/\/\/[^/@\s]*@/, '//***@')} did not answer and ` +
+        `a throwaway cluster could not be started (${error instanceof Error ? error.message : String(error)}). ` +
+        'Start PostgreSQL or set DATABASE_URL.',
+      { cause: error },
+    );
+  }
+}
+
+/** A throwaway cluster a test controls. */
+export interface PostgresClusterProcess extends TestPostgres {
+  /** Stops the server (fast shutdown); `start` brings it back with its data. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/**
+ * A throwaway cluster: `initdb` in a temporary directory (as the `postgres` user when this
+ * process runs as root, which initdb refuses), `pg_ctl start` on a free port with trust auth,
+ * and a database `test`.
+ */
+export async function startPostgresCluster(): Promise<PostgresClusterProcess> {
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'schoolhooks-pg-'));
+  const data = join(dir, 'data');
+  const asRoot = userInfo().uid === 0;
+  if (asRoot) {
+    const { uid, gid } = await idsOf('postgres');
+    await chown(dir, uid, gid);
+    await chmod(dir, 0o700);
+  }
+  const bin = await postgresBin();
+  const as = (command: string, args: string[]): Promise<void> => {
+    const path = join(bin, command);
+    return asRoot ? run('runuser', ['-u', 'postgres', '--', path, ...args]) : run(path, args);
+  };
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
+  const url = `postgres://postgres@127.0.0.1:${port}/test`;
+  const cluster: PostgresClusterProcess = {
+    url,
+    async start() {
+      await as('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', options, '-w', 'start']);
+    },
+    async stop() {
+      await as('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => {});
+    },
+    async close() {
+      await cluster.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    await as('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync']);
+    await cluster.start();
+    const admin = new pg.Client({
+      connectionString: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    });
+    await admin.connect();
+    await admin.query('CREATE DATABASE test');
+    await admin.end();
+    return cluster;
+  } catch (error) {
+    await cluster.close();
+    throw error;
+  }
+}
+
+/** True when a Postgres at `url` answers `SELECT 1` within `timeoutMs`. */
+export async function answers(url: string, timeoutMs: number): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** A table name of this test run's own: `<prefix>_<random>`, safe to drop afterwards. */
+export function uniqueTable(prefix: string): string {
+  return `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+}
+
+/**
+ * Drops a test's tables, first ending the sessions that still hold them (claims a test left
+ * open keep a lock on their table until their lease runs out).
+ */
+export async function dropTables(pool: pg.Pool, tables: readonly string[]): Promise<void> {
+  if (tables.length === 0) return;
+  await pool.query(
+    'SELECT pg_terminate_backend(l.pid, 5000) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation ' +
+      'WHERE c.relname = ANY($1) AND l.pid <> pg_backend_pid()',
+    [tables],
+  );
+  for (const name of tables) await pool.query(`DROP TABLE IF EXISTS "${name}"`);
+}
+
+/**
+ * Where `initdb` and `pg_ctl` are: on the PATH, or in Debian's `/usr/lib/postgresql/<version>/bin`
+ * (the newest), which the `postgresql` package does not put on the PATH.
+ */
+async function postgresBin(): Promise<string> {
+  try {
+    return dirname((await capture('sh', ['-c', 'command -v initdb'])).trim());
+  } catch {
+    const versions = (await readdir('/usr/lib/postgresql').catch(() => [] as string[]))
+      .filter((version) => /^\d+$/.test(version))
+      .sort((a, b) => Number(b) - Number(a));
+    if (versions[0] === undefined) throw new Error('initdb was not found (install postgresql)');
+    return join('/usr/lib/postgresql', versions[0], 'bin');
+  }
+}
+
+async function idsOf(user: string): Promise<{ uid: number; gid: number }> {
+  const output = await capture('id', ['-u', user]);
+  const group = await capture('id', ['-g', user]);
+  return { uid: Number(output.trim()), gid: Number(group.trim()) };
+}
+
+function run(command: string, args: readonly string[]): Promise<void> {
+  return capture(command, args).then(() => undefined);
+}
+
+function capture(command: string, args: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) =>
+      code === 0 ? resolve(output) : reject(new Error(`${command} exited with ${code}: ${output}`)),
+    );
+  });
+}

@@ -1,0 +1,126 @@
+/**
+ * A completion that Redis did not receive (it was killed mid-delivery) is not lost: the store
+ * sends it again once Redis is back, so the platform's resend is a duplicate, not a 409 or a
+ * second run. Redis is persistent here (AOF, fsync always), as production Redis must be.
+ */
+
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StoreUnavailableError } from '../../src/errors.js';
+import { createReceiver } from '../../src/receiver.js';
+import { redisStore } from '../../src/stores/redis.js';
+import type { ClaimResult, IdempotencyStore } from '../../src/stores/types.js';
+import { sleep, startRedisServer, type RedisServerProcess } from '../helpers/redis.js';
+import { signedRequest, SECRET } from '../helpers/signed.js';
+
+const PREFIX = `completion-${randomUUID()}:`;
+const TIMEOUT_MS = 300;
+
+let server: RedisServerProcess;
+const clients: Redis[] = [];
+
+function connect(): Redis {
+  const client = new Redis(server.url, { retryStrategy: (attempt) => Math.min(attempt * 20, 100) });
+  client.on('error', () => {});
+  clients.push(client);
+  return client;
+}
+
+beforeAll(async () => {
+  server = await startRedisServer({ args: ['--appendonly', 'yes', '--appendfsync', 'always'] });
+}, 30_000);
+
+afterAll(async () => {
+  for (const client of clients) client.disconnect();
+  await server?.close();
+});
+
+async function readyAgain(client: Redis): Promise<void> {
+  while (client.status !== 'ready') await sleep(10);
+}
+
+describe('redisStore when Redis dies between the handlers and the completion', () => {
+  it('completes the key once Redis is back, so a resend here is a duplicate', async () => {
+    const client = connect();
+    await readyAgain(client);
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
+    const key = `resend-${randomUUID()}`;
+    const claim = tokenOf(await store.claim(key, 30_000));
+    await server.kill();
+    await expect(store.complete(key, claim, 60_000, 'fp')).rejects.toThrow(StoreUnavailableError);
+    await server.start();
+    await readyAgain(client);
+    // The resend reaches this process at once: the unfinished completion goes first.
+    expect(await store.claim(key, 30_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+  });
+
+  it('completes it as soon as the client is ready, for a resend to another process', async () => {
+    const client = connect();
+    await readyAgain(client);
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
+    const key = `other-${randomUUID()}`;
+    const claim = tokenOf(await store.claim(key, 30_000));
+    await server.kill();
+    await expect(store.complete(key, claim, 60_000, 'fp')).rejects.toThrow(StoreUnavailableError);
+    await server.start();
+    // Another receiver process: its own client and store, no memory of the completion.
+    const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+    expect(await claimSoon(other, key)).toEqual({ state: 'done', fingerprint: 'fp' });
+  });
+
+  it('answers the platform resend 200 duplicate and runs the handler once', async () => {
+    const client = connect();
+    await readyAgain(client);
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
+    let runs = 0;
+    const receiver = createReceiver({ secret: SECRET, store });
+    receiver.onError(() => {});
+    receiver.on('UserSignedIn', async () => {
+      runs++;
+      if (runs === 1) await server.kill();
+    });
+    const request = signedRequest({ event: 'UserSignedIn', data: {} });
+    // The handler ran; the completion could not reach Redis: still acknowledged.
+    expect((await receiver.handle(request)).outcome).toBe('processed');
+    await server.start();
+    await readyAgain(client);
+    const resend = await receiver.handle(request);
+    expect(resend).toMatchObject({ status: 200, outcome: 'duplicate' });
+    expect(runs).toBe(1);
+  });
+
+  it('never completes a key whose lease ran out while Redis was down', async () => {
+    const client = connect();
+    await readyAgain(client);
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
+    const key = `expired-${randomUUID()}`;
+    const claim = tokenOf(await store.claim(key, 200));
+    await server.kill();
+    await expect(store.complete(key, claim, 60_000, 'fp')).rejects.toThrow(StoreUnavailableError);
+    await sleep(400);
+    await server.start();
+    await readyAgain(client);
+    // The lease ran out while Redis was down: the key is free, and stays so.
+    expect((await store.claim(key, 30_000)).state).toBe('claimed');
+  });
+});
+
+/** Claims until the answer is not in_flight (the other process's retry lands within ms). */
+async function claimSoon(store: IdempotencyStore, key: string): Promise<ClaimResult> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    try {
+      const result = await store.claim(key, 30_000);
+      if (result.state !== 'in_flight' || Date.now() > deadline) return result;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+    }
+    await sleep(20);
+  }
+}
+
+function tokenOf(result: ClaimResult): string {
+  if (result.state !== 'claimed') throw new Error(`expected a claim, got ${result.state}`);
+  return result.token;
+}
