@@ -17,8 +17,8 @@ export type {
   WebhookResult,
 } from './receiver.js';
 export type { HandlerContext } from './run-handlers.js';
-export { OUTCOME_STATUS } from './outcome.js';
-export type { Outcome } from './outcome.js';
+export { OUTCOME_STATUS, OUTCOMES } from './outcome.js';
+export type { Outcome, OutcomeClass, OutcomeLogLevel, OutcomeRule, OutcomeRun } from './outcome.js';
 export type { HeadersInput, HeadersLike } from './headers.js';
 export { nodeBodyReader, requestBodyReader } from './body.js';
 export type { BodyReader, NodeBodyStream } from './body.js';

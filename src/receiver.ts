@@ -12,7 +12,7 @@ import type { z } from 'zod';
 import type { FixedEventName, KnownEventName, WebhookEvent } from './events/index.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './inbox/types.js';
-import { OUTCOME_STATUS, type Outcome } from './outcome.js';
+import { OUTCOMES, type Outcome } from './outcome.js';
 import { fromBase64 } from './base64.js';
 import { DeliveryPipeline, Ending, runKeyOf, type PipelineRequest } from './pipeline.js';
 import { isPromiseLike, type AnyHandler, type HandlerContext } from './run-handlers.js';
@@ -127,38 +127,6 @@ export interface Receiver {
   /** The inbox deliveries are handed to, if any. */
   readonly inbox: Inbox | undefined;
 }
-
-/** Outcomes of a stored run after which the job is done. */
-const RUN_SUCCEEDED: ReadonlySet<Outcome> = new Set(['processed', 'duplicate', 'ignored']);
-/** Outcomes of a stored run that a later attempt may turn into success. */
-const RUN_RETRIABLE: ReadonlySet<Outcome> = new Set([
-  'in_flight',
-  'store_unavailable',
-  'handler_failed',
-  'timeout',
-]);
-
-/** How loudly each outcome is logged. */
-const LOG_LEVEL: Record<Outcome, keyof Logger> = {
-  processed: 'info',
-  queued: 'info',
-  duplicate: 'debug',
-  ignored: 'debug',
-  in_flight: 'info',
-  method_not_allowed: 'info',
-  unsupported_media_type: 'info',
-  too_large: 'info',
-  malformed: 'warn',
-  invalid_signature: 'warn',
-  stale: 'warn',
-  invalid_payload: 'warn',
-  timeout: 'warn',
-  body_unavailable: 'error',
-  conflict: 'error',
-  store_unavailable: 'error',
-  handler_failed: 'error',
-  inbox_unavailable: 'error',
-};
 
 const DELIVERY = { kind: 'delivery' } as const;
 
@@ -353,12 +321,12 @@ export function createReceiver({
       if (event !== undefined) fields['event'] = event;
       if (idempotencyKey !== undefined) fields['idempotencyKey'] = idempotencyKey;
       if (attempt !== undefined) fields['attempt'] = attempt;
-      logger[LOG_LEVEL[outcome]](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
+      logger[OUTCOMES[outcome].logLevel](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
     }
     observation?.end({
       kind: attempt === undefined ? 'delivery' : 'job',
       outcome,
-      status: OUTCOME_STATUS[outcome],
+      status: OUTCOMES[outcome].status,
       event,
       idempotencyKey,
       attempt,
@@ -453,16 +421,17 @@ export function createReceiver({
 
 /** The status and JSON body that answer an outcome. */
 function answer(outcome: Outcome, idempotencyKey: string | undefined): WebhookResult {
-  const status = OUTCOME_STATUS[outcome];
-  const body: WebhookResponseBody = { ok: status >= 200 && status < 300, outcome };
+  const { status, success } = OUTCOMES[outcome];
+  const body: WebhookResponseBody = { ok: success, outcome };
   if (idempotencyKey !== undefined) body.idempotencyKey = idempotencyKey;
   return { status, outcome, body };
 }
 
 /** What a stored run came to, for the inbox: done, retry later, or a dead letter now. */
 function runResultOf({ outcome, error }: Ending): StoredRunResult {
-  if (RUN_SUCCEEDED.has(outcome)) return { outcome, ok: true, retry: false };
-  const result: StoredRunResult = { outcome, ok: false, retry: RUN_RETRIABLE.has(outcome) };
+  const { run } = OUTCOMES[outcome];
+  if (run === 'succeeded') return { outcome, ok: true, retry: false };
+  const result: StoredRunResult = { outcome, ok: false, retry: run === 'retry' };
   result.reason = `${outcome}: ${reasonOf(error, outcome)}`;
   return result;
 }

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { nodeListener } from '../../adapters/node.js';
 import { getHeader } from '../headers.js';
+import { OUTCOMES } from '../outcome.js';
 import { createReceiver, type Receiver, type WebhookRequest } from '../receiver.js';
 import {
   EXIT,
@@ -25,20 +26,6 @@ import {
 import { SIGNATURE_CAUSES } from './signature-causes.js';
 import { SECRET_HELP, secretSource, secretsFrom } from './secret.js';
 import { summarizeEvent } from './summarize-event.js';
-
-/** Outcomes reached only after the signature verified: the body may be read and named. */
-const VERIFIED_OUTCOMES: ReadonlySet<string> = new Set([
-  'processed',
-  'duplicate',
-  'ignored',
-  'stale',
-  'invalid_payload',
-  'conflict',
-  'in_flight',
-  'store_unavailable',
-  'handler_failed',
-  'timeout',
-]);
 
 /** The `listen` command. */
 export const listenCommand: CliCommand = {
@@ -171,7 +158,7 @@ function printing(receiver: Receiver, io: CliIo): Receiver {
         const missing = getHeader(request.headers, 'signature') === undefined;
         io.out(`${line}: ${missing ? 'no signature header' : 'the signature matches no secret'}`);
         if (!missing) io.out(SIGNATURE_CAUSES);
-      } else if (VERIFIED_OUTCOMES.has(result.outcome)) {
+      } else if (OUTCOMES[result.outcome].verified) {
         io.out(`${line} ${describe(raw)}`);
       } else {
         io.out(line);

@@ -5,8 +5,9 @@
  * @module
  */
 
-/** How the page colours (and filters) an outcome. */
-export type OutcomeClass = 'processed' | 'queued' | 'duplicate' | 'refused' | 'failed';
+import { OUTCOMES, type Outcome, type OutcomeClass } from '../../outcome.js';
+
+export type { OutcomeClass };
 
 /** Where a delivery came from. */
 export type DeliverySource = 'http' | 'replay' | 'fixture';
@@ -39,7 +40,7 @@ export interface StoredDelivery {
   /** The raw bytes the receiver read; undefined when it never read them (405, 415). */
   body: Uint8Array | undefined;
   status: number;
-  outcome: string;
+  outcome: Outcome;
   event?: string;
   idempotencyKey?: string;
   issues: InspectorIssue[];
@@ -54,7 +55,7 @@ export interface DeliverySummary {
   source: DeliverySource;
   replayOf?: number;
   status: number;
-  outcome: string;
+  outcome: Outcome;
   outcomeClass: OutcomeClass;
   event?: string;
   idempotencyKey?: string;
@@ -77,17 +78,9 @@ export interface DeliveryLog {
   subscribe(listener: DeliveryListener): () => void;
 }
 
-/**
- * The class an outcome is coloured by: `duplicate`; `queued` (202: accepted and stored in the
- * receiver's inbox, its handlers not run yet); any other 2xx is `processed` (ignored included);
- * 5xx is `failed` (the platform will retry); any other answer is `refused`.
- */
-export function outcomeClass(status: number, outcome: string): OutcomeClass {
-  if (outcome === 'duplicate') return 'duplicate';
-  if (outcome === 'queued') return 'queued';
-  if (status >= 200 && status < 300) return 'processed';
-  if (status >= 500) return 'failed';
-  return 'refused';
+/** The class an outcome is coloured by (the outcome table's `class`). */
+export function outcomeClass(outcome: Outcome): OutcomeClass {
+  return OUTCOMES[outcome].class;
 }
 
 /** The summary of a stored delivery. */
@@ -100,7 +93,7 @@ export function summarize(delivery: StoredDelivery): DeliverySummary {
     source,
     status,
     outcome,
-    outcomeClass: outcomeClass(status, outcome),
+    outcomeClass: outcomeClass(outcome),
   };
   if (replayOf !== undefined) summary.replayOf = replayOf;
   if (delivery.event !== undefined) summary.event = delivery.event;
