@@ -4,6 +4,7 @@
  */
 
 import { parseArgs } from 'node:util';
+import { timestampMsOf } from '../envelope.js';
 import { FIXED_CONTRACT_EVENTS } from '../events/index.js';
 import { EXIT, parseOrUsage, requireHttpUrl, UsageError, type CliCommand } from './command.js';
 import { fileBody, fixtureBody, isEventName, type DeliveryBody } from './delivery-body.js';
@@ -31,7 +32,7 @@ Options:
 ${SECRET_HELP}
   --event NAME    The file holds only data: send it as this event
   --key KEY       The idempotencyKey to send
-  --timestamp T   The timestamp to send (ISO 8601; default now). The same --key and
+  --timestamp T   The timestamp to send (RFC 3339; default now). The same --key and
                   --timestamp twice give a duplicate; the same key with another body, a conflict
   --raw           Send the file's bytes exactly as they are, only signed
   -h, --help      Show this help`,
@@ -60,8 +61,9 @@ ${SECRET_HELP}
     if (extra.length > 0)
       throw new UsageError('send takes one event or file; use replay for a folder');
     const url = requireHttpUrl(values.url);
-    if (values.timestamp !== undefined && Number.isNaN(Date.parse(values.timestamp))) {
-      throw new UsageError('--timestamp must be an ISO 8601 date-time');
+    // The receiver's own timestamp rule, so a sent delivery is never refused for its timestamp.
+    if (values.timestamp !== undefined && timestampMsOf(values.timestamp) === undefined) {
+      throw new UsageError('--timestamp must be an RFC 3339 date-time (2026-11-01T10:00:00Z)');
     }
     const secret = secretFrom(values.secret, io.env);
 
