@@ -30,7 +30,7 @@ export type { RawBody } from './signature.js';
 // Stores (redisStore lives in `schoolhooks/redis`, so the core never loads ioredis)
 export { memoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
-export type { ClaimResult, IdempotencyStore } from './stores/types.js';
+export type { AsyncIdempotencyStore, ClaimResult, IdempotencyStore } from './stores/types.js';
 
 // The inbox (bullmqInbox lives in `schoolhooks/bullmq`, so the core never loads BullMQ)
 export { memoryInbox } from './inbox/index.js';

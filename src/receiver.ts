@@ -14,10 +14,12 @@ import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './inbox/types.js';
 import { OUTCOMES, type Outcome } from './outcome.js';
 import { fromBase64 } from './base64.js';
-import { DeliveryPipeline, Ending, runKeyOf, type PipelineRequest } from './pipeline.js';
-import { isPromiseLike, type AnyHandler, type HandlerContext } from './run-handlers.js';
+import { Delivery, DeliveryPipeline, Ending } from './pipeline.js';
+import type { AnyHandler, HandlerContext } from './run-handlers.js';
+import { messageOf } from './message-of.js';
+import { isPromiseLike, runSteps } from './run-steps.js';
 import { createVerifier, type RawBody, type Verification } from './signature.js';
-import { memoryStore, syncFaceOf } from './stores/memory.js';
+import { memoryStore } from './stores/memory.js';
 import type { IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, Telemetry, TelemetryStart } from './telemetry.js';
 
@@ -144,7 +146,85 @@ const DELIVERY = { kind: 'delivery' } as const;
  * const { status, body } = await receiver.handle({ method: 'POST', headers, body: rawBody });
  * ```
  */
-export function createReceiver({
+export function createReceiver(options: ReceiverOptions): Receiver {
+  const settings = checkOptions(options);
+  const { maxBodyBytes, handlerTimeoutMs, logger, inbox } = settings;
+  const registry = handlerRegistry();
+  const errors = errorReporter(logger);
+  const steps = new DeliveryPipeline({
+    ...settings,
+    // One timer for every delivery whose handlers are still running: they share handlerTimeoutMs.
+    handlerDeadlines: new DeadlineQueue(handlerTimeoutMs),
+    handlersOf: registry.handlersOf,
+    reportError: errors.report,
+  });
+  const ending = deliveryEnding(settings, errors.report);
+  const httpSteps = inbox === undefined ? steps.dispatchNow : steps.handToInbox;
+
+  async function handle(request: WebhookRequest): Promise<WebhookResult> {
+    const observation = ending.observe(DELIVERY);
+    const startedAt = observation ? performance.now() : 0;
+    const signature = getHeader(request.headers, 'signature');
+    let ended: Ending;
+    try {
+      ended = await runSteps(httpSteps, new Delivery(request, signature, 1, observation));
+    } catch (cause) {
+      // Only a faulty store, inbox or logger can get here; the delivery is retried later.
+      ended = new Ending(
+        'store_unavailable',
+        new StoreUnavailableError('the receiver failed unexpectedly', { cause }),
+      );
+    }
+    ending.finish(ended, observation, startedAt);
+    return answer(ended.outcome, ended.idempotencyKey);
+  }
+
+  async function processStored(
+    stored: StoredDelivery,
+    { attempt }: StoredRunOptions,
+  ): Promise<StoredRunResult> {
+    const observation = ending.observe({ kind: 'job', attempt, link: stored.trace });
+    const startedAt = observation ? performance.now() : 0;
+    const delivery = new Delivery(undefined, stored.signature, attempt, observation);
+    delivery.body = stored.encoding === 'base64' ? fromBase64(stored.body) : stored.body;
+    let ended: Ending;
+    try {
+      ended = await runSteps(steps.runStored, delivery);
+    } catch (cause) {
+      ended = new Ending(
+        'store_unavailable',
+        new StoreUnavailableError('the worker failed unexpectedly', { cause }),
+        stored.event,
+        stored.idempotencyKey,
+      );
+    }
+    ending.finish(ended, observation, startedAt, attempt);
+    return runResultOf(ended);
+  }
+
+  const receiver: Receiver = {
+    on<N extends EventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver {
+      registry.on(typeof name === 'string' ? [name] : name, handler as unknown as AnyHandler);
+      return receiver;
+    },
+    onAny(handler: EventHandler): Receiver {
+      registry.onAny(handler as unknown as AnyHandler);
+      return receiver;
+    },
+    onError(handler: ErrorHandler): Receiver {
+      errors.handlers.push(handler);
+      return receiver;
+    },
+    handle,
+    processStored,
+    maxBodyBytes,
+    inbox,
+  };
+  return receiver;
+}
+
+/** The options with their defaults, checked: a mistake is a `ConfigError` at start-up. */
+function checkOptions({
   secret,
   store = memoryStore(),
   maxBodyBytes = 1024 * 1024,
@@ -157,7 +237,7 @@ export function createReceiver({
   inbox,
   telemetry,
   schemas,
-}: ReceiverOptions): Receiver {
+}: ReceiverOptions) {
   for (const [name, value] of Object.entries({
     maxBodyBytes,
     maxEventAgeMs,
@@ -186,237 +266,119 @@ export function createReceiver({
   } catch {
     throw new ConfigError('secret must be a non-empty string or a non-empty list of them');
   }
-
-  const handlers = new Map<string, AnyHandler[]>();
-  const anyHandlers: AnyHandler[] = [];
-  const errorHandlers: ErrorHandler[] = [];
-
-  function handlersOf(event: string): readonly AnyHandler[] {
-    const named = handlers.get(event);
-    if (named === undefined) return anyHandlers;
-    return anyHandlers.length === 0 ? named : [...named, ...anyHandlers];
-  }
-
-  function reportError(error: SchoolhooksError): void {
-    if (errorHandlers.length === 0) {
-      logger?.warn({ code: error.code, err: error.message }, 'webhook failure');
-      return;
-    }
-    for (const handler of errorHandlers) {
-      try {
-        const result = handler(error);
-        if (isPromiseLike(result)) {
-          result.then(undefined, (thrown: unknown) => logOnErrorFailure(thrown));
-        }
-      } catch (thrown) {
-        logOnErrorFailure(thrown);
-      }
-    }
-  }
-
-  function logOnErrorFailure(thrown: unknown): void {
-    logger?.error(
-      { err: thrown instanceof Error ? thrown.message : String(thrown) },
-      'onError handler threw',
-    );
-  }
-
-  const steps = new DeliveryPipeline({
+  return {
     verification,
     store,
-    // memoryStore's operations without a promise each: most deliveries then finish in one turn.
-    syncStore: syncFaceOf(store),
-    schemas,
     maxBodyBytes,
     maxEventAgeMs,
     dedupTtlMs,
     leaseMs,
     handlerTimeoutMs,
-    // One timer for every delivery whose handlers are still running: they share handlerTimeoutMs.
-    handlerDeadlines: new DeadlineQueue(handlerTimeoutMs),
+    logger,
     now,
-    handlersOf,
-    reportError,
-  });
-
-  /** The steps of one HTTP delivery, in order; the first ending ends it. */
-  async function deliver(
-    request: PipelineRequest,
-    observation: DeliveryObservation | undefined,
-  ): Promise<Ending> {
-    const refused = steps.checkRequest(request);
-    if (refused) return refused;
-    let body = steps.readBody(request);
-    if (isPromiseLike(body)) {
-      try {
-        body = steps.checkBody(await body);
-      } catch (cause) {
-        body = steps.unreadable(cause);
-      }
-    }
-    if (body instanceof Ending) return body;
-    const signature = getHeader(request.headers, 'signature');
-    let fingerprint = steps.verify(body, signature);
-    if (isPromiseLike(fingerprint)) fingerprint = await fingerprint;
-    if (fingerprint instanceof Ending) return fingerprint;
-    const parsed = steps.parse(body);
-    if (parsed instanceof Ending) return parsed;
-    const stale = steps.checkAge(parsed);
-    if (stale) return stale;
-    const { envelope } = parsed;
-    const key = envelope.idempotencyKey;
-
-    if (inbox !== undefined) {
-      // Hand off: claim, store in the inbox, complete; workers validate and dispatch later.
-      let token = steps.claim(key, body, fingerprint, envelope);
-      if (isPromiseLike(token)) token = await token;
-      if (token instanceof Ending) return token;
-      // Awaited rather than returned: an async function that returns a promise pays two more turns.
-      return await steps.handOff(parsed, body, signature!, token, fingerprint, inbox, observation);
-    }
-    // Or dispatch now: validate, claim, run the handlers.
-    const event = steps.validate(parsed);
-    if (event instanceof Ending) return event;
-    let token = steps.claim(key, body, fingerprint, envelope);
-    if (isPromiseLike(token)) token = await token;
-    if (token instanceof Ending) return token;
-    const ended = steps.dispatch(event, key, token, fingerprint, 1, observation);
-    return isPromiseLike(ended) ? await ended : ended;
-  }
-
-  /** The steps of a worker's run of a stored delivery: no age check (retries go on for days). */
-  async function run(
-    stored: StoredDelivery,
-    attempt: number,
-    observation: DeliveryObservation | undefined,
-  ): Promise<Ending> {
-    const body = stored.encoding === 'base64' ? fromBase64(stored.body) : stored.body;
-    let fingerprint = steps.verify(body, stored.signature);
-    if (isPromiseLike(fingerprint)) fingerprint = await fingerprint;
-    if (fingerprint instanceof Ending) return fingerprint;
-    const parsed = steps.parse(body);
-    if (parsed instanceof Ending) return parsed;
-    const event = steps.validate(parsed);
-    if (event instanceof Ending) return event;
-    // The delivery's own key was completed when it was stored; its run holds a key of its own.
-    const key = runKeyOf(parsed.envelope.idempotencyKey);
-    let token = steps.claim(key, body, fingerprint, parsed.envelope);
-    if (isPromiseLike(token)) token = await token;
-    if (token instanceof Ending) return token;
-    const ended = steps.dispatch(event, key, token, fingerprint, attempt, observation);
-    return isPromiseLike(ended) ? await ended : ended;
-  }
-
-  /** Report, log and observe how a delivery ended. */
-  function finish(
-    ending: Ending,
-    observation: DeliveryObservation | undefined,
-    startedAt: number,
-    attempt?: number,
-  ): void {
-    const { outcome, error, event, idempotencyKey } = ending;
-    if (error !== undefined) reportError(error);
-    if (logger !== undefined) {
-      const fields: Record<string, unknown> = { outcome };
-      if (event !== undefined) fields['event'] = event;
-      if (idempotencyKey !== undefined) fields['idempotencyKey'] = idempotencyKey;
-      if (attempt !== undefined) fields['attempt'] = attempt;
-      logger[OUTCOMES[outcome].logLevel](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
-    }
-    observation?.end({
-      kind: attempt === undefined ? 'delivery' : 'job',
-      outcome,
-      status: OUTCOMES[outcome].status,
-      event,
-      idempotencyKey,
-      attempt,
-      durationMs: performance.now() - startedAt,
-    });
-  }
-
-  /** The observation of a delivery or a run; none if the observer fails (it never costs one). */
-  function observe(start: TelemetryStart): DeliveryObservation | undefined {
-    try {
-      return telemetry!.start(start);
-    } catch (thrown) {
-      logger?.error(
-        { err: thrown instanceof Error ? thrown.message : String(thrown) },
-        'telemetry.start threw',
-      );
-      return undefined;
-    }
-  }
-
-  async function handle(request: WebhookRequest): Promise<WebhookResult> {
-    const observation = telemetry && observe(DELIVERY);
-    const startedAt = observation ? performance.now() : 0;
-    let ending: Ending;
-    try {
-      ending = await deliver(request, observation);
-    } catch (cause) {
-      // Only a faulty store, inbox or logger can get here; the delivery is retried later.
-      ending = new Ending(
-        'store_unavailable',
-        new StoreUnavailableError('the receiver failed unexpectedly', { cause }),
-      );
-    }
-    try {
-      finish(ending, observation, startedAt);
-    } catch {
-      // A logger or an observer that throws must not turn the answer into a crash.
-    }
-    return answer(ending.outcome, ending.idempotencyKey);
-  }
-
-  async function processStored(
-    stored: StoredDelivery,
-    { attempt }: StoredRunOptions,
-  ): Promise<StoredRunResult> {
-    const observation = telemetry && observe({ kind: 'job', attempt, link: stored.trace });
-    const startedAt = observation ? performance.now() : 0;
-    let ending: Ending;
-    try {
-      ending = await run(stored, attempt, observation);
-    } catch (cause) {
-      ending = new Ending(
-        'store_unavailable',
-        new StoreUnavailableError('the worker failed unexpectedly', { cause }),
-        stored.event,
-        stored.idempotencyKey,
-      );
-    }
-    try {
-      finish(ending, observation, startedAt, attempt);
-    } catch {
-      // As in handle(): never let a logger or an observer fail the run.
-    }
-    return runResultOf(ending);
-  }
-
-  const receiver: Receiver = {
-    on<N extends EventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver {
-      const names: readonly string[] = typeof name === 'string' ? [name] : name;
-      for (const one of names) {
-        const list = handlers.get(one) ?? [];
-        list.push(handler as unknown as AnyHandler);
-        handlers.set(one, list);
-      }
-      return receiver;
-    },
-    onAny(handler: EventHandler): Receiver {
-      anyHandlers.push(handler as unknown as AnyHandler);
-      return receiver;
-    },
-    onError(handler: ErrorHandler): Receiver {
-      errorHandlers.push(handler);
-      return receiver;
-    },
-    handle,
-    processStored,
-    maxBodyBytes,
     inbox,
+    telemetry,
+    schemas,
   };
-  return receiver;
+}
+
+/** The handlers registered with `on()` and `onAny()`, by event name. */
+function handlerRegistry() {
+  const named = new Map<string, AnyHandler[]>();
+  const any: AnyHandler[] = [];
+  return {
+    on(names: readonly string[], handler: AnyHandler): void {
+      for (const name of names) {
+        const list = named.get(name) ?? [];
+        list.push(handler);
+        named.set(name, list);
+      }
+    },
+    onAny(handler: AnyHandler): void {
+      any.push(handler);
+    },
+    /** The handlers of an event name, `onAny`'s included; empty when there are none. */
+    handlersOf(event: string): readonly AnyHandler[] {
+      const handlers = named.get(event);
+      if (handlers === undefined) return any;
+      return any.length === 0 ? handlers : [...handlers, ...any];
+    },
+  };
+}
+
+/** `onError`'s handlers, and the one way a failure is told to them (or to the logger). */
+function errorReporter(logger: Logger | undefined) {
+  const handlers: ErrorHandler[] = [];
+  const logOnErrorFailure = (thrown: unknown): void => {
+    logger?.error({ err: messageOf(thrown) }, 'onError handler threw');
+  };
+  return {
+    handlers,
+    report(error: SchoolhooksError): void {
+      if (handlers.length === 0) {
+        logger?.warn({ code: error.code, err: error.message }, 'webhook failure');
+        return;
+      }
+      for (const handler of handlers) {
+        try {
+          const result = handler(error);
+          if (isPromiseLike(result)) result.then(undefined, logOnErrorFailure);
+        } catch (thrown) {
+          logOnErrorFailure(thrown);
+        }
+      }
+    },
+  };
+}
+
+/** How a delivery or a run ends: observed, reported, logged. */
+function deliveryEnding(
+  { logger, telemetry }: { logger: Logger | undefined; telemetry: Telemetry | undefined },
+  reportError: (error: SchoolhooksError) => void,
+) {
+  return {
+    /** The observation of a delivery or a run; none if the observer fails (it never costs one). */
+    observe(start: TelemetryStart): DeliveryObservation | undefined {
+      if (telemetry === undefined) return undefined;
+      try {
+        return telemetry.start(start);
+      } catch (thrown) {
+        logger?.error({ err: messageOf(thrown) }, 'telemetry.start threw');
+        return undefined;
+      }
+    },
+
+    /** Report, log and observe how a delivery ended; a logger or observer that throws is ignored. */
+    finish(
+      ending: Ending,
+      observation: DeliveryObservation | undefined,
+      startedAt: number,
+      attempt?: number,
+    ): void {
+      const { outcome, error, event, idempotencyKey } = ending;
+      try {
+        if (error !== undefined) reportError(error);
+        if (logger !== undefined) {
+          const fields: Record<string, unknown> = { outcome };
+          if (event !== undefined) fields['event'] = event;
+          if (idempotencyKey !== undefined) fields['idempotencyKey'] = idempotencyKey;
+          if (attempt !== undefined) fields['attempt'] = attempt;
+          logger[OUTCOMES[outcome].logLevel](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
+        }
+        observation?.end({
+          kind: attempt === undefined ? 'delivery' : 'job',
+          outcome,
+          status: OUTCOMES[outcome].status,
+          event,
+          idempotencyKey,
+          attempt,
+          durationMs: performance.now() - startedAt,
+        });
+      } catch {
+        // A logger or an observer that throws must not turn the answer into a crash.
+      }
+    },
+  };
 }
 
 /** The status and JSON body that answer an outcome. */

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
-import type { ClaimResult, IdempotencyStore } from './types.js';
+import type { AsyncIdempotencyStore, ClaimResult } from './types.js';
 import { Deadline, DeadlineQueue } from '../deadlines.js';
 import { LazySignal } from '../lazy-signal.js';
 import { readinessOf } from './client-readiness.js';
@@ -181,7 +181,7 @@ export function redisStore({
   prefix = 'schoolhooks:',
   namespace,
   commandTimeoutMs = 1000,
-}: RedisStoreOptions): IdempotencyStore {
+}: RedisStoreOptions): AsyncIdempotencyStore {
   if (/[{}]/.test(prefix) || (namespace !== undefined && /[{}]/.test(namespace))) {
     // A brace there would become the hash tag and put every key of the store in one slot.
     throw new ConfigError('redisStore: prefix and namespace must not contain "{" or "}"');
@@ -197,7 +197,7 @@ export function redisStore({
   // A client still connecting is waited for (within the call's time); any other fails at once.
   const connected = readinessOf(client, notReady);
 
-  const store: IdempotencyStore = {
+  const store: AsyncIdempotencyStore = {
     async claim(key: string, leaseMs: number): Promise<ClaimResult> {
       const token = randomToken();
       const redisKey = keyPrefix + hashTag(key);
