@@ -73,7 +73,4 @@ export function parseOrUsage<T>(parse: () => T): T {
   }
 }
 
-/** The message of anything thrown. */
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+export { messageOf } from '../message-of.js';

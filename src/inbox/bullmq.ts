@@ -5,6 +5,7 @@
  * @module schoolhooks/bullmq
  */
 
+import { messageOf } from '../message-of.js';
 import { Queue, UnrecoverableError, Worker, type Job, type JobType } from 'bullmq';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { Deadline, DeadlineQueue } from '../deadlines.js';
@@ -429,10 +430,6 @@ function blockingTemplate(client: Redis | Cluster): Redis | Cluster {
     : (client as Redis).duplicate({ lazyConnect: true, maxRetriesPerRequest: null });
   template.options.lazyConnect = false;
   return template;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** The first retry's delay a job was stored with (BullMQ's `backoff` option, either form). */

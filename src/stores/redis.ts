@@ -4,6 +4,7 @@
  * @module
  */
 
+import { noop } from '../noop.js';
 import { createHash } from 'node:crypto';
 // Types only: importing this entry never loads ioredis; the caller passes their own client.
 import type { Cluster, Redis } from 'ioredis';
@@ -373,5 +374,3 @@ function unavailable(operation: string, error: unknown): StoreUnavailableError {
   if (error instanceof Error) cause.name = error.name;
   return new StoreUnavailableError(`Redis ${operation} failed: ${message}`, { cause });
 }
-
-function noop(): void {}
