@@ -3,13 +3,7 @@
  * @module
  */
 
-/** The envelope every delivery carries (interface 2.3), before its `data` is validated. */
-export interface Envelope {
-  event: string;
-  timestamp: string;
-  idempotencyKey: string;
-  data: Record<string, unknown>;
-}
+import type { Envelope } from './events/index.js';
 
 /** A parsed envelope, with the text it was parsed from. */
 export interface ParsedEnvelope {

@@ -26,7 +26,7 @@ export interface ReportedError {
 }
 
 /** A delivery as the inspector stores it. */
-export interface StoredDelivery {
+export interface RecordedDelivery {
   id: number;
   receivedAt: string;
   durationMs: number;
@@ -68,10 +68,10 @@ export type DeliveryListener = (kind: 'delivery' | 'update', summary: DeliverySu
 export interface DeliveryLog {
   readonly keep: number;
   /** Store a delivery, giving it the next id; the oldest goes once there are more than `keep`. */
-  add(delivery: Omit<StoredDelivery, 'id'>): StoredDelivery;
+  add(delivery: Omit<RecordedDelivery, 'id'>): RecordedDelivery;
   /** Tell listeners that a stored delivery changed. */
-  touch(delivery: StoredDelivery): void;
-  get(id: number): StoredDelivery | undefined;
+  touch(delivery: RecordedDelivery): void;
+  get(id: number): RecordedDelivery | undefined;
   /** Every kept delivery's summary, newest first. */
   summaries(): DeliverySummary[];
   /** Listen for changes; returns the function that stops listening. */
@@ -84,7 +84,7 @@ export function outcomeClass(outcome: Outcome): OutcomeClass {
 }
 
 /** The summary of a stored delivery. */
-export function summarize(delivery: StoredDelivery): DeliverySummary {
+export function summarize(delivery: RecordedDelivery): DeliverySummary {
   const { id, receivedAt, durationMs, source, replayOf, status, outcome } = delivery;
   const summary: DeliverySummary = {
     id,
@@ -111,11 +111,11 @@ export function summarize(delivery: StoredDelivery): DeliverySummary {
  * ```
  */
 export function createDeliveryLog({ keep = 500 }: { keep?: number } = {}): DeliveryLog {
-  const deliveries = new Map<number, StoredDelivery>();
+  const deliveries = new Map<number, RecordedDelivery>();
   const listeners = new Set<DeliveryListener>();
   let nextId = 1;
 
-  function tell(kind: 'delivery' | 'update', delivery: StoredDelivery): void {
+  function tell(kind: 'delivery' | 'update', delivery: RecordedDelivery): void {
     const summary = summarize(delivery);
     for (const listener of listeners) listener(kind, summary);
   }
@@ -123,7 +123,7 @@ export function createDeliveryLog({ keep = 500 }: { keep?: number } = {}): Deliv
   return {
     keep,
     add(delivery) {
-      const stored: StoredDelivery = { ...delivery, id: nextId++ };
+      const stored: RecordedDelivery = { ...delivery, id: nextId++ };
       deliveries.set(stored.id, stored);
       // A Map iterates in insertion order: the first key is the oldest delivery.
       while (deliveries.size > keep) {
