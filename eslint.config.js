@@ -34,7 +34,7 @@ const openTelemetryFree = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist', 'coverage', 'node_modules'] },
+  { ignores: ['dist', 'coverage', 'node_modules', 'src/events/data-validators.generated.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -33,7 +33,7 @@ export interface StepCosts {
   handleUs: number;
   verifyUs: number;
   parseUs: number;
-  /** The receiver's validation: the compiled check (Zod only for a payload that fails it). */
+  /** The receiver's validation: the generated validator (Zod only for a payload that fails it). */
   validateUs: number;
   /** What validation cost with Zod's safeParse on every payload, for comparison. */
   zodUs: number;

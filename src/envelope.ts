@@ -3,13 +3,7 @@
  * @module
  */
 
-/** The envelope every delivery carries (interface 2.3), before its `data` is validated. */
-export interface Envelope {
-  event: string;
-  timestamp: string;
-  idempotencyKey: string;
-  data: Record<string, unknown>;
-}
+import type { Envelope } from './events/index.js';
 
 /** A parsed envelope, with the text it was parsed from. */
 export interface ParsedEnvelope {
@@ -56,12 +50,43 @@ export function parseEnvelope(body: Uint8Array | string): EnvelopeResult {
   if (typeof idempotencyKey !== 'string' || idempotencyKey === '') {
     return { ok: false, reason: 'envelope.idempotencyKey must be a non-empty string' };
   }
-  const timestampMs = typeof timestamp === 'string' ? Date.parse(timestamp) : Number.NaN;
-  if (Number.isNaN(timestampMs)) {
-    return { ok: false, reason: 'envelope.timestamp must be an ISO 8601 date-time string' };
+  const timestampMs = typeof timestamp === 'string' ? timestampMsOf(timestamp) : undefined;
+  if (timestampMs === undefined) {
+    return { ok: false, reason: 'envelope.timestamp must be an RFC 3339 date-time string' };
   }
   if (!isRecord(data)) return { ok: false, reason: 'envelope.data must be a JSON object' };
   return { ok: true, envelope: value as unknown as Envelope, timestampMs, text };
+}
+
+/**
+ * The envelope's `timestamp` rule, as a JSON Schema `pattern`: an RFC 3339 date-time with its
+ * offset (`2026-11-01T10:00:00.000Z`, `2026-11-01T13:00:00+03:00`). The published JSON Schema
+ * carries it beside `format: date-time`, which also refuses a day the month does not have; the
+ * receiver checks both ({@link timestampMsOf}), so the two accept exactly the same timestamps.
+ */
+export const TIMESTAMP_PATTERN =
+  '^(\\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])[Tt ]([01]\\d|2[0-3]):([0-5]\\d):([0-5]\\d)(\\.\\d+)?([Zz]|[+-](?:[01]\\d|2[0-3]):[0-5]\\d)$';
+
+const TIMESTAMP = new RegExp(TIMESTAMP_PATTERN);
+
+/**
+ * The instant of an envelope's `timestamp`, in ms since the epoch; undefined unless it matches
+ * {@link TIMESTAMP_PATTERN} and names a day of its month (no 30 February).
+ */
+export function timestampMsOf(text: string): number | undefined {
+  const match = TIMESTAMP.exec(text);
+  if (match === null) return undefined;
+  const [, year, month, day, hours, minutes, seconds, fraction = '', zone = 'Z'] = match;
+  if (Number(day) > daysIn(Number(year), Number(month))) return undefined;
+  // Rewritten in the one form Date.parse must read the same everywhere (ECMAScript's own).
+  const ms = (fraction.slice(1) + '000').slice(0, 3);
+  const offset = zone === 'Z' || zone === 'z' ? 'Z' : zone;
+  return Date.parse(`${year}-${month}-${day}T${hours}:${minutes}:${seconds}.${ms}${offset}`);
+}
+
+function daysIn(year: number, month: number): number {
+  if (month !== 2) return [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]!;
+  return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

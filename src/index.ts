@@ -17,8 +17,8 @@ export type {
   WebhookResult,
 } from './receiver.js';
 export type { HandlerContext, HandlerTransaction, HandlerTransactions } from './run-handlers.js';
-export { OUTCOME_STATUS } from './outcome.js';
-export type { Outcome } from './outcome.js';
+export { OUTCOME_STATUS, OUTCOMES } from './outcome.js';
+export type { Outcome, OutcomeClass, OutcomeLogLevel, OutcomeRule, OutcomeRun } from './outcome.js';
 export type { HeadersInput, HeadersLike } from './headers.js';
 export { nodeBodyReader, requestBodyReader } from './body.js';
 export type { BodyReader, NodeBodyStream } from './body.js';
@@ -33,6 +33,7 @@ export type { SignatureFailure, SignatureFailureReason } from './signature-failu
 export { memoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
 export type {
+  AsyncIdempotencyStore,
   ClaimedKey,
   ClaimResult,
   ClaimTransaction,
@@ -41,6 +42,13 @@ export type {
 
 // The inbox (bullmqInbox lives in `schoolhooks/bullmq`, so the core never loads BullMQ)
 export { memoryInbox } from './inbox/index.js';
+export {
+  BACKOFF_STRATEGY,
+  DEFAULT_RETRY_POLICY,
+  exponentialDelay,
+  nextRetry,
+} from './retry-policy.js';
+export type { RetryPolicy } from './retry-policy.js';
 export type {
   Inbox,
   InboxJob,

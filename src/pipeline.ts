@@ -1,12 +1,12 @@
 /**
- * The steps of a delivery, each named for what it checks (DESIGN section 3): request, body,
- * verify, parse, age, then either validate, claim and dispatch (the handlers run now) or hand
- * off (an inbox stores the delivery and workers run them later, through the same validate,
- * claim and dispatch).
+ * The steps of a delivery, each named for what it checks (DESIGN section 3), and the three lists
+ * they are run in: an HTTP delivery whose handlers run now (request, body, verify, parse, age,
+ * validate, claim, dispatch), one handed to an inbox (… age, claim, hand off), and a worker's
+ * run of a stored delivery (verify, parse, validate, its run's key, claim, dispatch).
  *
- * Each step returns what the next one needs, or the {@link Ending} of the delivery. Steps that
- * can finish synchronously (every step on node:crypto with the memory store) do, so a delivery
- * pays for no promise it does not need.
+ * Each step reads and writes the {@link Delivery} and gives back `undefined` to go on, or the
+ * {@link Ending} of the delivery, or a promise of either; `run-steps.ts` runs the lists and is
+ * the one place that decides when to wait.
  * @module
  */
 
@@ -33,16 +33,17 @@ import { validateEventData } from './events/validate.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery } from './inbox/types.js';
 import type { Outcome } from './outcome.js';
+import { runHandlers, type AnyHandler, type HandlersSettled } from './run-handlers.js';
 import {
+  andThen,
   isPromiseLike,
-  runHandlers,
-  type AnyHandler,
-  type HandlersSettled,
-} from './run-handlers.js';
+  type MaybePromise,
+  type Step,
+  type StepResult,
+} from './run-steps.js';
 import type { Fingerprint, RawBody, Verification } from './signature.js';
 import { signatureFailureOf } from './signature-failure.js';
-import type { SyncIdempotencyStore } from './stores/memory.js';
-import type { ClaimedKey, ClaimResult, IdempotencyStore } from './stores/types.js';
+import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, TraceCarrier } from './telemetry.js';
 
 const MINUTE = 60_000;
@@ -69,14 +70,48 @@ export class Ending {
   ) {}
 }
 
+/** A step of a delivery. */
+export type DeliveryStep = Step<Delivery, Ending>;
+
+/**
+ * What the steps learn of one delivery, each field set by the step named, read by the ones
+ * after it.
+ */
+export class Delivery {
+  /** Set by `readBody` (or given, for a stored delivery): the raw bytes. */
+  body!: RawBody;
+  /** Set by `verify`: the body's fingerprint under the secret that verified it. */
+  fingerprint!: Fingerprint;
+  /** Set by `parse`. */
+  parsed!: ParsedEnvelope;
+  /** Set by `parse`: the idempotencyKey; `useRunKey` replaces it by the run's own key. */
+  key!: string;
+  /** Set by `validate`: the event handlers get. */
+  event!: WebhookEvent<string>;
+  /** Set by `claim`: the lease token. */
+  token!: string;
+  /** Set by `claim`: the transaction the store opened with the claim, if it opened one. */
+  transaction: ClaimTransaction | undefined;
+
+  constructor(
+    /** The request, for an HTTP delivery. */
+    readonly request: PipelineRequest | undefined,
+    /** The signature header (an HTTP delivery's, or the one stored with the delivery). */
+    readonly signature: string | undefined,
+    /** The attempt, 1 for an HTTP delivery; handlers see it as `ctx.attempt`. */
+    readonly attempt: number,
+    readonly observation: DeliveryObservation | undefined,
+  ) {}
+}
+
 /** What the steps share: the receiver's options, prepared. */
 export interface PipelineConfig {
   verification: Verification;
   /** The secrets, for a HandlerError to hide should its cause's message hold one. */
   secrets: readonly string[];
   store: IdempotencyStore;
-  /** The store's synchronous face (memoryStore), to skip a promise per step. */
-  syncStore: SyncIdempotencyStore | undefined;
+  /** Where deliveries are handed off to, if anywhere. */
+  inbox: Inbox | undefined;
   /** Schemas that replace the bundled ones, by event name. */
   schemas: Partial<Record<FixedEventName, z.ZodType>> | undefined;
   maxBodyBytes: number;
@@ -98,16 +133,28 @@ export function runKeyOf(idempotencyKey: string): string {
   return `inbox-run:${idempotencyKey}`;
 }
 
-/** The steps of the pipeline, bound to one receiver's configuration. */
+/** The steps of the pipeline, bound to one receiver's configuration, and their lists. */
 export class DeliveryPipeline {
   readonly #config: PipelineConfig;
 
+  /** An HTTP delivery whose handlers run before the answer. */
+  readonly dispatchNow: readonly DeliveryStep[];
+  /** An HTTP delivery handed to the inbox; workers validate and dispatch it later. */
+  readonly handToInbox: readonly DeliveryStep[];
+  /** A worker's run of a stored delivery: no age check (retries go on for days). */
+  readonly runStored: readonly DeliveryStep[];
+
   constructor(config: PipelineConfig) {
     this.#config = config;
+    const { checkRequest, readBody, verify, parse, checkAge, validate, claim, dispatch } = this;
+    this.dispatchNow = [checkRequest, readBody, verify, parse, checkAge, validate, claim, dispatch];
+    this.handToInbox = [checkRequest, readBody, verify, parse, checkAge, claim, this.handOff];
+    this.runStored = [verify, parse, validate, useRunKey, claim, dispatch];
   }
 
   /** Step 1, request: 405 for a method other than POST, 415 for a type other than JSON. */
-  checkRequest({ method, headers }: PipelineRequest): Ending | undefined {
+  checkRequest = ({ request }: Delivery): Ending | undefined => {
+    const { method, headers } = request!;
     if (method !== undefined && method !== 'POST' && method.toUpperCase() !== 'POST') {
       return rejected(
         'method_not_allowed',
@@ -119,26 +166,27 @@ export class DeliveryPipeline {
       return rejected('unsupported_media_type', 'content-type must be application/json');
     }
     return undefined;
-  }
+  };
 
   /**
    * Step 2, body: the raw bytes, read up to maxBodyBytes when the adapter gave a reader; 413
-   * beyond it, 500 `body_unavailable` when a body parser took them. A reader's promise is given
-   * back as it is, for the caller to await and pass to {@link checkBody} (or, if it rejects, to
-   * {@link unreadable}): one promise per delivery fewer than chaining it here.
+   * beyond it, 500 `body_unavailable` when a body parser took them, 400 when the client broke
+   * the stream mid-body.
    */
-  readBody({ headers, body }: PipelineRequest): RawBody | Ending | Promise<unknown> {
+  readBody = (delivery: Delivery): StepResult<Ending> => {
+    const { headers, body } = delivery.request!;
     const { maxBodyBytes } = this.#config;
-    if (typeof body === 'function') {
-      // A body announced as too large is refused before any of it is read.
-      if ((declaredLength(headers) ?? 0) > maxBodyBytes) return tooLarge(maxBodyBytes);
-      return (body as (limit: number) => Promise<unknown>)(maxBodyBytes);
-    }
-    return this.checkBody(body);
-  }
+    if (typeof body !== 'function') return this.#useBody(delivery, body);
+    // A body announced as too large is refused before any of it is read.
+    if ((declaredLength(headers) ?? 0) > maxBodyBytes) return tooLarge(maxBodyBytes);
+    return (body as (limit: number) => Promise<unknown>)(maxBodyBytes).then(
+      (read) => this.#useBody(delivery, read),
+      unreadable,
+    );
+  };
 
   /** What an adapter gave or its reader read: the raw bytes, or why they cannot be used. */
-  checkBody(input: unknown): RawBody | Ending {
+  #useBody(delivery: Delivery, input: unknown): Ending | undefined {
     const body = rawBodyOf(input);
     if (body === undefined) {
       return new Ending(
@@ -151,38 +199,33 @@ export class DeliveryPipeline {
       );
     }
     const { maxBodyBytes } = this.#config;
-    return byteLength(body, maxBodyBytes) > maxBodyBytes ? tooLarge(maxBodyBytes) : body;
-  }
-
-  /** The client went away or broke the stream mid-body. */
-  unreadable(cause: unknown): Ending {
-    return new Ending(
-      'malformed',
-      new MalformedEnvelopeError('the request body could not be read', { cause }),
-    );
+    if (byteLength(body, maxBodyBytes) > maxBodyBytes) return tooLarge(maxBodyBytes);
+    delivery.body = body;
+    return undefined;
   }
 
   /** Step 3, verify: 401 unless the signature matches a secret; the body's fingerprint if it does. */
-  verify(
-    body: RawBody,
-    signature: string | undefined,
-  ): Fingerprint | Ending | Promise<Fingerprint | Ending> {
-    const verified = this.#config.verification.verify(body, signature);
-    if (isPromiseLike(verified)) {
-      return verified.then((fingerprint) => fingerprint ?? signatureRefused(signature));
-    }
-    return verified ?? signatureRefused(signature);
-  }
+  verify = (delivery: Delivery): StepResult<Ending> =>
+    andThen(
+      () => this.#config.verification.verify(delivery.body, delivery.signature),
+      (fingerprint) => {
+        if (fingerprint === undefined) return signatureRefused(delivery.signature);
+        delivery.fingerprint = fingerprint;
+        return undefined;
+      },
+    );
 
   /** Step 4, parse: 400 unless the body is JSON with a valid envelope. */
-  parse(body: RawBody): ParsedEnvelope | Ending {
-    const parsed = parseEnvelope(body);
-    if (parsed.ok) return parsed;
-    return new Ending('malformed', new MalformedEnvelopeError(parsed.reason));
-  }
+  parse = (delivery: Delivery): Ending | undefined => {
+    const parsed = parseEnvelope(delivery.body);
+    if (!parsed.ok) return new Ending('malformed', new MalformedEnvelopeError(parsed.reason));
+    delivery.parsed = parsed;
+    delivery.key = parsed.envelope.idempotencyKey;
+    return undefined;
+  };
 
   /** Step 5, age: 422 `stale` for a timestamp older than maxEventAgeMs or too far ahead. */
-  checkAge({ envelope, timestampMs }: ParsedEnvelope): Ending | undefined {
+  checkAge = ({ parsed: { envelope, timestampMs } }: Delivery): Ending | undefined => {
     const age = this.#config.now() - timestampMs;
     if (age <= this.#config.maxEventAgeMs && age >= -FUTURE_SKEW_MS) return undefined;
     return new Ending(
@@ -194,12 +237,14 @@ export class DeliveryPipeline {
       envelope.event,
       envelope.idempotencyKey,
     );
-  }
+  };
 
   /** Step 6, validate: 422 for a fixed-contract event whose `data` fails its schema. */
-  validate({ envelope }: ParsedEnvelope): WebhookEvent<string> | Ending {
+  validate = (delivery: Delivery): Ending | undefined => {
+    const { envelope } = delivery.parsed;
     const event = envelope as unknown as WebhookEvent<string>;
-    if (!isFixedContractEvent(envelope.event)) return event;
+    delivery.event = event;
+    if (!isFixedContractEvent(envelope.event)) return undefined;
     const validation = validateEventData(
       envelope.event,
       envelope.data,
@@ -213,10 +258,11 @@ export class DeliveryPipeline {
         envelope.idempotencyKey,
       );
     }
-    return validation.data === envelope.data
-      ? event
-      : ({ ...envelope, data: validation.data } as WebhookEvent<string>);
-  }
+    if (validation.data !== envelope.data) {
+      delivery.event = { ...envelope, data: validation.data } as WebhookEvent<string>;
+    }
+    return undefined;
+  };
 
   /**
    * Step 7, claim: the claimed key (its lease token, and a transaction if the store opened one),
@@ -224,39 +270,28 @@ export class DeliveryPipeline {
    * with this body), 409 `conflict` (done with another body), 409 `in_flight`, 503 when the
    * store fails.
    */
-  claim(
-    key: string,
-    body: RawBody,
-    fingerprint: Fingerprint,
-    envelope: { event: string; idempotencyKey: string },
-  ): ClaimedKey | Ending | Promise<ClaimedKey | Ending> {
-    const { store, syncStore, leaseMs } = this.#config;
-    let claimed: ClaimResult | Promise<ClaimResult>;
-    try {
-      claimed = syncStore ? syncStore.claim(key, leaseMs) : store.claim(key, leaseMs);
-    } catch (cause) {
-      return storeUnavailable(cause, envelope);
-    }
-    if (isPromiseLike(claimed)) {
-      return claimed.then(
-        (result) => this.#claimed(result, body, fingerprint, envelope),
-        (cause: unknown) => storeUnavailable(cause, envelope),
-      );
-    }
-    return this.#claimed(claimed, body, fingerprint, envelope);
-  }
+  claim = (delivery: Delivery): StepResult<Ending> => {
+    const { store, leaseMs } = this.#config;
+    return andThen(
+      () => store.claim(delivery.key, leaseMs),
+      (claimed) => this.#claimed(claimed, delivery),
+      (cause) => storeUnavailable(cause, delivery.parsed.envelope),
+    );
+  };
 
-  #claimed(
-    claim: ClaimResult,
-    body: RawBody,
-    fingerprint: Fingerprint,
-    { event, idempotencyKey }: { event: string; idempotencyKey: string },
-  ): ClaimedKey | Ending | Promise<ClaimedKey | Ending> {
-    if (claim.state === 'claimed') return claim;
+  #claimed(claim: ClaimResult, delivery: Delivery): StepResult<Ending> {
+    if (claim.state === 'claimed') {
+      delivery.token = claim.token;
+      delivery.transaction = claim.transaction;
+      return undefined;
+    }
+    const { event, idempotencyKey } = delivery.parsed.envelope;
     if (claim.state === 'in_flight')
       return new Ending('in_flight', undefined, event, idempotencyKey);
     const duplicate = new Ending('duplicate', undefined, event, idempotencyKey);
-    if (claim.fingerprint === undefined || claim.fingerprint === fingerprint) return duplicate;
+    if (claim.fingerprint === undefined || claim.fingerprint === delivery.fingerprint) {
+      return duplicate;
+    }
     const conflict = new Ending(
       'conflict',
       new IdempotencyConflictError(idempotencyKey),
@@ -264,10 +299,10 @@ export class DeliveryPipeline {
       idempotencyKey,
     );
     // Remembered under another secret (the list was reordered since, as in a rotation)?
-    const others = this.#config.verification.otherFingerprints(body);
-    const decide = (list: Fingerprint[]): Ending =>
-      list.includes(claim.fingerprint!) ? duplicate : conflict;
-    return isPromiseLike(others) ? others.then(decide) : decide(others);
+    return andThen(
+      () => this.#config.verification.otherFingerprints(delivery.body),
+      (others) => (others.includes(claim.fingerprint!) ? duplicate : conflict),
+    );
   }
 
   /**
@@ -277,14 +312,8 @@ export class DeliveryPipeline {
    * With a claim's transaction, the handlers write through it (`ctx.transaction`): completing
    * commits it, so a completion that fails is 503 `store_unavailable`, and a timeout abandons it.
    */
-  dispatch(
-    event: WebhookEvent<string>,
-    key: string,
-    { token, transaction }: ClaimedKey,
-    fingerprint: Fingerprint,
-    attempt: number,
-    observation: DeliveryObservation | undefined,
-  ): Ending | Promise<Ending> {
+  dispatch = (delivery: Delivery): MaybePromise<Ending> => {
+    const { event, key, token, transaction, fingerprint, attempt, observation } = delivery;
     const { event: name, idempotencyKey } = event;
     const handlers = this.#config.handlersOf(name);
     if (handlers.length === 0) {
@@ -303,7 +332,7 @@ export class DeliveryPipeline {
           runHandlers(handlers, event, handlerDeadlines, attempt, client),
         )
       : runHandlers(handlers, event, handlerDeadlines, attempt, client);
-    const settle = (settled: HandlersSettled): Ending | Promise<Ending> => {
+    const settle = (settled: HandlersSettled): MaybePromise<Ending> => {
       observation?.handlersEnded({
         result: settled.ok ? 'succeeded' : 'failed',
         timedOut: false,
@@ -351,38 +380,29 @@ export class DeliveryPipeline {
         idempotencyKey,
       );
     });
-  }
+  };
 
   /**
    * Step 8 with an inbox, hand off: store the raw body (its text, which gives back its bytes
    * exactly) and its signature in the inbox, then complete the key: 202 `queued`. When the
    * inbox fails, the key is released: 503.
    */
-  handOff(
-    { envelope, text }: ParsedEnvelope,
-    signature: string,
-    token: string,
-    fingerprint: Fingerprint,
-    inbox: Inbox,
-    observation: DeliveryObservation | undefined,
-  ): Promise<Ending> {
+  handOff = (delivery: Delivery): MaybePromise<Ending> => {
+    const { parsed, token, fingerprint, observation } = delivery;
+    const { envelope, text } = parsed;
     const { event, idempotencyKey } = envelope;
     const stored: StoredDelivery = {
       body: text,
-      signature,
+      signature: delivery.signature!,
       event,
       idempotencyKey,
       receivedAt: new Date(this.#config.now()).toISOString(),
     };
     const trace = observation === undefined ? undefined : carrierOf(observation);
     if (trace !== undefined) stored.trace = trace;
-    let enqueued: Promise<void>;
-    try {
-      enqueued = inbox.enqueue(stored);
-    } catch (cause) {
-      enqueued = Promise.reject(cause);
-    }
-    return enqueued.then(
+    const inbox = this.#config.inbox!;
+    return andThen(
+      () => inbox.enqueue(stored),
       () =>
         this.#completeThen(
           idempotencyKey,
@@ -402,16 +422,18 @@ export class DeliveryPipeline {
           ),
         ),
     );
-  }
+  };
 
   #completeThen(
     key: string,
     token: string,
     fingerprint: Fingerprint,
     ending: Ending,
-  ): Ending | Promise<Ending> {
-    const completing = this.complete(key, token, fingerprint);
-    return completing ? completing.then(() => ending) : ending;
+  ): MaybePromise<Ending> {
+    return andThen(
+      () => this.complete(key, token, fingerprint),
+      () => ending,
+    );
   }
 
   /**
@@ -423,44 +445,42 @@ export class DeliveryPipeline {
     token: string,
     fingerprint: Fingerprint,
     ending: Ending,
-  ): Promise<Ending> {
+  ): MaybePromise<Ending> {
     const { store, dedupTtlMs } = this.#config;
-    return Promise.resolve()
-      .then(() => store.complete(key, token, dedupTtlMs, fingerprint))
-      .then(
-        () => ending,
-        (cause: unknown) =>
-          new Ending(
-            'store_unavailable',
-            new StoreUnavailableError(
-              "the idempotency store failed to commit the handlers' transaction",
-              { cause },
-            ),
-            ending.event,
-            ending.idempotencyKey,
+    return andThen(
+      () => store.complete(key, token, dedupTtlMs, fingerprint),
+      () => ending,
+      (cause: unknown) =>
+        new Ending(
+          'store_unavailable',
+          new StoreUnavailableError(
+            "the idempotency store failed to commit the handlers' transaction",
+            { cause },
           ),
-      );
+          ending.event,
+          ending.idempotencyKey,
+        ),
+    );
   }
 
-  #releaseThen(key: string, token: string, ending: Ending): Ending | Promise<Ending> {
-    const releasing = this.release(key, token);
-    return releasing ? releasing.then(() => ending) : ending;
+  #releaseThen(key: string, token: string, ending: Ending): MaybePromise<Ending> {
+    return andThen(
+      () => this.release(key, token),
+      () => ending,
+    );
   }
 
   /**
-   * Mark the key done; undefined at once on a store with a synchronous face. A failure is
-   * reported, never thrown: the handlers succeeded, so the delivery is still acknowledged.
+   * Mark the key done; at once on a store that answers at once. A failure is reported, never
+   * thrown: the handlers succeeded, so the delivery is still acknowledged.
    */
-  complete(key: string, token: string, fingerprint: Fingerprint): Promise<void> | undefined {
-    const { store, syncStore, dedupTtlMs } = this.#config;
-    try {
-      if (syncStore) return void syncStore.complete(key, token, dedupTtlMs, fingerprint);
-      return store
-        .complete(key, token, dedupTtlMs, fingerprint)
-        .then(undefined, this.#completeFailed);
-    } catch (cause) {
-      return this.#completeFailed(cause);
-    }
+  complete(key: string, token: string, fingerprint: Fingerprint): MaybePromise<void> {
+    const { store, dedupTtlMs } = this.#config;
+    return andThen(
+      () => store.complete(key, token, dedupTtlMs, fingerprint),
+      () => undefined,
+      this.#completeFailed,
+    );
   }
 
   #completeFailed = (cause: unknown): undefined => {
@@ -470,15 +490,13 @@ export class DeliveryPipeline {
     return undefined;
   };
 
-  /** Give the key back; undefined at once on a store with a synchronous face. */
-  release(key: string, token: string): Promise<void> | undefined {
-    const { store, syncStore } = this.#config;
-    try {
-      if (syncStore) return void syncStore.release(key, token);
-      return store.release(key, token).then(undefined, this.#releaseFailed);
-    } catch (cause) {
-      return this.#releaseFailed(cause);
-    }
+  /** Give the key back; at once on a store that answers at once. */
+  release(key: string, token: string): MaybePromise<void> {
+    return andThen(
+      () => this.#config.store.release(key, token),
+      () => undefined,
+      this.#releaseFailed,
+    );
   }
 
   #releaseFailed = (cause: unknown): undefined => {
@@ -488,6 +506,20 @@ export class DeliveryPipeline {
     );
     return undefined;
   };
+}
+
+/** A stored run's step: the delivery's own key was completed when it was stored; its run holds a key of its own. */
+function useRunKey(delivery: Delivery): undefined {
+  delivery.key = runKeyOf(delivery.key);
+  return undefined;
+}
+
+/** The client went away or broke the stream mid-body. */
+function unreadable(cause: unknown): Ending {
+  return new Ending(
+    'malformed',
+    new MalformedEnvelopeError('the request body could not be read', { cause }),
+  );
 }
 
 /** The observation's trace context, or none if the observer fails: it never costs a delivery. */

@@ -25,10 +25,12 @@ import {
 } from './events/index.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './inbox/types.js';
-import { OUTCOME_STATUS, type Outcome } from './outcome.js';
+import { OUTCOMES, type Outcome } from './outcome.js';
 import { fromBase64 } from './base64.js';
-import { DeliveryPipeline, Ending, runKeyOf, type PipelineRequest } from './pipeline.js';
-import { isPromiseLike, type AnyHandler, type HandlerContext } from './run-handlers.js';
+import { Delivery, DeliveryPipeline, Ending } from './pipeline.js';
+import type { AnyHandler, HandlerContext } from './run-handlers.js';
+import { nearestName } from './nearest-name.js';
+import { isPromiseLike, runSteps } from './run-steps.js';
 import {
   createVerifier,
   paddedSecrets,
@@ -36,8 +38,7 @@ import {
   type RawBody,
   type Verification,
 } from './signature.js';
-import { nearestName } from './nearest-name.js';
-import { memoryStore, syncFaceOf } from './stores/memory.js';
+import { memoryStore } from './stores/memory.js';
 import type { IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, Telemetry, TelemetryStart } from './telemetry.js';
 
@@ -157,38 +158,6 @@ export interface Receiver {
   readonly inbox: Inbox | undefined;
 }
 
-/** Outcomes of a stored run after which the job is done. */
-const RUN_SUCCEEDED: ReadonlySet<Outcome> = new Set(['processed', 'duplicate', 'ignored']);
-/** Outcomes of a stored run that a later attempt may turn into success. */
-const RUN_RETRIABLE: ReadonlySet<Outcome> = new Set([
-  'in_flight',
-  'store_unavailable',
-  'handler_failed',
-  'timeout',
-]);
-
-/** How loudly each outcome is logged. */
-const LOG_LEVEL: Record<Outcome, keyof Logger> = {
-  processed: 'info',
-  queued: 'info',
-  duplicate: 'debug',
-  ignored: 'debug',
-  in_flight: 'info',
-  method_not_allowed: 'info',
-  unsupported_media_type: 'info',
-  too_large: 'info',
-  malformed: 'warn',
-  invalid_signature: 'warn',
-  stale: 'warn',
-  invalid_payload: 'warn',
-  timeout: 'warn',
-  body_unavailable: 'error',
-  conflict: 'error',
-  store_unavailable: 'error',
-  handler_failed: 'error',
-  inbox_unavailable: 'error',
-};
-
 const DELIVERY = { kind: 'delivery' } as const;
 
 /**
@@ -205,7 +174,89 @@ const DELIVERY = { kind: 'delivery' } as const;
  * const { status, body } = await receiver.handle({ method: 'POST', headers, body: rawBody });
  * ```
  */
-export function createReceiver({
+export function createReceiver(options: ReceiverOptions): Receiver {
+  const settings = checkOptions(options);
+  const { maxBodyBytes, handlerTimeoutMs, inbox } = settings;
+  const registry = handlerRegistry();
+  const errors = errorReporter(settings);
+  const steps = new DeliveryPipeline({
+    ...settings,
+    // One timer for every delivery whose handlers are still running: they share handlerTimeoutMs.
+    handlerDeadlines: new DeadlineQueue(handlerTimeoutMs),
+    handlersOf: registry.handlersOf,
+    reportError: errors.report,
+  });
+  const ending = deliveryEnding(settings, errors);
+  const httpSteps = inbox === undefined ? steps.dispatchNow : steps.handToInbox;
+
+  async function handle(request: WebhookRequest): Promise<WebhookResult> {
+    const observation = ending.observe(DELIVERY);
+    const startedAt = observation ? performance.now() : 0;
+    const signature = getHeader(request.headers, 'signature');
+    let ended: Ending;
+    try {
+      ended = await runSteps(httpSteps, new Delivery(request, signature, 1, observation));
+    } catch (cause) {
+      // Only a faulty store, inbox or logger can get here; the delivery is retried later.
+      ended = new Ending(
+        'store_unavailable',
+        new StoreUnavailableError('the receiver failed unexpectedly', { cause }),
+      );
+    }
+    ending.finish(ended, observation, startedAt);
+    return answer(ended.outcome, ended.idempotencyKey);
+  }
+
+  async function processStored(
+    stored: StoredDelivery,
+    { attempt }: StoredRunOptions,
+  ): Promise<StoredRunResult> {
+    const observation = ending.observe({ kind: 'job', attempt, link: stored.trace });
+    const startedAt = observation ? performance.now() : 0;
+    const delivery = new Delivery(undefined, stored.signature, attempt, observation);
+    delivery.body = stored.encoding === 'base64' ? fromBase64(stored.body) : stored.body;
+    let ended: Ending;
+    try {
+      ended = await runSteps(steps.runStored, delivery);
+    } catch (cause) {
+      ended = new Ending(
+        'store_unavailable',
+        new StoreUnavailableError('the worker failed unexpectedly', { cause }),
+        stored.event,
+        stored.idempotencyKey,
+      );
+    }
+    ending.finish(ended, observation, startedAt, attempt);
+    return runResultOf(ended);
+  }
+
+  const receiver: Receiver = {
+    on<N extends KnownEventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver {
+      const names: readonly string[] = Array.isArray(name) ? name : [name as string];
+      // Checked before any is registered: a misspelt name would answer every real event
+      // `200 ignored`, which the platform never sends again.
+      names.forEach(assertKnownEvent);
+      registry.on(names, handler as unknown as AnyHandler);
+      return receiver;
+    },
+    onAny(handler: EventHandler): Receiver {
+      registry.onAny(handler as unknown as AnyHandler);
+      return receiver;
+    },
+    onError(handler: ErrorHandler): Receiver {
+      errors.handlers.push(handler);
+      return receiver;
+    },
+    handle,
+    processStored,
+    maxBodyBytes,
+    inbox,
+  };
+  return receiver;
+}
+
+/** The options with their defaults, checked: a mistake is a `ConfigError` at start-up. */
+function checkOptions({
   secret,
   store = memoryStore(),
   maxBodyBytes = 1024 * 1024,
@@ -218,7 +269,7 @@ export function createReceiver({
   inbox,
   telemetry,
   schemas,
-}: ReceiverOptions): Receiver {
+}: ReceiverOptions) {
   for (const [name, value] of Object.entries({
     maxBodyBytes,
     maxEventAgeMs,
@@ -242,26 +293,17 @@ export function createReceiver({
     throw new ConfigError('inbox must have an enqueue(delivery) method');
   }
   let verification: Verification;
-  let secretList: readonly string[];
+  let secrets: readonly string[];
   try {
     // Checked once, here: what it throws names a secret by its place, never by its value.
-    secretList = secretsOf(secret);
-    verification = createVerifier(secretList);
+    secrets = secretsOf(secret);
+    verification = createVerifier(secrets);
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }
-
   // Failures are never silent: without a logger they reach the console.
   const log = logger === false ? undefined : (logger ?? consoleLogger);
-  // The console takes warn and error lines only: no line object is built for the others.
-  const logs: Record<keyof Logger, boolean> = {
-    debug: log !== undefined && log !== consoleLogger,
-    info: log !== undefined && log !== consoleLogger,
-    warn: log !== undefined,
-    error: log !== undefined,
-  };
-
-  for (const place of paddedSecrets(secretList)) {
+  for (const place of paddedSecrets(secrets)) {
     const which = typeof secret === 'string' ? 'the secret' : `secret #${place} of the list`;
     log?.warn(
       {},
@@ -269,274 +311,167 @@ export function createReceiver({
         'signatures made with the key as shown fail (401): trim it if that was a copy-paste slip',
     );
   }
-
-  const handlers = new Map<string, AnyHandler[]>();
-  const anyHandlers: AnyHandler[] = [];
-  const errorHandlers: ErrorHandler[] = [];
-
-  function handlersOf(event: string): readonly AnyHandler[] {
-    const named = handlers.get(event);
-    if (named === undefined) return anyHandlers;
-    return anyHandlers.length === 0 ? named : [...named, ...anyHandlers];
-  }
-
-  function reportError(error: SchoolhooksError): void {
-    if (errorHandlers.length === 0) {
-      log?.warn({ code: error.code, err: error.message }, 'webhook failure');
-      return;
-    }
-    tellOnError(error);
-  }
-
-  function tellOnError(error: SchoolhooksError): void {
-    for (const handler of errorHandlers) {
-      try {
-        const result = handler(error);
-        if (isPromiseLike(result)) {
-          result.then(undefined, (thrown: unknown) => logOnErrorFailure(thrown));
-        }
-      } catch (thrown) {
-        logOnErrorFailure(thrown);
-      }
-    }
-  }
-
-  function logOnErrorFailure(thrown: unknown): void {
-    log?.error({ err: causeMessageOf(thrown, secretList) }, 'onError handler threw');
-  }
-
-  const steps = new DeliveryPipeline({
+  return {
     verification,
-    secrets: secretList,
+    secrets,
     store,
-    // memoryStore's operations without a promise each: most deliveries then finish in one turn.
-    syncStore: syncFaceOf(store),
-    schemas,
     maxBodyBytes,
     maxEventAgeMs,
     dedupTtlMs,
     leaseMs,
     handlerTimeoutMs,
-    // One timer for every delivery whose handlers are still running: they share handlerTimeoutMs.
-    handlerDeadlines: new DeadlineQueue(handlerTimeoutMs),
+    log,
+    // The console takes warn and error lines only: no line object is built for the others.
+    logs: {
+      debug: log !== undefined && log !== consoleLogger,
+      info: log !== undefined && log !== consoleLogger,
+      warn: log !== undefined,
+      error: log !== undefined,
+    } satisfies Record<keyof Logger, boolean>,
     now,
-    handlersOf,
-    reportError,
-  });
-
-  /** The steps of one HTTP delivery, in order; the first ending ends it. */
-  async function deliver(
-    request: PipelineRequest,
-    observation: DeliveryObservation | undefined,
-  ): Promise<Ending> {
-    const refused = steps.checkRequest(request);
-    if (refused) return refused;
-    let body = steps.readBody(request);
-    if (isPromiseLike(body)) {
-      try {
-        body = steps.checkBody(await body);
-      } catch (cause) {
-        body = steps.unreadable(cause);
-      }
-    }
-    if (body instanceof Ending) return body;
-    const signature = getHeader(request.headers, 'signature');
-    let fingerprint = steps.verify(body, signature);
-    if (isPromiseLike(fingerprint)) fingerprint = await fingerprint;
-    if (fingerprint instanceof Ending) return fingerprint;
-    const parsed = steps.parse(body);
-    if (parsed instanceof Ending) return parsed;
-    const stale = steps.checkAge(parsed);
-    if (stale) return stale;
-    const { envelope } = parsed;
-    const key = envelope.idempotencyKey;
-
-    if (inbox !== undefined) {
-      // Hand off: claim, store in the inbox, complete; workers validate and dispatch later.
-      let claim = steps.claim(key, body, fingerprint, envelope);
-      if (isPromiseLike(claim)) claim = await claim;
-      if (claim instanceof Ending) return claim;
-      const { token } = claim;
-      // Awaited rather than returned: an async function that returns a promise pays two more turns.
-      return await steps.handOff(parsed, signature!, token, fingerprint, inbox, observation);
-    }
-    // Or dispatch now: validate, claim, run the handlers.
-    const event = steps.validate(parsed);
-    if (event instanceof Ending) return event;
-    let claim = steps.claim(key, body, fingerprint, envelope);
-    if (isPromiseLike(claim)) claim = await claim;
-    if (claim instanceof Ending) return claim;
-    const ended = steps.dispatch(event, key, claim, fingerprint, 1, observation);
-    return isPromiseLike(ended) ? await ended : ended;
-  }
-
-  /** The steps of a worker's run of a stored delivery: no age check (retries go on for days). */
-  async function run(
-    stored: StoredDelivery,
-    attempt: number,
-    observation: DeliveryObservation | undefined,
-  ): Promise<Ending> {
-    const body = stored.encoding === 'base64' ? fromBase64(stored.body) : stored.body;
-    let fingerprint = steps.verify(body, stored.signature);
-    if (isPromiseLike(fingerprint)) fingerprint = await fingerprint;
-    if (fingerprint instanceof Ending) return fingerprint;
-    const parsed = steps.parse(body);
-    if (parsed instanceof Ending) return parsed;
-    const event = steps.validate(parsed);
-    if (event instanceof Ending) return event;
-    // The delivery's own key was completed when it was stored; its run holds a key of its own.
-    const key = runKeyOf(parsed.envelope.idempotencyKey);
-    let claim = steps.claim(key, body, fingerprint, parsed.envelope);
-    if (isPromiseLike(claim)) claim = await claim;
-    if (claim instanceof Ending) return claim;
-    const ended = steps.dispatch(event, key, claim, fingerprint, attempt, observation);
-    return isPromiseLike(ended) ? await ended : ended;
-  }
-
-  /** Report, log and observe how a delivery ended. */
-  function finish(
-    ending: Ending,
-    observation: DeliveryObservation | undefined,
-    startedAt: number,
-    attempt?: number,
-  ): void {
-    const { outcome, error, event, idempotencyKey } = ending;
-    let level = LOG_LEVEL[outcome];
-    // A failure no onError is told of goes on the outcome's own line, at warn at least: one line.
-    const untold = error !== undefined && errorHandlers.length === 0;
-    if (error !== undefined && !untold) tellOnError(error);
-    if (untold && (level === 'debug' || level === 'info')) level = 'warn';
-    if (logs[level]) {
-      const fields: Record<string, unknown> = { outcome };
-      if (event !== undefined) fields['event'] = event;
-      if (idempotencyKey !== undefined) fields['idempotencyKey'] = idempotencyKey;
-      if (attempt !== undefined) fields['attempt'] = attempt;
-      if (untold) {
-        fields['code'] = error.code;
-        fields['err'] = error.message;
-      }
-      log![level](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
-    }
-    observation?.end({
-      kind: attempt === undefined ? 'delivery' : 'job',
-      outcome,
-      status: OUTCOME_STATUS[outcome],
-      event,
-      idempotencyKey,
-      attempt,
-      durationMs: performance.now() - startedAt,
-      signatureReason: error instanceof SignatureError ? error.reason : undefined,
-    });
-  }
-
-  /** The observation of a delivery or a run; none if the observer fails (it never costs one). */
-  function observe(start: TelemetryStart): DeliveryObservation | undefined {
-    try {
-      return telemetry!.start(start);
-    } catch (thrown) {
-      log?.error({ err: causeMessageOf(thrown, secretList) }, 'telemetry.start threw');
-      return undefined;
-    }
-  }
-
-  async function handle(request: WebhookRequest): Promise<WebhookResult> {
-    const observation = telemetry && observe(DELIVERY);
-    const startedAt = observation ? performance.now() : 0;
-    let ending: Ending;
-    try {
-      ending = await deliver(request, observation);
-    } catch (cause) {
-      // Only a faulty store, inbox or logger can get here; the delivery is retried later.
-      ending = new Ending(
-        'store_unavailable',
-        new StoreUnavailableError('the receiver failed unexpectedly', { cause }),
-      );
-    }
-    try {
-      finish(ending, observation, startedAt);
-    } catch {
-      // A logger or an observer that throws must not turn the answer into a crash.
-    }
-    return answer(ending.outcome, ending.idempotencyKey);
-  }
-
-  async function processStored(
-    stored: StoredDelivery,
-    { attempt }: StoredRunOptions,
-  ): Promise<StoredRunResult> {
-    const observation = telemetry && observe({ kind: 'job', attempt, link: stored.trace });
-    const startedAt = observation ? performance.now() : 0;
-    let ending: Ending;
-    try {
-      ending = await run(stored, attempt, observation);
-    } catch (cause) {
-      ending = new Ending(
-        'store_unavailable',
-        new StoreUnavailableError('the worker failed unexpectedly', { cause }),
-        stored.event,
-        stored.idempotencyKey,
-      );
-    }
-    try {
-      finish(ending, observation, startedAt, attempt);
-    } catch {
-      // As in handle(): never let a logger or an observer fail the run.
-    }
-    return runResultOf(ending);
-  }
-
-  const receiver: Receiver = {
-    on<N extends KnownEventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver {
-      const names: readonly string[] = Array.isArray(name) ? name : [name as string];
-      // Checked before any is registered: a misspelt name would answer every real event
-      // `200 ignored`, which the platform never sends again.
-      names.forEach(assertKnownEvent);
-      for (const one of names) {
-        const list = handlers.get(one) ?? [];
-        list.push(handler as unknown as AnyHandler);
-        handlers.set(one, list);
-      }
-      return receiver;
-    },
-    onAny(handler: EventHandler): Receiver {
-      anyHandlers.push(handler as unknown as AnyHandler);
-      return receiver;
-    },
-    onError(handler: ErrorHandler): Receiver {
-      errorHandlers.push(handler);
-      return receiver;
-    },
-    handle,
-    processStored,
-    maxBodyBytes,
     inbox,
+    telemetry,
+    schemas,
   };
-  return receiver;
 }
 
-/** Refuse a name this version does not know, naming the nearest known one. */
-function assertKnownEvent(name: unknown): void {
-  if (typeof name === 'string' && isKnownEvent(name)) return;
-  const text = typeof name === 'string' ? `'${name.slice(0, 100)}'` : typeof name;
-  const near = typeof name === 'string' ? nearestName(name, KNOWN_EVENTS) : undefined;
-  throw new ConfigError(
-    `unknown event ${text}${near === undefined ? '.' : `; did you mean '${near}'?`} ` +
-      'Events this version does not know reach onAny',
-  );
+/** The handlers registered with `on()` and `onAny()`, by event name. */
+function handlerRegistry() {
+  const named = new Map<string, AnyHandler[]>();
+  const any: AnyHandler[] = [];
+  return {
+    on(names: readonly string[], handler: AnyHandler): void {
+      for (const name of names) {
+        const list = named.get(name) ?? [];
+        list.push(handler);
+        named.set(name, list);
+      }
+    },
+    onAny(handler: AnyHandler): void {
+      any.push(handler);
+    },
+    /** The handlers of an event name, `onAny`'s included; empty when there are none. */
+    handlersOf(event: string): readonly AnyHandler[] {
+      const handlers = named.get(event);
+      if (handlers === undefined) return any;
+      return any.length === 0 ? handlers : [...handlers, ...any];
+    },
+  };
+}
+
+/** What the receiver logs with, once its options are checked. */
+interface Logging {
+  /** The logger, the console's by default; none with `logger: false`. */
+  log: Logger | undefined;
+  /** Which levels reach it: a line object is built for those only. */
+  logs: Record<keyof Logger, boolean>;
+  secrets: readonly string[];
+}
+
+/** `onError`'s handlers, and the one way a failure is told to them. */
+function errorReporter({ log, secrets }: Logging) {
+  const handlers: ErrorHandler[] = [];
+  const logOnErrorFailure = (thrown: unknown): void => {
+    log?.error({ err: causeMessageOf(thrown, secrets) }, 'onError handler threw');
+  };
+  /** Tell every `onError` handler; what one throws is logged, never rethrown. */
+  const tell = (error: SchoolhooksError): void => {
+    for (const handler of handlers) {
+      try {
+        const result = handler(error);
+        if (isPromiseLike(result)) result.then(undefined, logOnErrorFailure);
+      } catch (thrown) {
+        logOnErrorFailure(thrown);
+      }
+    }
+  };
+  return {
+    handlers,
+    tell,
+    /** A failure outside a delivery's ending: to `onError`, or to the log when none listens. */
+    report(error: SchoolhooksError): void {
+      if (handlers.length === 0) {
+        log?.warn({ code: error.code, err: error.message }, 'webhook failure');
+        return;
+      }
+      tell(error);
+    },
+  };
+}
+
+/** How a delivery or a run ends: observed, reported, logged. */
+function deliveryEnding(
+  { log, logs, secrets, telemetry }: Logging & { telemetry: Telemetry | undefined },
+  errors: { handlers: readonly ErrorHandler[]; tell: (error: SchoolhooksError) => void },
+) {
+  return {
+    /** The observation of a delivery or a run; none if the observer fails (it never costs one). */
+    observe(start: TelemetryStart): DeliveryObservation | undefined {
+      if (telemetry === undefined) return undefined;
+      try {
+        return telemetry.start(start);
+      } catch (thrown) {
+        log?.error({ err: causeMessageOf(thrown, secrets) }, 'telemetry.start threw');
+        return undefined;
+      }
+    },
+
+    /** Report, log and observe how a delivery ended; a logger or observer that throws is ignored. */
+    finish(
+      ending: Ending,
+      observation: DeliveryObservation | undefined,
+      startedAt: number,
+      attempt?: number,
+    ): void {
+      const { outcome, error, event, idempotencyKey } = ending;
+      try {
+        let level = OUTCOMES[outcome].logLevel;
+        // A failure no onError is told of goes on the outcome's own line, at warn at least:
+        // one line per failure, which reaches the console when there is no logger.
+        const untold = error !== undefined && errors.handlers.length === 0;
+        if (error !== undefined && !untold) errors.tell(error);
+        if (untold && (level === 'debug' || level === 'info')) level = 'warn';
+        if (logs[level]) {
+          const fields: Record<string, unknown> = { outcome };
+          if (event !== undefined) fields['event'] = event;
+          if (idempotencyKey !== undefined) fields['idempotencyKey'] = idempotencyKey;
+          if (attempt !== undefined) fields['attempt'] = attempt;
+          if (untold) {
+            fields['code'] = error.code;
+            fields['err'] = error.message;
+          }
+          log![level](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
+        }
+        observation?.end({
+          kind: attempt === undefined ? 'delivery' : 'job',
+          outcome,
+          status: OUTCOMES[outcome].status,
+          event,
+          idempotencyKey,
+          attempt,
+          durationMs: performance.now() - startedAt,
+          signatureReason: error instanceof SignatureError ? error.reason : undefined,
+        });
+      } catch {
+        // A logger or an observer that throws must not turn the answer into a crash.
+      }
+    },
+  };
 }
 
 /** The status and JSON body that answer an outcome. */
 function answer(outcome: Outcome, idempotencyKey: string | undefined): WebhookResult {
-  const status = OUTCOME_STATUS[outcome];
-  const body: WebhookResponseBody = { ok: status >= 200 && status < 300, outcome };
+  const { status, success } = OUTCOMES[outcome];
+  const body: WebhookResponseBody = { ok: success, outcome };
   if (idempotencyKey !== undefined) body.idempotencyKey = idempotencyKey;
   return { status, outcome, body };
 }
 
 /** What a stored run came to, for the inbox: done, retry later, or a dead letter now. */
 function runResultOf({ outcome, error }: Ending): StoredRunResult {
-  if (RUN_SUCCEEDED.has(outcome)) return { outcome, ok: true, retry: false };
-  const result: StoredRunResult = { outcome, ok: false, retry: RUN_RETRIABLE.has(outcome) };
+  const { run } = OUTCOMES[outcome];
+  if (run === 'succeeded') return { outcome, ok: true, retry: false };
+  const result: StoredRunResult = { outcome, ok: false, retry: run === 'retry' };
   result.reason = `${outcome}: ${reasonOf(error, outcome)}`;
   return result;
 }
@@ -548,4 +483,15 @@ function reasonOf(error: SchoolhooksError | undefined, outcome: Outcome): string
   }
   if (error.code === 'handler_failed' && error.cause instanceof Error) return error.cause.message;
   return error.message;
+}
+
+/** Refuse a name this version does not know, naming the nearest known one. */
+function assertKnownEvent(name: unknown): void {
+  if (typeof name === 'string' && isKnownEvent(name)) return;
+  const text = typeof name === 'string' ? `'${name.slice(0, 100)}'` : typeof name;
+  const near = typeof name === 'string' ? nearestName(name, KNOWN_EVENTS) : undefined;
+  throw new ConfigError(
+    `unknown event ${text}${near === undefined ? '.' : `; did you mean '${near}'?`} ` +
+      'Events this version does not know reach onAny',
+  );
 }

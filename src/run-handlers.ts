@@ -6,6 +6,7 @@
 import { Deadline, type DeadlineQueue } from './deadlines.js';
 import { LazySignal } from './lazy-signal.js';
 import type { WebhookEvent } from './events/index.js';
+import { isPromiseLike } from './run-steps.js';
 
 /**
  * The transaction types stores give handlers, one member per store that opens one: empty in the
@@ -191,13 +192,4 @@ function failureOf(errors: readonly unknown[]): HandlersSettled {
         ? errors[0]
         : new AggregateError(errors, `${errors.length} handlers failed`),
   };
-}
-
-/** Whether a value is a promise or another thenable. */
-export function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as PromiseLike<unknown>).then === 'function'
-  );
 }

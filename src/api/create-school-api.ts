@@ -3,6 +3,7 @@
  * @module
  */
 
+import { ConfigError } from '../errors.js';
 import { isSecureUrl } from '../links/is-secure-url.js';
 import { errorFromResponse, type RequestContext } from './error-from-response.js';
 import { InvalidResponseError, NetworkError, SchoolApiError, TimeoutError } from './errors.js';
@@ -100,20 +101,20 @@ export function createSchoolApi({
 }: SchoolApiOptions): SchoolApi {
   const root = apiRoot(baseUrl);
   if (typeof apiKey !== 'string' || !API_KEY_PATTERN.test(apiKey)) {
-    throw new TypeError('apiKey must be a non-empty string of visible ASCII characters');
+    throw new ConfigError('apiKey must be a non-empty string of visible ASCII characters');
   }
-  assertPositiveInteger(sellerId, 'sellerId');
-  assertPositiveInteger(schoolId, 'schoolId');
+  if (!isPositiveInteger(sellerId)) throw new ConfigError('sellerId must be a positive integer');
+  if (!isPositiveInteger(schoolId)) throw new ConfigError('schoolId must be a positive integer');
   if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
-    throw new TypeError(
+    throw new ConfigError(
       `timeoutMs must be a positive number of milliseconds, at most ${MAX_TIMEOUT_MS}`,
     );
   }
   if (!Number.isSafeInteger(retries) || retries < 0) {
-    throw new TypeError('retries must be a non-negative integer');
+    throw new ConfigError('retries must be a non-negative integer');
   }
   if (fetchFn !== undefined && typeof fetchFn !== 'function') {
-    throw new TypeError('fetch must be a function');
+    throw new ConfigError('fetch must be a function');
   }
 
   const send: typeof globalThis.fetch = fetchFn ?? ((input, init) => globalThis.fetch(input, init));
@@ -238,26 +239,29 @@ function apiRoot(baseUrl: string | URL): string {
   try {
     url = new URL(baseUrl);
   } catch {
-    throw new TypeError('baseUrl must be an absolute URL such as https://api.example.com');
+    throw new ConfigError('baseUrl must be an absolute URL such as https://api.example.com');
   }
   if (!isSecureUrl(url)) {
-    throw new TypeError(
+    throw new ConfigError(
       'baseUrl must use https:// (http:// only for localhost, 127.0.0.1 and [::1]): the API key must not cross a network in clear text',
     );
   }
   if (url.username !== '' || url.password !== '') {
-    throw new TypeError('baseUrl must not carry credentials; the key goes in apiKey');
+    throw new ConfigError('baseUrl must not carry credentials; the key goes in apiKey');
   }
   if (url.search !== '' || url.hash !== '') {
-    throw new TypeError('baseUrl must be the API root, without a query or a fragment');
+    throw new ConfigError('baseUrl must be the API root, without a query or a fragment');
   }
   return url.href.replace(/\/+$/, '');
 }
 
+function isPositiveInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
+}
+
+/** A per-call argument that is not a positive integer is a TypeError (a setup mistake, a ConfigError). */
 function assertPositiveInteger(value: unknown, name: string): asserts value is number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new TypeError(`${name} must be a positive integer`);
-  }
+  if (!isPositiveInteger(value)) throw new TypeError(`${name} must be a positive integer`);
 }
 
 // undici reports "fetch failed" and keeps the reason (ECONNREFUSED, ENOTFOUND…) in `cause`.

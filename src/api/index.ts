@@ -1,6 +1,8 @@
 /** The session-token client of the school platform and its errors. @module schoolhooks/api */
 
 export { createSchoolApi } from './create-school-api.js';
+// A mistake in createSchoolApi's options; the same class as the receiver's, so one catch serves both.
+export { ConfigError } from '../errors.js';
 export type {
   CreateSessionTokenOptions,
   CreateSessionTokenResult,

@@ -3,6 +3,7 @@
  * @module
  */
 
+import { exponentialDelay } from '../retry-policy.js';
 import { NetworkError, RateLimitError, ServerError } from './errors.js';
 
 /** The first retry waits this long; each further one twice as long as the one before. */
@@ -30,7 +31,8 @@ export function retryDelay(
   attempt: number,
   forceCreate: boolean,
 ): number | undefined {
-  const backoff = Math.min(BASE_DELAY_MS * 2 ** attempt, MAX_DELAY_MS);
+  // The inboxes' curve, shorter: the caller is waiting.
+  const backoff = exponentialDelay(BASE_DELAY_MS, attempt + 1, MAX_DELAY_MS);
   if (error instanceof RateLimitError) {
     if (error.retryAfter === undefined) return backoff;
     const wait = error.retryAfter.getTime() - Date.now();

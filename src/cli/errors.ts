@@ -25,7 +25,4 @@ export function errorLine(command: string | undefined, message: string): string 
   return `schoolhooks${command === undefined ? '' : ` ${command}`}: ${message}`;
 }
 
-/** The message of anything thrown. */
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+export { messageOf } from '../message-of.js';

@@ -8,6 +8,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { nodeListener } from '../../adapters/node.js';
 import { getHeader } from '../headers.js';
+import { OUTCOMES } from '../outcome.js';
 import { createReceiver, type Receiver, type WebhookRequest } from '../receiver.js';
 import { defineCommand, EXIT, messageOf, UsageError, type CliIo } from './command.js';
 import {
@@ -19,20 +20,6 @@ import { signatureFailureOf } from '../signature-failure.js';
 import { causesText } from './signature-causes.js';
 import { SECRETS_OPTION, secretSource, secretsFrom } from './secret.js';
 import { summarizeEvent } from './summarize-event.js';
-
-/** Outcomes reached only after the signature verified: the body may be read and named. */
-const VERIFIED_OUTCOMES: ReadonlySet<string> = new Set([
-  'processed',
-  'duplicate',
-  'ignored',
-  'stale',
-  'invalid_payload',
-  'conflict',
-  'in_flight',
-  'store_unavailable',
-  'handler_failed',
-  'timeout',
-]);
 
 /** The `listen` command. */
 export const listenCommand = defineCommand({
@@ -174,7 +161,7 @@ function printing(receiver: Receiver, io: CliIo): Receiver {
         // The receiver's own classifier: what onError, the inspector and telemetry say too.
         const failure = signatureFailureOf(getHeader(request.headers, 'signature'));
         lines.unshift(failure.message, ...causesText(failure).split('\n'));
-      } else if (VERIFIED_OUTCOMES.has(result.outcome)) {
+      } else if (OUTCOMES[result.outcome].verified) {
         status = `${status} ${describe(raw)}`;
       }
       io.out(lines.length === 0 ? status : `${status}\n${indent(lines)}`);

@@ -3,6 +3,7 @@
  * @module
  */
 
+import { timestampMsOf } from '../envelope.js';
 import { FIXED_CONTRACT_EVENTS } from '../events/index.js';
 import { defineCommand, EXIT, requireHttpUrl, UsageError } from './command.js';
 import { fileBody, fixtureBody, type DeliveryBody } from './delivery-body.js';
@@ -36,7 +37,7 @@ Exit code 0 when the answer is 200, 201 or 202 (what the platform counts as deli
     timestamp: {
       type: 'string',
       value: 'T',
-      help: `The timestamp to send (ISO 8601; default now). The same --key and
+      help: `The timestamp to send (RFC 3339; default now). The same --key and
 --timestamp twice give a duplicate; the same key with another body, a conflict`,
     },
     raw: { type: 'boolean', help: "Send the file's bytes exactly as they are, only signed" },
@@ -48,8 +49,9 @@ Exit code 0 when the answer is 200, 201 or 202 (what the platform counts as deli
     if (extra.length > 0)
       throw new UsageError('send takes one event or file; use replay for a folder');
     const url = requireHttpUrl(values.url);
-    if (values.timestamp !== undefined && Number.isNaN(Date.parse(values.timestamp))) {
-      throw new UsageError('--timestamp must be an ISO 8601 date-time');
+    // The receiver's own timestamp rule, so a sent delivery is never refused for its timestamp.
+    if (values.timestamp !== undefined && timestampMsOf(values.timestamp) === undefined) {
+      throw new UsageError('--timestamp must be an RFC 3339 date-time (2026-11-01T10:00:00Z)');
     }
     checkEventOption(values.event);
 

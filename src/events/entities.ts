@@ -37,7 +37,7 @@ const anyString = z.string();
 
 /**
  * A string schema typed as an open union of `Known`. At run time it is a plain `z.string()` (one
- * `typeof` in the compiled check, and `{ "type": "string" }` in the JSON Schema, which is exactly
+ * `typeof` in the generated validator, and `{ "type": "string" }` in the JSON Schema, which is exactly
  * what it accepts); the known values live in the types only, so they cost the bundle nothing.
  */
 function openUnion<Known extends string>(): z.ZodType<OpenUnion<Known>, OpenUnion<Known>> {

@@ -14,6 +14,7 @@
  */
 
 import { z } from 'zod';
+import { TIMESTAMP_PATTERN, timestampMsOf } from '../envelope.js';
 import type { KnownOutput } from './known-output.js';
 import { certificateIssuedDataSchema } from './certificate-issued.js';
 import { courseCompletedDataSchema } from './course-completed.js';
@@ -105,12 +106,18 @@ export type WebhookEvent<N extends string = KnownEventName> = N extends string
   : never;
 
 /**
- * The envelope every delivery carries (interface 2.3). `timestamp` is checked for age by the
- * receiver, not here; `data` is checked against {@link eventDataSchemas} for fixed-contract events.
+ * The envelope every delivery carries: the receiver's own rule (`parseEnvelope`), so the JSON
+ * Schema printed from it (`schoolhooks schema`) accepts exactly what the receiver accepts.
+ * `timestamp` is an RFC 3339 date-time (`format: date-time`) the receiver also checks for age;
+ * `data` is checked against {@link eventDataSchemas} for fixed-contract events.
  */
 export const envelopeSchema = z.looseObject({
   event: z.string().min(1),
-  timestamp: z.string().min(1),
+  timestamp: z
+    .string()
+    .regex(new RegExp(TIMESTAMP_PATTERN))
+    .refine((text) => timestampMsOf(text) !== undefined, 'no such day in that month')
+    .meta({ format: 'date-time' }),
   idempotencyKey: z.string().min(1),
   data: z.record(z.string(), z.unknown()),
 });

@@ -17,9 +17,12 @@ function namesInviteLink(data: {
   return data.inviteLinkId != null || data.access?.meta?.inviteLinkId != null;
 }
 
-/** A JSON Schema that requires `key`, whose value must pass `value`. */
+/**
+ * A JSON Schema of an object that has `key`, whose value must pass `value`. (`type` too: without
+ * it, `required` lets a null or a string through.)
+ */
 function requires(key: string, value: object): object {
-  return { required: [key], properties: { [key]: value } };
+  return { type: 'object', required: [key], properties: { [key]: value } };
 }
 
 /** A JSON Schema value that is present and not null. */

@@ -5,12 +5,14 @@
  * @module schoolhooks/bullmq
  */
 
+import { messageOf } from '../message-of.js';
 import { Queue, UnrecoverableError, Worker, type Job, type JobType } from 'bullmq';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { ConfigError } from '../errors.js';
 import { readinessOf } from '../stores/client-readiness.js';
 import type { Logger, Receiver } from '../receiver.js';
+import { BACKOFF_STRATEGY, DEFAULT_RETRY_POLICY, exponentialDelay } from '../retry-policy.js';
 import {
   checkConcurrency,
   checkInboxOptions,
@@ -39,7 +41,7 @@ export interface BullmqInboxOptions {
   prefix?: string;
   /** Runs of the handlers before a job is a dead letter. Default 10. */
   attempts?: number;
-  /** The first retry's delay, doubling each time (BullMQ's exponential backoff). Default 30 s. */
+  /** The first retry's delay, doubling each time (the one retry policy). Default 30 s. */
   backoffMs?: number;
   /** How long a completed job is kept. Default 1 day. */
   keepCompletedMs?: number;
@@ -163,8 +165,8 @@ export function bullmqInbox({
   connection,
   queueName = 'schoolhooks',
   prefix = 'bull',
-  attempts = 10,
-  backoffMs = 30_000,
+  attempts = DEFAULT_RETRY_POLICY.attempts,
+  backoffMs = DEFAULT_RETRY_POLICY.backoffMs,
   keepCompletedMs = DAY,
   keepFailedMs = 30 * DAY,
   enqueueTimeoutMs = 2000,
@@ -193,7 +195,8 @@ export function bullmqInbox({
   queue.on('error', onConnectionError);
   const jobOptions = {
     attempts,
-    backoff: { type: 'exponential', delay: backoffMs },
+    // The one retry policy, as a custom strategy every worker of this inbox is given (work()).
+    backoff: { type: BACKOFF_STRATEGY, delay: backoffMs },
     // BullMQ counts these ages in seconds; it drops old jobs as later ones finish.
     removeOnComplete: { age: Math.ceil(keepCompletedMs / 1000) },
     removeOnFail: { age: Math.ceil(keepFailedMs / 1000) },
@@ -258,6 +261,12 @@ export function bullmqInbox({
           connection: template,
           prefix,
           concurrency,
+          // The policy's curve from the job's own backoffMs: the inbox that stored the job set
+          // it, and a worker in another process may have been made with another default.
+          settings: {
+            backoffStrategy: (attemptsMade, _type, _error, job) =>
+              exponentialDelay(backoffOf(job?.opts.backoff) ?? backoffMs, attemptsMade),
+          },
           ...(lockDurationMs === undefined ? {} : { lockDuration: lockDurationMs }),
           ...(stalledIntervalMs === undefined ? {} : { stalledInterval: stalledIntervalMs }),
         },
@@ -397,6 +406,7 @@ function blockingTemplate(client: Redis | Cluster): Redis | Cluster {
   return template;
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** The first retry's delay a job was stored with (BullMQ's `backoff` option, either form). */
+function backoffOf(backoff: number | { delay?: number } | undefined): number | undefined {
+  return typeof backoff === 'number' ? backoff : backoff?.delay;
 }

@@ -73,8 +73,3 @@ export function checkConcurrency(factory: string, concurrency: number): void {
     throw new ConfigError(`${factory}: concurrency must be a positive integer`);
   }
 }
-
-/** The retry delay after `attemptsMade` failed runs: `backoffMs`, doubling each time. */
-export function backoffDelay(backoffMs: number, attemptsMade: number): number {
-  return backoffMs * 2 ** Math.max(0, attemptsMade - 1);
-}

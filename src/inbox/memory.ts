@@ -5,8 +5,8 @@
  */
 
 import type { Receiver } from '../receiver.js';
+import { DEFAULT_RETRY_POLICY, nextRetry } from '../retry-policy.js';
 import {
-  backoffDelay,
   checkConcurrency,
   checkInboxOptions,
   type InboxJob,
@@ -64,8 +64,8 @@ interface Worker {
  * ```
  */
 export function memoryInbox({
-  attempts = 10,
-  backoffMs = 30_000,
+  attempts = DEFAULT_RETRY_POLICY.attempts,
+  backoffMs = DEFAULT_RETRY_POLICY.backoffMs,
   keepCompletedMs = 24 * 3_600_000,
 }: MemoryInboxOptions = {}): MemoryInbox {
   checkInboxOptions('memoryInbox', { attempts, backoffMs, keepCompletedMs });
@@ -120,7 +120,8 @@ export function memoryInbox({
         pending--;
       } else {
         job.reason = result.reason ?? result.outcome;
-        if (!result.retry || attempt >= attempts) {
+        const wait = result.retry ? nextRetry({ attempts, backoffMs }, attempt) : undefined;
+        if (wait === undefined) {
           job.state = 'failed';
           pending--;
         } else if (closed) {
@@ -128,13 +129,10 @@ export function memoryInbox({
           job.state = 'waiting';
         } else {
           job.state = 'delayed';
-          job.timer = setTimeout(
-            () => {
-              delete job.timer;
-              makeWaiting(job);
-            },
-            backoffDelay(backoffMs, attempt),
-          );
+          job.timer = setTimeout(() => {
+            delete job.timer;
+            makeWaiting(job);
+          }, wait);
         }
       }
     } finally {

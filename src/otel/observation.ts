@@ -13,7 +13,7 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
-import type { Outcome } from '../outcome.js';
+import { OUTCOMES } from '../outcome.js';
 import type {
   DeliveryObservation,
   HandlersRecord,
@@ -23,9 +23,6 @@ import type {
 import type { Instruments } from './instruments.js';
 import { ATTRIBUTES, SPANS } from './names.js';
 import { carrierOf } from './trace-carrier.js';
-
-/** Outcomes after which an inbox job is done; any other leaves it to a retry or a dead letter. */
-const JOB_SUCCEEDED: ReadonlySet<Outcome> = new Set(['processed', 'duplicate', 'ignored']);
 
 /** The observation of one delivery or job, as `Telemetry.start` returns it. */
 export class SpanObservation implements DeliveryObservation {
@@ -90,7 +87,8 @@ export class SpanObservation implements DeliveryObservation {
     // A server span is an error only on 5xx: a 4xx is the client's mistake, not ours
     // (OpenTelemetry semantic conventions, "Status" of HTTP server spans). A job run is an
     // error whenever it did not succeed: it is retried or dead-lettered.
-    const failed = kind === 'delivery' ? status >= 500 : !JOB_SUCCEEDED.has(outcome);
+    const rule = OUTCOMES[outcome];
+    const failed = kind === 'delivery' ? rule.spanError : rule.run !== 'succeeded';
     if (failed) attributes[ATTRIBUTES.errorType] = outcome;
     span.setAttributes(attributes);
     if (failed) span.setStatus({ code: SpanStatusCode.ERROR });

@@ -4,6 +4,8 @@
  * @module
  */
 
+import { noop } from '../noop.js';
+
 /** The part of an ioredis `Redis` or `Cluster` this needs (no import of ioredis). */
 export interface StatusClient {
   readonly status: string;
@@ -70,5 +72,3 @@ export function readinessOf(
     }
   };
 }
-
-function noop(): void {}

@@ -4,7 +4,7 @@
  */
 
 import { LRUCache } from 'lru-cache';
-import type { ClaimResult, IdempotencyStore } from './types.js';
+import type { IdempotencyStore } from './types.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -12,31 +12,10 @@ export interface MemoryStoreOptions {
   max?: number;
 }
 
-/** The store's operations, synchronous: what its promises resolve to, without the promise. */
-export interface SyncIdempotencyStore {
-  claim(key: string, leaseMs: number): ClaimResult;
-  complete(key: string, token: string, ttlMs: number, fingerprint: string): void;
-  release(key: string, token: string): void;
-}
-
-/**
- * The synchronous face of each store made by {@link memoryStore}, for the receiver to skip a
- * promise per step. Keyed by the store object itself: a copy or a wrapper (`{ ...store, claim }`)
- * is not found here, so whatever it overrides is used.
- */
-const syncFaces = new WeakMap<IdempotencyStore, SyncIdempotencyStore>();
-
-/**
- * The synchronous operations of a store made by {@link memoryStore}, or undefined for any other.
- * @internal
- */
-export function syncFaceOf(store: IdempotencyStore): SyncIdempotencyStore | undefined {
-  return syncFaces.get(store);
-}
-
 /**
  * An idempotency store for one process. Keys expire on their own (the lease, or dedupTtlMs once
- * complete); past `max` keys the least recently used are dropped.
+ * complete); past `max` keys the least recently used are dropped. It answers at once, without a
+ * promise (check and set in one synchronous step is what makes a claim atomic here).
  *
  * @example
  * ```ts
@@ -49,7 +28,12 @@ export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): Idempot
   // Lease tokens only tell this store's own claims apart, so a counter does (no randomness).
   let leases = 0;
 
-  const sync: SyncIdempotencyStore = {
+  function owns(key: string, token: string): boolean {
+    const entry = entries.peek(key);
+    return typeof entry === 'number' && String(entry) === token;
+  }
+
+  const store: IdempotencyStore = {
     claim(key, leaseMs) {
       // Check and set in one synchronous step: atomic in this process.
       const entry = entries.get(key);
@@ -66,23 +50,5 @@ export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): Idempot
       if (owns(key, token)) entries.delete(key);
     },
   };
-
-  function owns(key: string, token: string): boolean {
-    const entry = entries.peek(key);
-    return typeof entry === 'number' && String(entry) === token;
-  }
-
-  const store: IdempotencyStore = {
-    async claim(key, leaseMs) {
-      return sync.claim(key, leaseMs);
-    },
-    async complete(key, token, ttlMs, fingerprint) {
-      sync.complete(key, token, ttlMs, fingerprint);
-    },
-    async release(key, token) {
-      sync.release(key, token);
-    },
-  };
-  syncFaces.set(store, sync);
   return store;
 }

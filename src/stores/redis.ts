@@ -4,12 +4,13 @@
  * @module
  */
 
+import { noop } from '../noop.js';
 import { createHash } from 'node:crypto';
 // Types only: importing this entry never loads ioredis; the caller passes their own client.
 import type { Cluster, Redis } from 'ioredis';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
-import type { ClaimResult, IdempotencyStore } from './types.js';
+import type { AsyncIdempotencyStore, ClaimResult } from './types.js';
 import { BoundedCalls, type BoundedCall as Call } from '../bounded-calls.js';
 import { readinessOf } from './client-readiness.js';
 
@@ -146,7 +147,7 @@ export function redisStore({
   prefix = 'schoolhooks:',
   namespace,
   commandTimeoutMs = 1000,
-}: RedisStoreOptions): IdempotencyStore {
+}: RedisStoreOptions): AsyncIdempotencyStore {
   if (/[{}]/.test(prefix) || (namespace !== undefined && /[{}]/.test(namespace))) {
     // A brace there would become the hash tag and put every key of the store in one slot.
     throw new ConfigError('redisStore: prefix and namespace must not contain "{" or "}"');
@@ -171,7 +172,7 @@ export function redisStore({
   // The receiver gives one leaseMs to every claim: the longest an unfinished completion matters.
   let longestLeaseMs = 0;
 
-  const store: IdempotencyStore = {
+  const store: AsyncIdempotencyStore = {
     async claim(key: string, leaseMs: number): Promise<ClaimResult> {
       const token = randomToken();
       const redisKey = keyPrefix + hashTag(key);
@@ -371,5 +372,3 @@ function unavailable(operation: string, error: unknown): StoreUnavailableError {
   if (error instanceof Error) cause.name = error.name;
   return new StoreUnavailableError(`Redis ${operation} failed: ${message}`, { cause });
 }
-
-function noop(): void {}

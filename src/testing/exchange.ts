@@ -4,6 +4,7 @@
  * @module
  */
 
+import { messageOf } from '../message-of.js';
 import type { EndpointHandler, SimulatedRequest } from './endpoint-config.js';
 import type { VirtualClock } from './virtual-clock.js';
 
@@ -110,10 +111,6 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** fetch() says only "fetch failed"; the reason (ECONNREFUSED …) is in its cause. */

@@ -20,6 +20,7 @@ import {
   type SchoolApiOptions,
 } from '../../src/api/index.js';
 import { createMockSchoolApi, type MockSchoolApi } from '../../src/testing/mock-school-api.js';
+import { ConfigError } from '../../src/errors.js';
 
 const API_KEY = 'sk_live_Q7f3c9a1e5b2d4f608a9c1e3b5d7f9a1c';
 const SELLER_ID = 1042;
@@ -525,7 +526,7 @@ describe('inputs are checked before anything is sent', () => {
     'api.example.com',
     '',
   ])('refuses baseUrl %s (https:// only, http:// only on loopback)', (baseUrl) => {
-    expect(() => api({ baseUrl })).toThrow(TypeError);
+    expect(() => api({ baseUrl })).toThrow(ConfigError);
   });
 
   it.each([
@@ -542,7 +543,7 @@ describe('inputs are checked before anything is sent', () => {
     'https://api.example.com/?v=2',
     'https://api.example.com/#x',
   ])('refuses baseUrl %s, which is not an API root', (baseUrl) => {
-    expect(() => api({ baseUrl })).toThrow(TypeError);
+    expect(() => api({ baseUrl })).toThrow(ConfigError);
   });
 
   it.each([
@@ -556,7 +557,7 @@ describe('inputs are checked before anything is sent', () => {
     { retries: -1 },
     { retries: 1.5 },
   ])('refuses the option %o', (options) => {
-    expect(() => api(options)).toThrow(TypeError);
+    expect(() => api(options)).toThrow(ConfigError);
   });
 });
 

@@ -13,14 +13,15 @@ import {
   memoryInbox,
   memoryStore,
   OUTCOME_STATUS,
-  type IdempotencyStore,
   type Inbox,
   type Outcome,
   type WebhookResult,
 } from '../../src/index.js';
 import { openTelemetry } from '../../src/otel/index.js';
+import { OUTCOMES } from '../../src/outcome.js';
 import { VERSION } from '../../src/version.js';
-import { deferred, hmacHex, SECRET, signedRaw, signedRequest } from '../helpers/signed.js';
+import { OUTCOME_SCENARIOS } from '../helpers/outcome-scenarios.js';
+import { deferred, SECRET, signedRequest } from '../helpers/signed.js';
 import {
   telemetryHarness,
   useAsyncContext,
@@ -34,111 +35,6 @@ beforeAll(() => {
 });
 afterAll(() => restoreContext());
 
-/** A store whose every call fails, as a Redis that went away. */
-const brokenStore: IdempotencyStore = {
-  claim: () => Promise.reject(new Error('ECONNREFUSED redis://:hunter2@10.0.0.1')),
-  complete: () => Promise.resolve(),
-  release: () => Promise.resolve(),
-};
-
-/** An inbox that cannot store anything. */
-const brokenInbox: Inbox = {
-  enqueue: () => Promise.reject(new Error('READONLY redis://:hunter2@10.0.0.1')),
-};
-
-/**
- * How each outcome of the status table is provoked, through `receiver.handle()`; the last
- * result is the one under test, the ones before it set the stage.
- */
-const scenarios: Record<Outcome, (t: TelemetryHarness) => Promise<WebhookResult[]>> = {
-  async processed(t) {
-    const receiver = t.receiver().on('UserSignedIn', () => {});
-    return [await receiver.handle(signedRequest())];
-  },
-  async duplicate(t) {
-    const receiver = t.receiver().on('UserSignedIn', () => {});
-    const request = signedRequest();
-    return [await receiver.handle(request), await receiver.handle(request)];
-  },
-  async ignored(t) {
-    return [await t.receiver().handle(signedRequest({ event: 'SomethingNew' }))];
-  },
-  async method_not_allowed(t) {
-    return [await t.receiver().handle({ ...signedRequest(), method: 'GET' })];
-  },
-  async unsupported_media_type(t) {
-    const request = signedRequest();
-    const headers = { ...request.headers, 'content-type': 'text/plain' };
-    return [await t.receiver().handle({ ...request, headers })];
-  },
-  async body_unavailable(t) {
-    const request = signedRequest();
-    return [await t.receiver().handle({ ...request, body: JSON.parse(request.body) as never })];
-  },
-  async too_large(t) {
-    return [await t.receiver({ maxBodyBytes: 64 }).handle(signedRaw('x'.repeat(65)))];
-  },
-  async invalid_signature(t) {
-    const request = signedRequest();
-    const headers = { ...request.headers, signature: hmacHex(request.body, 'another secret') };
-    return [await t.receiver().handle({ ...request, headers })];
-  },
-  async malformed(t) {
-    return [await t.receiver().handle(signedRaw('{"event":"UserSignedIn"'))];
-  },
-  async stale(t) {
-    const timestamp = new Date(Date.now() - 73 * 3_600_000).toISOString();
-    return [await t.receiver().handle(signedRequest({ timestamp }))];
-  },
-  async invalid_payload(t) {
-    const data = { payment: { id: 'not a number' } };
-    return [await t.receiver().handle(signedRequest({ event: 'PaymentCompleted', data }))];
-  },
-  async conflict(t) {
-    const receiver = t.receiver().on('UserSignedIn', () => {});
-    const first = signedRequest({ idempotencyKey: 'shared-key', data: { n: 1 } });
-    const second = signedRequest({ idempotencyKey: 'shared-key', data: { n: 2 } });
-    return [await receiver.handle(first), await receiver.handle(second)];
-  },
-  async in_flight(t) {
-    const started = deferred();
-    const gate = deferred();
-    const receiver = t.receiver().on('UserSignedIn', () => {
-      started.resolve();
-      return gate.promise;
-    });
-    const request = signedRequest();
-    const first = receiver.handle(request);
-    await started.promise;
-    const second = await receiver.handle(request);
-    gate.resolve();
-    return [await first, second];
-  },
-  async store_unavailable(t) {
-    const receiver = t.receiver({ store: brokenStore }).on('UserSignedIn', () => {});
-    return [await receiver.handle(signedRequest())];
-  },
-  async handler_failed(t) {
-    const receiver = t.receiver().on('UserSignedIn', () => {
-      throw new Error('database down');
-    });
-    return [await receiver.handle(signedRequest())];
-  },
-  async timeout(t) {
-    const gate = deferred();
-    const receiver = t.receiver({ handlerTimeoutMs: 20 }).on('UserSignedIn', () => gate.promise);
-    const result = await receiver.handle(signedRequest());
-    gate.resolve();
-    return [result];
-  },
-  async queued(t) {
-    return [await t.receiver({ inbox: memoryInbox() }).handle(signedRequest())];
-  },
-  async inbox_unavailable(t) {
-    return [await t.receiver({ inbox: brokenInbox }).handle(signedRequest())];
-  },
-};
-
 /** Outcomes decided before the envelope is read: no event, no key. */
 const BEFORE_PARSE: ReadonlySet<Outcome> = new Set([
   'method_not_allowed',
@@ -151,6 +47,14 @@ const BEFORE_PARSE: ReadonlySet<Outcome> = new Set([
 
 const deliverySpans = (spans: SpanRecord[]) =>
   spans.filter((span) => span.name === 'schoolhooks.delivery');
+
+/** Each outcome's scenario, run on a receiver that reports to the harness's telemetry. */
+const scenarios = Object.fromEntries(
+  Object.entries(OUTCOME_SCENARIOS).map(([outcome, scenario]) => [
+    outcome,
+    (t: TelemetryHarness) => scenario((options) => t.receiver(options)),
+  ]),
+) as Record<Outcome, (t: TelemetryHarness) => Promise<WebhookResult[]>>;
 
 describe('openTelemetry(): every outcome of the status table', () => {
   it('has a scenario for every outcome', () => {
@@ -176,7 +80,7 @@ describe('openTelemetry(): every outcome of the status table', () => {
             'schoolhooks.event': expect.any(String),
             'schoolhooks.idempotency_key': last.body.idempotencyKey,
           };
-      const failed = status >= 500;
+      const failed = OUTCOMES[outcome].spanError;
       expect(span).toMatchObject({
         kind: SpanKind.SERVER,
         parentSpanId: undefined,

@@ -4,7 +4,7 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { redisStore } from '../../src/stores/redis.js';
-import type { IdempotencyStore } from '../../src/stores/types.js';
+import type { AsyncIdempotencyStore } from '../../src/stores/types.js';
 import {
   sleep,
   startRedisCluster,
@@ -21,7 +21,7 @@ const PREFIX = 'failure:';
 
 let server: RedisServerProcess;
 let client: Redis;
-let store: IdempotencyStore;
+let store: AsyncIdempotencyStore;
 let cluster: RedisClusterProcess;
 let clusterClient: Cluster;
 

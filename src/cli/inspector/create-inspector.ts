@@ -20,10 +20,10 @@ import {
   type DeliverySource,
   type InspectorIssue,
   type ReportedError,
-  type StoredDelivery,
+  type RecordedDelivery,
 } from './delivery-log.js';
 import { viewOf } from './delivery-view.js';
-import { checkRequest, sendJson, SECURITY_HEADERS } from './guard.js';
+import { checkRequest, sendGuardedJson, SECURITY_HEADERS } from './guard.js';
 
 /** Where the page and its endpoints live, on the receiver's port. */
 export const INSPECTOR_PREFIX = '/_schoolhooks';
@@ -68,7 +68,7 @@ export interface Inspector {
 interface Pending {
   issues: InspectorIssue[];
   errors: ReportedError[];
-  stored?: StoredDelivery;
+  stored?: RecordedDelivery;
 }
 
 /**
@@ -135,7 +135,7 @@ export function createInspector({
     const result = await answering.run(pending, () => receiver.handle(request));
     const bytes = typeof raw === 'string' ? new TextEncoder().encode(raw) : raw;
     const envelope = envelopeOf(bytes);
-    const delivery: Omit<StoredDelivery, 'id'> = {
+    const delivery: Omit<RecordedDelivery, 'id'> = {
       receivedAt: new Date(started).toISOString(),
       durationMs: Date.now() - started,
       source,
@@ -167,14 +167,14 @@ export function createInspector({
 
   const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => Promise<void>> = {
     'GET /api/info': async (_req, res) =>
-      sendJson(res, 200, { receiverPath, keep, fixtures: [...FIXED_CONTRACT_EVENTS] }),
+      sendGuardedJson(res, 200, { receiverPath, keep, fixtures: [...FIXED_CONTRACT_EVENTS] }),
     'GET /api/deliveries': async (_req, res) =>
-      sendJson(res, 200, { keep, deliveries: log.summaries() }),
+      sendGuardedJson(res, 200, { keep, deliveries: log.summaries() }),
     'GET /api/stream': async (req, res) => stream(req, res),
     'POST /api/send': async (req, res) => {
       const event = (await readJson(req))?.event;
       if (typeof event !== 'string' || !isFixedContractEvent(event)) {
-        return sendJson(res, 400, { ok: false, error: 'unknown_fixture' });
+        return sendGuardedJson(res, 400, { ok: false, error: 'unknown_fixture' });
       }
       // Signed here, with the receiver's own first secret: the page never sees it.
       const signed = createDelivery(event, undefined, { secret: secrets[0] ?? '' });
@@ -182,7 +182,7 @@ export function createInspector({
         { path: receiverPath, source: 'fixture' },
         { method: 'POST', headers: signed.headers, body: signed.body },
       );
-      sendJson(res, 200, { ok: true, result: result.body, delivery });
+      sendGuardedJson(res, 200, { ok: true, result: result.body, delivery });
     },
   };
 
@@ -193,25 +193,29 @@ export function createInspector({
     action: string | undefined,
   ): Promise<void> {
     const delivery = log.get(id);
-    if (!delivery) return sendJson(res, 404, { ok: false, error: 'not_kept' });
+    if (!delivery) return sendGuardedJson(res, 404, { ok: false, error: 'not_kept' });
     if (action === undefined && req.method === 'GET') {
-      return sendJson(res, 200, viewOf(delivery, `http://${req.headers.host ?? 'localhost'}`));
+      return sendGuardedJson(
+        res,
+        200,
+        viewOf(delivery, `http://${req.headers.host ?? 'localhost'}`),
+      );
     }
     if (action === 'replay' && req.method === 'POST') {
       if (delivery.body === undefined || delivery.outcome === 'too_large') {
-        return sendJson(res, 409, { ok: false, error: 'no_body_to_replay' });
+        return sendGuardedJson(res, 409, { ok: false, error: 'no_body_to_replay' });
       }
       const replayed = await answer(
         { path: delivery.path, source: 'replay', replayOf: id },
         { method: delivery.method, headers: delivery.headers, body: delivery.body },
       );
-      return sendJson(res, 200, {
+      return sendGuardedJson(res, 200, {
         ok: true,
         result: replayed.result.body,
         delivery: replayed.delivery,
       });
     }
-    sendJson(res, 405, { ok: false, error: 'method_not_allowed' });
+    sendGuardedJson(res, 405, { ok: false, error: 'method_not_allowed' });
   }
 
   function stream(req: IncomingMessage, res: ServerResponse): void {
@@ -243,7 +247,7 @@ export function createInspector({
       return void res.end();
     }
     const refusal = checkRequest(req);
-    if (refusal) return sendJson(res, refusal.status, { ok: false, error: refusal.error });
+    if (refusal) return sendGuardedJson(res, refusal.status, { ok: false, error: refusal.error });
     const path = url.pathname.slice(INSPECTOR_PREFIX.length);
     const asset = assets.get(path === '/' ? 'index.html' : path.slice(1));
     if (asset && (req.method === 'GET' || req.method === 'HEAD')) {
@@ -258,7 +262,7 @@ export function createInspector({
     if (route) return route(req, res);
     const one = /^\/api\/deliveries\/(\d+)(?:\/(replay))?$/.exec(path);
     if (one) return serveDelivery(req, res, Number(one[1]), one[2]);
-    sendJson(res, 404, { ok: false, error: 'not_found' });
+    sendGuardedJson(res, 404, { ok: false, error: 'not_found' });
   }
 
   return {

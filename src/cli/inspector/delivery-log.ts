@@ -5,10 +5,10 @@
  * @module
  */
 
+import { OUTCOMES, type Outcome, type OutcomeClass } from '../../outcome.js';
 import type { SignatureFailureReason } from '../../signature-failure.js';
 
-/** How the page colours (and filters) an outcome. */
-export type OutcomeClass = 'processed' | 'queued' | 'duplicate' | 'refused' | 'failed';
+export type { OutcomeClass };
 
 /** Where a delivery came from. */
 export type DeliverySource = 'http' | 'replay' | 'fixture';
@@ -29,7 +29,7 @@ export interface ReportedError {
 }
 
 /** A delivery as the inspector stores it. */
-export interface StoredDelivery {
+export interface RecordedDelivery {
   id: number;
   receivedAt: string;
   durationMs: number;
@@ -43,7 +43,7 @@ export interface StoredDelivery {
   /** The raw bytes the receiver read; undefined when it never read them (405, 415). */
   body: Uint8Array | undefined;
   status: number;
-  outcome: string;
+  outcome: Outcome;
   event?: string;
   idempotencyKey?: string;
   issues: InspectorIssue[];
@@ -58,7 +58,7 @@ export interface DeliverySummary {
   source: DeliverySource;
   replayOf?: number;
   status: number;
-  outcome: string;
+  outcome: Outcome;
   outcomeClass: OutcomeClass;
   event?: string;
   idempotencyKey?: string;
@@ -71,31 +71,23 @@ export type DeliveryListener = (kind: 'delivery' | 'update', summary: DeliverySu
 export interface DeliveryLog {
   readonly keep: number;
   /** Store a delivery, giving it the next id; the oldest goes once there are more than `keep`. */
-  add(delivery: Omit<StoredDelivery, 'id'>): StoredDelivery;
+  add(delivery: Omit<RecordedDelivery, 'id'>): RecordedDelivery;
   /** Tell listeners that a stored delivery changed. */
-  touch(delivery: StoredDelivery): void;
-  get(id: number): StoredDelivery | undefined;
+  touch(delivery: RecordedDelivery): void;
+  get(id: number): RecordedDelivery | undefined;
   /** Every kept delivery's summary, newest first. */
   summaries(): DeliverySummary[];
   /** Listen for changes; returns the function that stops listening. */
   subscribe(listener: DeliveryListener): () => void;
 }
 
-/**
- * The class an outcome is coloured by: `duplicate`; `queued` (202: accepted and stored in the
- * receiver's inbox, its handlers not run yet); any other 2xx is `processed` (ignored included);
- * 5xx is `failed` (the platform will retry); any other answer is `refused`.
- */
-export function outcomeClass(status: number, outcome: string): OutcomeClass {
-  if (outcome === 'duplicate') return 'duplicate';
-  if (outcome === 'queued') return 'queued';
-  if (status >= 200 && status < 300) return 'processed';
-  if (status >= 500) return 'failed';
-  return 'refused';
+/** The class an outcome is coloured by (the outcome table's `class`). */
+export function outcomeClass(outcome: Outcome): OutcomeClass {
+  return OUTCOMES[outcome].class;
 }
 
 /** The summary of a stored delivery. */
-export function summarize(delivery: StoredDelivery): DeliverySummary {
+export function summarize(delivery: RecordedDelivery): DeliverySummary {
   const { id, receivedAt, durationMs, source, replayOf, status, outcome } = delivery;
   const summary: DeliverySummary = {
     id,
@@ -104,7 +96,7 @@ export function summarize(delivery: StoredDelivery): DeliverySummary {
     source,
     status,
     outcome,
-    outcomeClass: outcomeClass(status, outcome),
+    outcomeClass: outcomeClass(outcome),
   };
   if (replayOf !== undefined) summary.replayOf = replayOf;
   if (delivery.event !== undefined) summary.event = delivery.event;
@@ -122,11 +114,11 @@ export function summarize(delivery: StoredDelivery): DeliverySummary {
  * ```
  */
 export function createDeliveryLog({ keep = 500 }: { keep?: number } = {}): DeliveryLog {
-  const deliveries = new Map<number, StoredDelivery>();
+  const deliveries = new Map<number, RecordedDelivery>();
   const listeners = new Set<DeliveryListener>();
   let nextId = 1;
 
-  function tell(kind: 'delivery' | 'update', delivery: StoredDelivery): void {
+  function tell(kind: 'delivery' | 'update', delivery: RecordedDelivery): void {
     const summary = summarize(delivery);
     for (const listener of listeners) listener(kind, summary);
   }
@@ -134,7 +126,7 @@ export function createDeliveryLog({ keep = 500 }: { keep?: number } = {}): Deliv
   return {
     keep,
     add(delivery) {
-      const stored: StoredDelivery = { ...delivery, id: nextId++ };
+      const stored: RecordedDelivery = { ...delivery, id: nextId++ };
       deliveries.set(stored.id, stored);
       // A Map iterates in insertion order: the first key is the oldest delivery.
       while (deliveries.size > keep) {

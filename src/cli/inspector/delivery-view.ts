@@ -12,7 +12,7 @@ import {
   type DeliverySummary,
   type InspectorIssue,
   type ReportedError,
-  type StoredDelivery,
+  type RecordedDelivery,
 } from './delivery-log.js';
 
 /** Headers whose value the page never shows: credentials of some other system. */
@@ -58,7 +58,7 @@ export function shellQuote(value: string): string {
  * A curl command that sends `delivery`'s exact bytes and signature to `origin` + its path. It is
  * a single line, so it pastes in any shell; `--data-binary` keeps every byte (no newline added).
  */
-export function curlCommand(delivery: StoredDelivery, origin: string): string {
+export function curlCommand(delivery: RecordedDelivery, origin: string): string {
   const parts = ['curl', '-sS', '-X', delivery.method, shellQuote(`${origin}${delivery.path}`)];
   const type = delivery.headers['content-type'];
   if (type !== undefined) parts.push('-H', shellQuote(`content-type: ${type}`));
@@ -71,7 +71,7 @@ export function curlCommand(delivery: StoredDelivery, origin: string): string {
 }
 
 /** The page's view of `delivery`; `origin` is where the page was loaded from, for the curl command. */
-export function viewOf(delivery: StoredDelivery, origin: string): DeliveryView {
+export function viewOf(delivery: RecordedDelivery, origin: string): DeliveryView {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(delivery.headers)) {
     if (name === 'signature') headers[name] = shortenSignature(value);
@@ -94,7 +94,7 @@ export function viewOf(delivery: StoredDelivery, origin: string): DeliveryView {
 }
 
 /** The likely causes of a 401, from the reason the receiver's SignatureError gave. */
-function causesOf(delivery: StoredDelivery): string[] {
+function causesOf(delivery: RecordedDelivery): string[] {
   const reason = delivery.errors.find((error) => error.reason !== undefined)?.reason;
   return reason === undefined ? [] : [...signatureFailure(reason).causes];
 }

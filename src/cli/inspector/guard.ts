@@ -61,8 +61,8 @@ export function checkRequest(req: IncomingMessage): Refusal | undefined {
   return undefined;
 }
 
-/** Answer with `body` as JSON and the {@link SECURITY_HEADERS}. */
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+/** Answer with `body` as JSON and the {@link SECURITY_HEADERS} (the adapters' `sendJson` sends none). */
+export function sendGuardedJson(res: ServerResponse, status: number, body: unknown): void {
   const json = JSON.stringify(body);
   res.writeHead(status, {
     ...SECURITY_HEADERS,
