@@ -3,6 +3,12 @@ import { computeSignature, verifySignature } from '../src/index.js';
 import { useWebCryptoOnly } from '../src/crypto.js';
 import { hmacHex, SECRET } from './helpers/signed.js';
 
+/** The signature with the hex digit at `index` changed to another one. */
+function flipHexDigit(signature: string, index: number): string {
+  const digit = (parseInt(signature[index]!, 16) ^ 1).toString(16);
+  return signature.slice(0, index) + digit + signature.slice(index + 1);
+}
+
 const body = '{"event":"UserSignedUp","data":{"name":"Мария 👩‍🎓"}}';
 
 for (const path of ['node:crypto', 'Web Crypto'] as const) {
@@ -47,6 +53,26 @@ for (const path of ['node:crypto', 'Web Crypto'] as const) {
         expect(await verifySignature(body, bad, SECRET)).toBe(false);
       }
       expect(await verifySignature(`${body} `, good, SECRET)).toBe(false);
+    });
+
+    it('rejects a signature with its last hex digit or one in its second half changed', async () => {
+      use();
+      const good = hmacHex(body);
+      for (const index of [63, 62, 48, 33, 32]) {
+        expect(await verifySignature(body, flipHexDigit(good, index), SECRET)).toBe(false);
+      }
+      expect(await verifySignature(body, flipHexDigit(good, 63), ['other', SECRET])).toBe(false);
+    });
+
+    it('rejects a body with one of its last bytes changed', async () => {
+      use();
+      const good = hmacHex(body);
+      const bytes = new TextEncoder().encode(body);
+      for (const index of [bytes.length - 1, bytes.length - 3, bytes.length - 20]) {
+        const changed = bytes.slice();
+        changed[index]! ^= 1;
+        expect(await verifySignature(changed, good, SECRET)).toBe(false);
+      }
     });
   });
 }
