@@ -27,7 +27,7 @@ const openTelemetryFree = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist', 'coverage', 'node_modules'] },
+  { ignores: ['dist', 'coverage', 'node_modules', 'reports', '.stryker-tmp'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
