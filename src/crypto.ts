@@ -87,14 +87,6 @@ export function utf8(text: string): Uint8Array<ArrayBuffer> {
   return encoder.encode(text);
 }
 
-/** SHA-256 of a string, lowercase hex. */
-export async function sha256Hex(text: string): Promise<string> {
-  const node = nodeCrypto();
-  if (node) return node.createHash('sha256').update(text).digest('hex');
-  const digest = await subtle().digest('SHA-256', utf8(text));
-  return toHex(new Uint8Array(digest));
-}
-
 /** A random, unguessable token (lease tokens). */
 export function randomToken(): string {
   const c = (globalThis as { crypto?: Crypto }).crypto;
