@@ -1,5 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { fromHex, randomToken, toHex, useWebCryptoOnly, webSubtle } from '../src/crypto.js';
+import {
+  fromHex,
+  importHmacKey,
+  randomToken,
+  toHex,
+  useWebCryptoOnly,
+  webSubtle,
+} from '../src/crypto.js';
 
 describe('fromHex', () => {
   it('reads every hex digit, in either case', () => {
@@ -47,8 +54,15 @@ describe('randomToken', () => {
     for (const token of tokens) expect(token).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it('falls back to node:crypto where Web Crypto has no randomUUID', () => {
+  it('takes Web Crypto’s randomUUID where the runtime has one', () => {
+    vi.stubGlobal('crypto', { randomUUID: () => 'from-web-crypto' });
+    expect(randomToken()).toBe('from-web-crypto');
+  });
+
+  it('falls back to node:crypto where Web Crypto has no randomUUID, or is missing', () => {
     vi.stubGlobal('crypto', {});
+    expect(randomToken()).toMatch(/^[0-9a-f-]{36}$/);
+    vi.stubGlobal('crypto', undefined);
     expect(randomToken()).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -62,8 +76,20 @@ describe('randomToken', () => {
 describe('webSubtle', () => {
   afterEach(() => vi.unstubAllGlobals());
 
-  it('says so when the runtime has no Web Crypto', () => {
+  it('says so when the runtime has no Web Crypto, or one without subtle', () => {
     vi.stubGlobal('crypto', {});
     expect(() => webSubtle()).toThrow('neither node:crypto nor Web Crypto is available');
+    vi.stubGlobal('crypto', undefined);
+    expect(() => webSubtle()).toThrow('neither node:crypto nor Web Crypto is available');
+  });
+});
+
+describe('importHmacKey', () => {
+  it('imports the secret as a key nothing can export again, for HMAC-SHA256 only', async () => {
+    const key = await importHmacKey('whsec_live_0123');
+    expect(key.extractable).toBe(false);
+    expect(key.algorithm).toMatchObject({ name: 'HMAC', hash: { name: 'SHA-256' } });
+    expect([...key.usages].sort()).toEqual(['sign', 'verify']);
+    await expect(webSubtle().exportKey('raw', key)).rejects.toThrow();
   });
 });

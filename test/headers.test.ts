@@ -28,6 +28,12 @@ describe('getHeader', () => {
     expect(getHeader({ 'Signature-Old': 'x', 'X-Signature': 'y' }, 'signature')).toBeUndefined();
   });
 
+  it('does not read another header whose name is just as long', () => {
+    expect('X-Request'.length).toBe('signature'.length);
+    expect(getHeader({ 'X-Request': 'id-1' }, 'signature')).toBeUndefined();
+    expect(getHeader({ 'X-Request': 'id-1', Signature: 'abc' }, 'signature')).toBe('abc');
+  });
+
   it('takes the first value of a repeated header given as an array', () => {
     expect(getHeader({ signature: ['first', 'second'] }, 'signature')).toBe('first');
     expect(getHeader({ Signature: ['first', 'second'] }, 'signature')).toBe('first');
@@ -36,6 +42,8 @@ describe('getHeader', () => {
   it('gives undefined for a value that is not a string, and for no headers at all', () => {
     expect(getHeader({ signature: undefined }, 'signature')).toBeUndefined();
     expect(getHeader({ signature: [] }, 'signature')).toBeUndefined();
+    // A hand-built object may hold numbers, whatever its type says.
+    expect(getHeader({ 'content-length': 12 } as never, 'content-length')).toBeUndefined();
     expect(getHeader(null, 'signature')).toBeUndefined();
     expect(getHeader(undefined, 'signature')).toBeUndefined();
   });
