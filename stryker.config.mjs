@@ -1,0 +1,76 @@
+// @ts-check
+/**
+ * Mutation testing (`npm run mutate`): StrykerJS plants small bugs in the modules where a bug
+ * loses or doubles an event or leaks a secret, and checks that some test fails for each. See
+ * docs/mutation-testing.md for how to read and extend the results.
+ *
+ * Made for a small shared machine: one test runner at a time, only the tests that cover a mutant,
+ * and incremental runs that retest only what changed since the last run of the same module set.
+ *
+ * One module at a time: `npm run mutate -- --mutate src/signature.ts`.
+ */
+
+import process from 'node:process';
+
+/** The modules where a bug loses or doubles an event or leaks a secret. */
+const critical = [
+  'src/signature.ts',
+  'src/crypto.ts',
+  'src/body.ts',
+  'src/headers.ts',
+  'src/envelope.ts',
+  'src/pipeline.ts',
+  'src/run-handlers.ts',
+  'src/stores/memory.ts',
+  'src/stores/redis.ts',
+  'src/inbox/*.ts',
+  'adapters/*.ts',
+];
+
+/**
+ * A name for the module set given with `--mutate` (or `all`), so each set keeps its own
+ * incremental file and report: running one module never forgets the results of another.
+ */
+function runName(argv) {
+  const at = argv.findIndex((arg) => arg === '--mutate' || arg === '-m');
+  const value = at === -1 ? undefined : argv[at + 1];
+  if (value === undefined) return 'all';
+  return value
+    .replace(/\.ts\b/g, '')
+    .replace(/[^A-Za-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
+}
+
+const name = runName(process.argv);
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+const config = {
+  testRunner: 'vitest',
+  vitest: {
+    // The suite without the tests that spawn processes or a browser: a mutant lives only in the
+    // test runner's own process, so a child process never sees it.
+    configFile: 'vitest.mutation.config.ts',
+    // Only the test files that import the mutated module, directly or not.
+    related: true,
+  },
+  mutate: critical,
+  // Only the tests that cover a mutant run for it.
+  coverageAnalysis: 'perTest',
+  // The machine is shared: one test runner, and generous time before a mutant counts as a hang.
+  concurrency: 1,
+  timeoutMS: 20_000,
+  timeoutFactor: 2.5,
+  dryRunTimeoutMinutes: 20,
+  // A mutant of a module-level constant is only seen by reloading every test file: on this
+  // machine that is minutes per mutant. `--ignoreStatic false` tests them too.
+  ignoreStatic: true,
+  incremental: true,
+  incrementalFile: `reports/mutation/${name}.incremental.json`,
+  reporters: ['clear-text', 'progress', 'html', 'json'],
+  htmlReporter: { fileName: `reports/mutation/${name}.html` },
+  jsonReporter: { fileName: `reports/mutation/${name}.json` },
+  thresholds: { high: 95, low: 90, break: null },
+  ignorePatterns: ['bench', 'docs', 'reports', '.ci-results', '.bench-tmp', '.work', 'dist'],
+};
+
+export default config;

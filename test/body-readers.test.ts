@@ -1,0 +1,129 @@
+/**
+ * The body readers on real Node streams and real Fetch Requests: the exact bytes up to the limit,
+ * and no more than a chunk past it.
+ */
+
+import { PassThrough, Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { declaredLength, nodeBodyReader, requestBodyReader } from '../src/body.js';
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+const text = (body: unknown) => new TextDecoder().decode(body as Uint8Array);
+
+/** A stream of `chunks`, as a request arriving in pieces. */
+function streamOf(...chunks: string[]) {
+  return Readable.from(chunks.map(bytes), { objectMode: false });
+}
+
+describe('nodeBodyReader', () => {
+  it('gives every byte of a body in several chunks, in order', async () => {
+    expect(text(await nodeBodyReader(streamOf('{"a":', '1,"b"', ':2}'))(100))).toBe(
+      '{"a":1,"b":2}',
+    );
+  });
+
+  it('gives a body of exactly the limit whole', async () => {
+    const body = await nodeBodyReader(streamOf('12345', '67890'))(10);
+    expect(text(body)).toBe('1234567890');
+  });
+
+  it('stops at the chunk that passes the limit, so the receiver can answer 413', async () => {
+    const body = (await nodeBodyReader(streamOf('12345', '678901', 'never read'))(
+      10,
+    )) as Uint8Array;
+    expect(text(body)).toBe('12345678901');
+    expect(body.byteLength).toBe(11);
+  });
+
+  it('gives an empty body for a request without one', async () => {
+    expect(((await nodeBodyReader(streamOf())(10)) as Uint8Array).byteLength).toBe(0);
+  });
+
+  it('gives undefined when a body parser already read the stream to its end', async () => {
+    const stream = streamOf('x');
+    stream.resume();
+    await new Promise((resolve) => stream.on('end', resolve));
+    expect(stream.readableEnded).toBe(true);
+    expect(await nodeBodyReader(stream)(10)).toBeUndefined();
+  });
+
+  it('rejects with the stream’s error, and when the request closes before its body ended', async () => {
+    const failing = new PassThrough();
+    const failed = nodeBodyReader(failing)(10);
+    failing.write('par');
+    failing.destroy(new Error('socket hang up'));
+    await expect(failed).rejects.toThrow('socket hang up');
+
+    const closing = new PassThrough();
+    const closed = nodeBodyReader(closing)(10);
+    closing.write('par');
+    closing.destroy();
+    await expect(closed).rejects.toThrow('the request closed before its body ended');
+  });
+});
+
+describe('requestBodyReader', () => {
+  const post = (body: BodyInit, headers: Record<string, string> = {}) =>
+    new Request('http://127.0.0.1/hook', {
+      method: 'POST',
+      body,
+      headers,
+      duplex: 'half',
+    } as RequestInit);
+
+  /** A streamed body (no Content-Length) of `chunks`. */
+  const streamed = (...chunks: string[]) =>
+    new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const chunk of chunks) controller.enqueue(bytes(chunk));
+        controller.close();
+      },
+    });
+
+  it('gives the bytes of a body with a Content-Length within the limit', async () => {
+    const body = await requestBodyReader(post('{"a":1}', { 'content-length': '7' }))(7);
+    expect(text(body)).toBe('{"a":1}');
+  });
+
+  it('gives every chunk of a streamed body within the limit', async () => {
+    expect(text(await requestBodyReader(post(streamed('12345', '67890')))(10))).toBe('1234567890');
+  });
+
+  it('stops reading a streamed body at the chunk that passes the limit', async () => {
+    const body = (await requestBodyReader(post(streamed('12345', '678901', 'never read')))(
+      10,
+    )) as Uint8Array;
+    expect(text(body)).toBe('12345678901');
+  });
+
+  it('reads no further than the limit when the Content-Length announces more', async () => {
+    const request = post(streamed('12345', '678901', 'never read'), { 'content-length': '21' });
+    const body = (await requestBodyReader(request)(10)) as Uint8Array;
+    expect(body.byteLength).toBe(11);
+  });
+
+  it('gives undefined when something already read the body', async () => {
+    const request = post('{"a":1}');
+    await request.text();
+    expect(await requestBodyReader(request)(100)).toBeUndefined();
+  });
+
+  it('gives an empty body for a request without one', async () => {
+    const request = new Request('http://127.0.0.1/hook', { method: 'POST' });
+    expect(((await requestBodyReader(request)(10)) as Uint8Array).byteLength).toBe(0);
+  });
+});
+
+describe('declaredLength', () => {
+  it('reads a Content-Length of digits only', () => {
+    expect(declaredLength({ 'content-length': '0' })).toBe(0);
+    expect(declaredLength({ 'Content-Length': '1048576' })).toBe(1048576);
+  });
+
+  it('gives undefined for none, or one that is not only digits', () => {
+    for (const value of ['', ' 12', '12 ', '-1', '1e3', '0x10', '12a']) {
+      expect(declaredLength({ 'content-length': value }), value).toBeUndefined();
+    }
+    expect(declaredLength({})).toBeUndefined();
+  });
+});

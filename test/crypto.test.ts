@@ -1,0 +1,95 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  fromHex,
+  importHmacKey,
+  randomToken,
+  toHex,
+  useWebCryptoOnly,
+  webSubtle,
+} from '../src/crypto.js';
+
+describe('fromHex', () => {
+  it('reads every hex digit, in either case', () => {
+    expect(Array.from(fromHex('00090a0f10ff') ?? [])).toEqual([0, 9, 10, 15, 16, 255]);
+    expect(Array.from(fromHex('0A0F') ?? [])).toEqual([10, 15]);
+    expect(Array.from(fromHex('9fAf') ?? [])).toEqual([0x9f, 0xaf]);
+  });
+
+  it('refuses the characters on either side of 0-9, a-f and A-F', () => {
+    for (const outside of ['/', ':', '@', 'G', '`', 'g']) {
+      expect(fromHex(`${outside}0`), `${outside} as the high digit`).toBeUndefined();
+      expect(fromHex(`0${outside}`), `${outside} as the low digit`).toBeUndefined();
+    }
+  });
+
+  it('refuses a non-hex character in the last byte as well as the first', () => {
+    expect(fromHex('00'.repeat(31) + '0z')).toBeUndefined();
+    expect(fromHex('z0' + '00'.repeat(31))).toBeUndefined();
+  });
+
+  it('refuses an odd number of digits', () => {
+    expect(fromHex('abc')).toBeUndefined();
+    expect(fromHex('a')).toBeUndefined();
+  });
+
+  it('gives back what toHex wrote', () => {
+    const bytes = Uint8Array.from({ length: 256 }, (_, i) => i);
+    const hex = toHex(bytes);
+    expect(hex).toMatch(/^[0-9a-f]{512}$/);
+    expect(hex.slice(0, 6)).toBe('000102');
+    expect(hex.slice(-4)).toBe('feff');
+    expect(Array.from(fromHex(hex) ?? [])).toEqual(Array.from(bytes));
+  });
+});
+
+describe('randomToken', () => {
+  afterEach(() => {
+    vi.unstubAllGlobals();
+    useWebCryptoOnly(false);
+  });
+
+  it('gives a different UUID every time', () => {
+    const tokens = new Set(Array.from({ length: 100 }, () => randomToken()));
+    expect(tokens.size).toBe(100);
+    for (const token of tokens) expect(token).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('takes Web Crypto’s randomUUID where the runtime has one', () => {
+    vi.stubGlobal('crypto', { randomUUID: () => 'from-web-crypto' });
+    expect(randomToken()).toBe('from-web-crypto');
+  });
+
+  it('falls back to node:crypto where Web Crypto has no randomUUID, or is missing', () => {
+    vi.stubGlobal('crypto', {});
+    expect(randomToken()).toMatch(/^[0-9a-f-]{36}$/);
+    vi.stubGlobal('crypto', undefined);
+    expect(randomToken()).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('throws where neither Web Crypto nor node:crypto can give one', () => {
+    vi.stubGlobal('crypto', {});
+    useWebCryptoOnly(true);
+    expect(() => randomToken()).toThrow('no source of randomness');
+  });
+});
+
+describe('webSubtle', () => {
+  afterEach(() => vi.unstubAllGlobals());
+
+  it('says so when the runtime has no Web Crypto, or one without subtle', () => {
+    vi.stubGlobal('crypto', {});
+    expect(() => webSubtle()).toThrow('neither node:crypto nor Web Crypto is available');
+    vi.stubGlobal('crypto', undefined);
+    expect(() => webSubtle()).toThrow('neither node:crypto nor Web Crypto is available');
+  });
+});
+
+describe('importHmacKey', () => {
+  it('imports the secret as a key nothing can export again, for HMAC-SHA256 only', async () => {
+    const key = await importHmacKey('whsec_live_0123');
+    expect(key.extractable).toBe(false);
+    expect(key.algorithm).toMatchObject({ name: 'HMAC', hash: { name: 'SHA-256' } });
+    expect([...key.usages].sort()).toEqual(['sign', 'verify']);
+    await expect(webSubtle().exportKey('raw', key)).rejects.toThrow();
+  });
+});
