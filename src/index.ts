@@ -42,12 +42,7 @@ export type {
 
 // The inbox (bullmqInbox lives in `schoolhooks/bullmq`, so the core never loads BullMQ)
 export { memoryInbox } from './inbox/index.js';
-export {
-  BACKOFF_STRATEGY,
-  DEFAULT_RETRY_POLICY,
-  exponentialDelay,
-  nextRetry,
-} from './retry-policy.js';
+export { DEFAULT_RETRY_POLICY, exponentialDelay, nextRetry } from './retry-policy.js';
 export type { RetryPolicy } from './retry-policy.js';
 export type {
   Inbox,

@@ -19,9 +19,6 @@ export interface RetryPolicy {
  */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = { attempts: 10, backoffMs: 30_000 };
 
-/** The name of the backoff strategy bullmqInbox gives BullMQ (its jobs' `backoff.type`). */
-export const BACKOFF_STRATEGY = 'schoolhooks';
-
 /**
  * The wait after `failures` failed tries: `baseMs` after the first, doubling each time, never
  * more than `maxMs`.

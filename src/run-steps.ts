@@ -37,7 +37,7 @@ export function runSteps<S, E>(steps: readonly Step<S, E>[], state: S, from = 0)
     const next = i + 1;
     return result.then((ended) => ended ?? runSteps(steps, state, next));
   }
-  throw new Error('a run ended without an ending: its last step must end it');
+  throw new Error('a run ended without an ending');
 }
 
 /**

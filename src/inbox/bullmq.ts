@@ -12,7 +12,7 @@ import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { ConfigError } from '../errors.js';
 import { readinessOf } from '../stores/client-readiness.js';
 import type { Logger, Receiver } from '../receiver.js';
-import { BACKOFF_STRATEGY, DEFAULT_RETRY_POLICY, exponentialDelay } from '../retry-policy.js';
+import { DEFAULT_RETRY_POLICY, exponentialDelay } from '../retry-policy.js';
 import {
   checkConcurrency,
   checkInboxOptions,
@@ -26,6 +26,8 @@ import type { StoredDelivery } from './types.js';
 
 const DAY = 24 * 3_600_000;
 
+/** The name of the backoff strategy bullmqInbox gives BullMQ (its jobs' `backoff.type`). */
+export const BACKOFF_STRATEGY = 'schoolhooks';
 /** Options of {@link bullmqInbox}. */
 export interface BullmqInboxOptions {
   /**
