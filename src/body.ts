@@ -77,7 +77,7 @@ export function requestBodyReader(request: Request): BodyReader {
   return async (limit) => {
     if (request.bodyUsed) return undefined;
     const length = declaredLength(request.headers);
-    // arrayBuffer() is several times faster than a reader on @hono/node-server (DESIGN 10), and
+    // arrayBuffer() is several times faster than a reader on @hono/node-server (docs/benchmarks.md), and
     // safe once the declared length is known to be within the limit.
     if (request.body === null || (length !== undefined && length <= limit)) {
       return new Uint8Array(await request.arrayBuffer());

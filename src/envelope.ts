@@ -1,5 +1,5 @@
 /**
- * Parsing the raw body into the envelope of interface 2.3.
+ * Parsing the raw body into the envelope of docs/platform.md#envelope.
  * @module
  */
 

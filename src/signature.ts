@@ -1,6 +1,6 @@
 /**
  * HMAC-SHA256 webhook signatures: lowercase hex over the raw body bytes, keyed by the endpoint's
- * secretKey taken literally (interface 4.3).
+ * secretKey taken literally (docs/platform.md#signature).
  * @module
  */
 

@@ -1,5 +1,5 @@
 /**
- * Helpers that read facts an event carries in more than one place (interface 6, rules 1–2).
+ * Helpers that read facts an event carries in more than one place (docs/platform.md#events, docs/platform.md#utm-tags).
  * @module
  */
 
@@ -46,7 +46,7 @@ export function getUtm(event: EventLike): EventUtm {
 
 /**
  * True when the event is an enrollment through an invite link: `data.inviteLinkId` or
- * `data.access.meta.inviteLinkId` is present (interface 6, rule 1).
+ * `data.access.meta.inviteLinkId` is present (docs/platform.md#events).
  *
  * @example
  * ```ts

@@ -21,21 +21,19 @@ describe('parseEnvelope', () => {
       envelope: valid,
       timestampMs: Date.UTC(2026, 0, 2, 3, 4, 5),
       text,
-      exact: true,
     });
   });
 
-  it('decodes UTF-8 bytes exactly, and says when they were not UTF-8', () => {
+  it('decodes UTF-8 bytes exactly, and refuses bytes that are not UTF-8', () => {
     const text = JSON.stringify({ ...valid, data: { name: 'Мария' } });
     const bytes = new TextEncoder().encode(text);
-    expect(parseEnvelope(bytes)).toMatchObject({ ok: true, text, exact: true });
+    expect(parseEnvelope(bytes)).toMatchObject({ ok: true, text });
 
+    // A lossy decode would make two keys one: bytes that are not UTF-8 are refused instead.
     const broken = new TextEncoder().encode(JSON.stringify({ ...valid, data: { name: 'XX' } }));
     const at = broken.indexOf('X'.charCodeAt(0));
     broken[at] = 0xff;
-    const result = parseEnvelope(broken);
-    expect(result).toMatchObject({ ok: true, exact: false });
-    expect(result.ok && result.text).toContain('\uFFFDX');
+    expect(parseEnvelope(broken)).toEqual({ ok: false, reason: 'body is not valid UTF-8' });
   });
 
   it('names what is wrong without quoting the body', () => {
@@ -60,7 +58,7 @@ describe('parseEnvelope', () => {
   });
 
   it('refuses a timestamp that is not a date-time string, even a number Date.parse would read', () => {
-    const reason = 'envelope.timestamp must be an ISO 8601 date-time string';
+    const reason = 'envelope.timestamp must be an RFC 3339 date-time string';
     expect(reasonFor({ ...valid, timestamp: undefined })).toBe(reason);
     expect(reasonFor({ ...valid, timestamp: 'yesterday' })).toBe(reason);
     expect(reasonFor({ ...valid, timestamp: 2026 })).toBe(reason);

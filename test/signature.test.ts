@@ -108,29 +108,32 @@ describe('signature inputs', () => {
 
   it('says which rule an empty list or an empty secret breaks', async () => {
     await expect(verifySignature(body, hmacHex(body), [])).rejects.toThrow(
-      'at least one secret is required',
+      'secret must be a non-empty string or a non-empty list of them',
     );
-    await expect(computeSignature(body, '')).rejects.toThrow(
-      'a webhook secret must be a non-empty string',
+    await expect(computeSignature(body, '')).rejects.toThrow('a webhook secret is empty');
+    await expect(computeSignature(body, '  ')).rejects.toThrow(
+      'a webhook secret is whitespace only',
     );
-    expect(() => createVerifier([SECRET, ''])).toThrow(
-      'a webhook secret must be a non-empty string',
-    );
+    expect(() => createVerifier([SECRET, ''])).toThrow('secret #2 of the list is empty');
   });
 
   it('refuses a secret of the wrong type without echoing its value', async () => {
     const wrong = 987654321 as unknown as string;
-    for (const attempt of [
-      () => computeSignature(body, wrong),
-      async () => createVerifier([SECRET, wrong]),
-    ]) {
+    for (const [attempt, message] of [
+      [() => computeSignature(body, wrong), 'a webhook secret must be a string, not number'],
+      [
+        async () => createVerifier([SECRET, wrong]),
+        'secret #2 of the list must be a string, not number',
+      ],
+    ] as const) {
       const error: unknown = await attempt().then(
         () => undefined,
         (thrown: unknown) => thrown,
       );
       expect(error).toBeInstanceOf(TypeError);
-      expect((error as Error).message).toBe('a webhook secret must be a non-empty string');
+      expect((error as Error).message).toBe(message);
       expect(String((error as Error).stack)).not.toContain('987654321');
+      expect(String((error as Error).stack)).not.toContain(SECRET.slice(0, 8));
     }
   });
 });

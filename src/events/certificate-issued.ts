@@ -14,14 +14,14 @@ import {
 } from './entities.js';
 
 /**
- * `data` of `CertificateIssued` (interface 6): the user with profile, the course, optionally the
+ * `data` of `CertificateIssued` (docs/platform.md#events): the user with profile, the course, optionally the
  * product, and the certificate.
  */
 export const certificateIssuedDataSchema = z.looseObject({
   user: userWithProfileSchema,
   course: courseSchema,
   product: productSchema.nullish(),
-  // The certificate's public link is what a handler sends on: part of the spine (DESIGN 3).
+  // The certificate's public link is what a handler sends on: part of the spine (README: Events and types).
   certificate: certificateSchema.extend({ link: z.string() }),
   states: statesSchema.nullish(),
 });

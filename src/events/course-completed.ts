@@ -15,7 +15,7 @@ import {
 } from './entities.js';
 
 /**
- * `data` of `CourseCompleted` (interface 6): the user with profile and the course; optionally the
+ * `data` of `CourseCompleted` (docs/platform.md#events): the user with profile and the course; optionally the
  * product, the access and the groups.
  */
 export const courseCompletedDataSchema = z.looseObject({

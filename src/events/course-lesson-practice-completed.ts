@@ -16,7 +16,7 @@ import {
 } from './entities.js';
 
 /**
- * `data` of `CourseLessonPracticeCompleted` (interface 6): the user (the spine); optionally the
+ * `data` of `CourseLessonPracticeCompleted` (docs/platform.md#events): the user (the spine); optionally the
  * course, the lesson, the practice, the attempt (with its score and status) and the `variantId`.
  */
 export const courseLessonPracticeCompletedDataSchema = z.looseObject({

@@ -15,7 +15,7 @@ import {
   userWithProfileSchema,
 } from './entities.js';
 
-/** The statuses of a lesson's progress (interface 3.1). */
+/** The statuses of a lesson's progress (docs/platform.md#events). */
 export const LESSON_PROGRESS_STATUSES = [
   'NotStarted',
   'OnTheory',
@@ -25,13 +25,13 @@ export const LESSON_PROGRESS_STATUSES = [
   'Completed',
 ] as const;
 
-/** A lesson's progress status (interface 3.1). */
+/** A lesson's progress status (docs/platform.md#events). */
 export const lessonProgressStatusSchema = z.enum(LESSON_PROGRESS_STATUSES);
 /** A lesson's progress status. */
 export type LessonProgressStatus = KnownOutput<typeof lessonProgressStatusSchema>;
 
 /**
- * `data` of `CourseProgressChanged` (interface 6): the user with profile and the course;
+ * `data` of `CourseProgressChanged` (docs/platform.md#events): the user with profile and the course;
  * optionally the product, the access, the groups, the lesson's new `status` and its `lessonId`.
  *
  * @example

@@ -1,8 +1,8 @@
 /**
- * Zod schemas of the entities inside webhook payloads (PLATFORM-INTERFACE.md 2.4 and 2.5, with the
- * platform's own entity reference restated in PLATFORM-ENTITIES.md).
+ * Zod schemas of the entities inside webhook payloads (docs/platform.md#entities and
+ * docs/platform.md#utm-tags, from the platform's own entity reference).
  *
- * They are tolerant readers (DESIGN 3). A payload is cut from the platform's models by an
+ * They are tolerant readers (README: Events and types). A payload is cut from the platform's models by an
  * allow-list, so of an entity only its `id` is sure to be there: every other field is typed when
  * present and may be absent, and a field the platform marks optional (or the interface marks
  * `(null)`) may also be null. A present field of the wrong type is still refused. Every object is
@@ -21,7 +21,7 @@ import type { KnownOutput } from './known-output.js';
 
 /**
  * A string whose known values autocomplete while any other string is accepted too: the platform
- * names its enum values today and may add more (PLATFORM-ENTITIES.md, "How to read it").
+ * names its enum values today and may add more (docs/platform.md#enum-values).
  *
  * @example
  * ```ts
@@ -46,7 +46,7 @@ function openUnion<Known extends string>(): z.ZodType<OpenUnion<Known>, OpenUnio
 
 // Building blocks, kept private: the public surface is the entity schemas below.
 
-/** Entity ids are integers (interface 2.1 and the `<USER_ID>`-style placeholders). */
+/** Entity ids are integers (docs/platform.md#session-tokens and the `<USER_ID>`-style placeholders). */
 const entityId = z.number().int();
 /** ISO 8601 strings, deliberately unchecked (see the module comment). */
 const timestamp = z.string();
@@ -69,7 +69,7 @@ const record = z.record(z.string(), z.unknown());
 const list = z.array(z.unknown());
 
 /**
- * What every stored entity carries (PLATFORM-ENTITIES.md): the `id`, the one field a payload is
+ * What every stored entity carries (docs/platform.md#entities): the `id`, the one field a payload is
  * sure to hold, then timestamps that may be left out; `deletedAt` and `archivedAt` may be null.
  */
 const stored = {
@@ -95,7 +95,7 @@ export type Currency = OpenUnion<KnownCurrency>;
 const currencySchema = openUnion<KnownCurrency>();
 
 /**
- * UTM tags (interface 2.4). Only the keys that were passed are present, so every key is optional
+ * UTM tags (docs/platform.md#utm-tags). Only the keys that were passed are present, so every key is optional
  * and the object may be empty.
  */
 export const utmParamsSchema = z.looseObject({
@@ -116,8 +116,8 @@ export const utmParamsSchema = z.looseObject({
 export type UtmParams = KnownOutput<typeof utmParamsSchema>;
 
 /**
- * The `states` object of an event (interface 6, rule 2): the sign-up and enrollment UTM tags.
- * Each may be absent, empty or null (DESIGN 3).
+ * The `states` object of an event (docs/platform.md#utm-tags): the sign-up and enrollment UTM tags.
+ * Each may be absent, empty or null (README: Events and types).
  */
 export const statesSchema = z.looseObject({
   utmSignupParams: utmParamsSchema.nullish(),
@@ -237,7 +237,7 @@ export type User = KnownOutput<typeof userSchema>;
 
 /**
  * The user of events whose interface row says "user (with profile)". The profile is embedded when
- * the platform has one, but it is not part of the spine (DESIGN 3), so this is {@link userSchema}.
+ * the platform has one, but it is not part of the spine (README: Events and types), so this is {@link userSchema}.
  */
 export const userWithProfileSchema = userSchema;
 /** The user of events whose interface row says "user (with profile)". */
@@ -299,7 +299,7 @@ export type AccessMeta = KnownOutput<typeof accessMetaSchema>;
 
 /**
  * A user's access to a product; `meta` carries the invite link and the enrollment UTM tags
- * (interface 6, rules 1 and 2).
+ * (docs/platform.md#events, docs/platform.md#utm-tags).
  */
 export const accessSchema = z.looseObject({
   ...stored,
@@ -320,7 +320,7 @@ export type Access = KnownOutput<typeof accessSchema>;
  */
 const untyped = z.unknown().optional();
 
-/** A group of students (PLATFORM-ENTITIES.md, group). */
+/** A group of students (docs/platform.md#entities, group). */
 export const groupSchema = z.looseObject({
   ...stored,
   uuid: text,
@@ -356,7 +356,7 @@ export const certificateSchema = z.looseObject({
 /** A certificate for completing a course. */
 export type Certificate = KnownOutput<typeof certificateSchema>;
 
-/** A lesson (CourseLessonPracticeCompleted's `lesson`; PLATFORM-ENTITIES.md, lesson). */
+/** A lesson (CourseLessonPracticeCompleted's `lesson`; docs/platform.md#entities, lesson). */
 export const lessonSchema = z.looseObject({
   ...stored,
   courseId: optionalId,
@@ -397,7 +397,7 @@ export const practiceSchema = z.looseObject({
 /** A lesson's practical assignment. */
 export type Practice = KnownOutput<typeof practiceSchema>;
 
-/** A student's attempt at a practice, "with score and status" (interface 6). */
+/** A student's attempt at a practice, "with score and status" (docs/platform.md#events). */
 export const practiceAttemptSchema = z.looseObject({
   ...stored,
   uuid: maybeText,
@@ -482,7 +482,7 @@ export type LineItem = KnownOutput<typeof lineItemSchema>;
 
 /**
  * The invoice a payment settles (`payment.invoice`). Its amount, currency and buyer are the spine
- * of PaymentCompleted (DESIGN 3). `meta` is absent altogether when the buyer came without UTM
+ * of PaymentCompleted (README: Events and types). `meta` is absent altogether when the buyer came without UTM
  * tags, as in the platform's own documented example.
  */
 export const invoiceSchema = z.looseObject({

@@ -1,5 +1,5 @@
 /**
- * The registry of webhook events: which names have a fixed `data` contract (interface 6), their
+ * The registry of webhook events: which names have a fixed `data` contract (docs/platform.md#events), their
  * schemas, the envelope schema (2.3) and the types handlers are written against.
  *
  * @example
@@ -30,7 +30,7 @@ import { userCreatedViaLmsDataSchema } from './user-created-via-lms.js';
 import { userSignedUpDataSchema } from './user-signed-up.js';
 import { userTgConnectedDataSchema } from './user-tg-connected.js';
 
-/** The events whose `data` has a fixed contract (interface 6); their payloads are validated. */
+/** The events whose `data` has a fixed contract (docs/platform.md#events); their payloads are validated. */
 export const FIXED_CONTRACT_EVENTS = [
   'UserSignedUp',
   'UserAcquainted',
@@ -48,7 +48,7 @@ export const FIXED_CONTRACT_EVENTS = [
 ] as const;
 
 /**
- * Subscribable events whose payload the platform does not guarantee (interface 6, rule 3): they
+ * Subscribable events whose payload the platform does not guarantee (docs/platform.md#events): they
  * are verified, deduplicated and dispatched with `data: Record<string, unknown>`.
  */
 export const UNCONTRACTED_EVENTS = [

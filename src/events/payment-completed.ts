@@ -9,7 +9,7 @@ import type { KnownOutput } from './known-output.js';
 import { paymentSchema, statesSchema } from './entities.js';
 
 /**
- * `data` of `PaymentCompleted` (interface 6): the whole payment tree of 2.5. Its UTM tags are in
+ * `data` of `PaymentCompleted` (docs/platform.md#events): the whole payment tree (docs/platform.md#entities). Its UTM tags are in
  * `payment.invoice.meta.utmParams`.
  *
  * @example

@@ -1,6 +1,6 @@
 /**
  * `ProductEnrolledByInviteLink`: the user enrolled in a course on their own through an invite
- * link. The platform sends `ProductEnrolledToFree` for the same enrollment too (interface 6, rule 1).
+ * link. The platform sends `ProductEnrolledToFree` for the same enrollment too (docs/platform.md#events).
  * @module
  */
 
@@ -29,9 +29,9 @@ function requires(key: string, value: object): object {
 const PRESENT = { not: { type: 'null' } };
 
 /**
- * `data` of `ProductEnrolledByInviteLink` (interface 6): the contract of `ProductEnrolledToFree`
+ * `data` of `ProductEnrolledByInviteLink` (docs/platform.md#events): the contract of `ProductEnrolledToFree`
  * plus the invite link, in `inviteLinkId` or in `access.meta.inviteLinkId`: one of the two is the
- * spine (DESIGN 3), so a payload naming neither is refused.
+ * spine (README: Events and types), so a payload naming neither is refused.
  *
  * @example
  * ```ts

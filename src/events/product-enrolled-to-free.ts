@@ -15,7 +15,7 @@ import {
 } from './entities.js';
 
 /**
- * `data` of `ProductEnrolledToFree` (interface 6): the user; optionally the profile, the access,
+ * `data` of `ProductEnrolledToFree` (docs/platform.md#events): the user; optionally the profile, the access,
  * the product and the course. The other enrollment events share this contract.
  */
 export const productEnrolledToFreeDataSchema = z.looseObject({

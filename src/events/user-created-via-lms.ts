@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { KnownOutput } from './known-output.js';
 import { profileSchema, statesSchema, userSchema } from './entities.js';
 
-/** `data` of `UserCreatedViaLms` (interface 6): the user and, optionally, the profile. */
+/** `data` of `UserCreatedViaLms` (docs/platform.md#events): the user and, optionally, the profile. */
 export const userCreatedViaLmsDataSchema = z.looseObject({
   user: userSchema,
   profile: profileSchema.nullish(),

@@ -8,7 +8,7 @@ import type { KnownOutput } from './known-output.js';
 import { profileSchema, statesSchema, userSchema } from './entities.js';
 
 /**
- * `data` of `UserSignedUp` (interface 6): the user (the spine), their profile (null while not
+ * `data` of `UserSignedUp` (docs/platform.md#events): the user (the spine), their profile (null while not
  * filled in, and possibly absent) and the sign-up UTM tags in `states.utmSignupParams`.
  *
  * @example

@@ -8,13 +8,13 @@ import type { KnownOutput } from './known-output.js';
 import { profileSchema, statesSchema, userSchema } from './entities.js';
 
 /**
- * `data` of `UserTgConnected` (interface 6): the user with the current `tgId`, optionally the
+ * `data` of `UserTgConnected` (docs/platform.md#events): the user with the current `tgId`, optionally the
  * profile, and `prevTgId`, the previous tgId or null when there was none.
  */
 export const userTgConnectedDataSchema = z.looseObject({
   user: userSchema,
   profile: profileSchema.nullish(),
-  // A data member interface 6 lists without "optional": present, a number or null.
+  // A data member docs/platform.md#events lists without "optional": present, a number or null.
   prevTgId: z.number().nullable(),
   states: statesSchema.nullish(),
 });

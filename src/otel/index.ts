@@ -1,6 +1,6 @@
 /**
  * `schoolhooks/otel`: OpenTelemetry spans and metrics for every delivery and every inbox run
- * (DESIGN section 11). Needs `@opentelemetry/api` (an optional peer dependency); the core
+ * (README: Telemetry). Needs `@opentelemetry/api` (an optional peer dependency); the core
  * never loads it.
  * @module schoolhooks/otel
  */

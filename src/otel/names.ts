@@ -1,5 +1,5 @@
 /**
- * The names `schoolhooks/otel` reports under: spans, metrics and attributes (DESIGN section 11).
+ * The names `schoolhooks/otel` reports under: spans, metrics and attributes (README: Telemetry).
  * They are the contract dashboards and alerts are written against.
  * @module
  */
