@@ -46,9 +46,13 @@ import { formatMessage } from 'publint/utils';
  * payload checks and raced handlers in a deadline queue (about 2.7 kB for validation 15-30 times
  * faster), plus 20%; 12,526 once it gained the inbox (memoryInbox, the hand-off step, stored runs),
  * the telemetry hooks and every entity typed field by field from the platform's reference, plus
- * 20%. Raise it on purpose, in the same change that makes the core bigger.
+ * 20%; 16,8xx once validation became build-time generated functions (no `new Function`), failures
+ * reached the console without a logger, a failed signature said why (the one classifier and its
+ * likely causes), a misspelt event name got "did you mean", and a claim could carry a Postgres
+ * transaction: 17,500 leaves about 4% for fixes. Raise it on purpose, in the same change that
+ * makes the core bigger.
  */
-const CORE_GZIP_BUDGET = 15_000;
+const CORE_GZIP_BUDGET = 17_500;
 
 /**
  * Largest fixture file the package may ship: the biggest real body is about 12 kB. A body made to
