@@ -9,6 +9,7 @@ import type { Pool, PoolClient } from 'pg';
 import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
+import { storeUnavailable } from './unavailable.js';
 import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './types.js';
 
 // In the built types this module is named 'schoolhooks' (scripts/name-augmentations.mjs), the
@@ -374,19 +375,9 @@ function isDuplicateObject(error: unknown): boolean {
   return code === '23505' || code === '42P07';
 }
 
-/**
- * A `StoreUnavailableError` for any failure; the cause keeps only the name, message and code of
- * what pg threw, with any `user:password@` of a URL blanked out.
- */
+/** A `StoreUnavailableError` for any failure of a call to Postgres. */
 function unavailable(operation: string, error: unknown): StoreUnavailableError {
-  if (error instanceof StoreUnavailableError) return error;
-  const raw = error instanceof Error ? error.message : String(error);
-  const message = raw.replace(/\/\/[^/@\s]*@/g, '//***@');
-  const cause = new Error(message);
-  if (error instanceof Error) cause.name = error.name;
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string') (cause as Error & { code?: string }).code = code;
-  return new StoreUnavailableError(`Postgres ${operation} failed: ${message}`, { cause });
+  return storeUnavailable('Postgres', operation, error);
 }
 
 function noop(): void {}

@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
+import { storeUnavailable } from './unavailable.js';
 import type { AsyncIdempotencyStore, ClaimResult } from './types.js';
 import { BoundedCalls, type BoundedCall as Call } from '../bounded-calls.js';
 import { readinessOf } from './client-readiness.js';
@@ -359,16 +360,7 @@ function milliseconds(ms: number, name: string): number {
   return Math.ceil(ms);
 }
 
-/**
- * A `StoreUnavailableError` for any failure. The cause keeps only the name and message of what
- * ioredis threw (its errors carry the command's arguments, lease tokens among them), with any
- * `user:password@` of a URL blanked out.
- */
+/** A `StoreUnavailableError` for any failure of a call to Redis. */
 function unavailable(operation: string, error: unknown): StoreUnavailableError {
-  if (error instanceof StoreUnavailableError) return error;
-  const raw = error instanceof Error ? error.message : String(error);
-  const message = raw.replace(/\/\/[^/@\s]*@/g, '//***@');
-  const cause = new Error(message);
-  if (error instanceof Error) cause.name = error.name;
-  return new StoreUnavailableError(`Redis ${operation} failed: ${message}`, { cause });
+  return storeUnavailable('Redis', operation, error);
 }
