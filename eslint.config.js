@@ -93,15 +93,14 @@ export default tseslint.config(
     },
   },
   {
-    // The core stays framework-free: only the Redis and Postgres stores (types), the BullMQ and
-    // pg-boss inboxes, the testing toolkit and the CLI may reach for servers and clients. Only
-    // src/otel may import OpenTelemetry (DESIGN 11).
+    // The core stays framework-free: only the Redis and Postgres stores (types), the BullMQ
+    // inbox, the testing toolkit and the CLI may reach for servers and clients. Only src/otel may
+    // import OpenTelemetry (README: Telemetry).
     files: ['src/**/*.ts'],
     ignores: [
       'src/stores/redis.ts',
       'src/inbox/bullmq.ts',
       'src/stores/postgres.ts',
-      'src/inbox/pg-boss.ts',
       'src/testing/**',
       'src/cli/**',
       'src/otel/**',
