@@ -227,7 +227,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       );
     }
     ending.finish(ended, observation, startedAt, attempt);
-    return runResultOf(ended);
+    return runResultOf(ended, settings.secrets);
   }
 
   const receiver: Receiver = {
@@ -468,20 +468,27 @@ function answer(outcome: Outcome, idempotencyKey: string | undefined): WebhookRe
 }
 
 /** What a stored run came to, for the inbox: done, retry later, or a dead letter now. */
-function runResultOf({ outcome, error }: Ending): StoredRunResult {
+function runResultOf({ outcome, error }: Ending, secrets: readonly string[]): StoredRunResult {
   const { run } = OUTCOMES[outcome];
   if (run === 'succeeded') return { outcome, ok: true, retry: false };
   const result: StoredRunResult = { outcome, ok: false, retry: run === 'retry' };
-  result.reason = `${outcome}: ${reasonOf(error, outcome)}`;
+  result.reason = `${outcome}: ${reasonOf(error, outcome, secrets)}`;
   return result;
 }
 
 /** The message a dead letter keeps: the handler's own error, or ours. */
-function reasonOf(error: SchoolhooksError | undefined, outcome: Outcome): string {
+function reasonOf(
+  error: SchoolhooksError | undefined,
+  outcome: Outcome,
+  secrets: readonly string[],
+): string {
   if (error === undefined) {
     return outcome === 'in_flight' ? 'another worker is running this event' : outcome;
   }
-  if (error.code === 'handler_failed' && error.cause instanceof Error) return error.cause.message;
+  // As the HandlerError's own message says it: one line, bounded, no secret of ours in it.
+  if (error.code === 'handler_failed' && error.cause !== undefined) {
+    return causeMessageOf(error.cause, secrets);
+  }
   return error.message;
 }
 

@@ -4,24 +4,12 @@
  * @module
  */
 
-import {
-  FIXED_CONTRACT_EVENTS,
-  UNCONTRACTED_EVENTS,
-  type KnownEventName,
-} from '../events/index.js';
+import { isKnownEvent as isEventName, KNOWN_EVENTS } from '../events/index.js';
 import { nearestName } from '../nearest-name.js';
 import { UsageError } from './errors.js';
 
-/** Every event name the platform sends, with a fixture or without. */
-export const KNOWN_EVENTS: readonly KnownEventName[] = [
-  ...FIXED_CONTRACT_EVENTS,
-  ...UNCONTRACTED_EVENTS,
-];
-
-/** Whether `name` is an event the platform sends (with or without a fixture). */
-export function isEventName(name: string): name is KnownEventName {
-  return (KNOWN_EVENTS as readonly string[]).includes(name);
-}
+// The receiver's own list and check: `on()` and the CLI accept the same names.
+export { isEventName, KNOWN_EVENTS };
 
 /**
  * A {@link UsageError} for an `--event` that is a near miss of a real event name

@@ -239,6 +239,21 @@ describe('inbox.work(receiver): the worker side', () => {
     ]);
   });
 
+  it('keeps a dead letter’s reason on one line, with no secret of ours in it', async () => {
+    const inbox = memoryInbox({ attempts: 1, backoffMs: 1 });
+    const { receiver } = setup({}, inbox);
+    receiver.on('UserSignedIn', () => {
+      throw new Error(`CRM refused\nkey ${SECRET}`);
+    });
+    await receiver.handle(signedRequest({ idempotencyKey: 'w-3b' }));
+    const worker = inbox.work(receiver);
+    await inbox.idle();
+    await worker.close();
+    const [job] = await inbox.jobs({ state: 'failed' });
+    expect(job?.reason).toBe('handler_failed: CRM refused key [hidden]');
+    expect(job?.reason).not.toContain(SECRET);
+  });
+
   it('dead-letters an invalid payload at once, never running a handler, and replays it after a fix', async () => {
     const { receiver, inbox, errors } = setup();
     const handler = vi.fn();
