@@ -1,6 +1,8 @@
 /**
  * The few crypto primitives the core needs: node:crypto where the runtime has it (fast and
- * synchronous), Web Crypto elsewhere (Bun, Deno and Workers without Node compatibility).
+ * synchronous), Web Crypto elsewhere (Workers without Node compatibility, runtimes without
+ * `process.getBuiltinModule`). The choice is made
+ * once, when this module loads, never per call (as stripe-node chooses its crypto provider).
  * @module
  */
 
@@ -11,8 +13,6 @@ type NodeCryptoModule = typeof NodeCrypto;
 interface ProcessWithBuiltins {
   getBuiltinModule?: (id: string) => unknown;
 }
-
-let forceWebCrypto = false;
 
 /**
  * node:crypto without a static import, so bundles for Workers load without it.
@@ -28,20 +28,12 @@ function loadNodeCrypto(): NodeCryptoModule | undefined {
   }
 }
 
-const detected = loadNodeCrypto();
-
-/** node:crypto, or undefined where it is missing (or Web Crypto is forced for tests). */
-export function nodeCrypto(): NodeCryptoModule | undefined {
-  return forceWebCrypto ? undefined : detected;
-}
-
 /**
- * Force the Web Crypto path even where node:crypto exists, to test it on Node.
- * @internal
+ * node:crypto, or undefined where the runtime has none: then every signature goes through Web
+ * Crypto. Tests reach the Web Crypto path by loading the modules as such a runtime would
+ * (test/helpers/web-crypto-only.ts), not through a switch in here.
  */
-export function useWebCryptoOnly(force: boolean): void {
-  forceWebCrypto = force;
-}
+export const nodeCrypto: NodeCryptoModule | undefined = loadNodeCrypto();
 
 function subtle(): SubtleCrypto {
   const c = (globalThis as { crypto?: Crypto }).crypto;
@@ -91,8 +83,7 @@ export function utf8(text: string): Uint8Array<ArrayBuffer> {
 export function randomToken(): string {
   const c = (globalThis as { crypto?: Crypto }).crypto;
   if (c?.randomUUID) return c.randomUUID();
-  const node = nodeCrypto();
-  if (node) return node.randomUUID();
+  if (nodeCrypto) return nodeCrypto.randomUUID();
   throw new Error('no source of randomness');
 }
 

@@ -25,8 +25,7 @@ const SIGNATURE_LENGTH = 64;
  */
 export async function computeSignature(body: RawBody, secret: string): Promise<string> {
   assertSecret(secret);
-  const node = nodeCrypto();
-  if (node) return node.createHmac('sha256', secret).update(body).digest('hex');
+  if (nodeCrypto) return nodeCrypto.createHmac('sha256', secret).update(body).digest('hex');
   const key = await importHmacKey(secret);
   const bytes = typeof body === 'string' ? utf8(body) : body;
   return toHex(new Uint8Array(await webSubtle().sign('HMAC', key, bytes as BufferSource)));
@@ -78,7 +77,7 @@ const FINGERPRINT_LENGTH = 16;
  */
 export function createVerifier(secret: string | readonly string[]): Verification {
   const secrets = secretsOf(secret);
-  const node = nodeCrypto();
+  const node = nodeCrypto;
   if (node) {
     const keys = secrets.map((s) => node.createSecretKey(utf8(s)));
     return {

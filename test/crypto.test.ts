@@ -2,11 +2,24 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   fromHex,
   importHmacKey,
+  nodeCrypto,
   randomToken,
   toHex,
-  useWebCryptoOnly,
   webSubtle,
 } from '../src/crypto.js';
+import { importWithoutNodeCrypto } from './helpers/web-crypto-only.js';
+
+describe('the crypto chosen when the module loads', () => {
+  it('is node:crypto where the runtime has it', () => {
+    expect(nodeCrypto?.createHmac).toBeTypeOf('function');
+  });
+
+  it('is Web Crypto alone where the runtime has no node:crypto', async () => {
+    const loaded = await importWithoutNodeCrypto(() => import('../src/crypto.js'));
+    expect(loaded.nodeCrypto).toBeUndefined();
+    expect(nodeCrypto).toBeDefined();
+  });
+});
 
 describe('fromHex', () => {
   it('reads every hex digit, in either case', () => {
@@ -43,10 +56,7 @@ describe('fromHex', () => {
 });
 
 describe('randomToken', () => {
-  afterEach(() => {
-    vi.unstubAllGlobals();
-    useWebCryptoOnly(false);
-  });
+  afterEach(() => vi.unstubAllGlobals());
 
   it('gives a different UUID every time', () => {
     const tokens = new Set(Array.from({ length: 100 }, () => randomToken()));
@@ -66,10 +76,10 @@ describe('randomToken', () => {
     expect(randomToken()).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it('throws where neither Web Crypto nor node:crypto can give one', () => {
+  it('throws where neither Web Crypto nor node:crypto can give one', async () => {
+    const loaded = await importWithoutNodeCrypto(() => import('../src/crypto.js'));
     vi.stubGlobal('crypto', {});
-    useWebCryptoOnly(true);
-    expect(() => randomToken()).toThrow('no source of randomness');
+    expect(() => loaded.randomToken()).toThrow('no source of randomness');
   });
 });
 

@@ -1,11 +1,11 @@
 import { serve } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { Readable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fetchHandler } from '../../adapters/fetch.js';
-import { useWebCryptoOnly } from '../../src/crypto.js';
 import { createReceiver } from '../../src/index.js';
 import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
+import { importWithoutNodeCrypto } from '../helpers/web-crypto-only.js';
 import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
 
 adapterSuite('fetch on @hono/node-server', (receiver) =>
@@ -114,9 +114,13 @@ describe('fetchHandler called with a Request', () => {
 
 describe('fetchHandler on Web Crypto alone (Bun, Deno, Workers)', () => {
   let server: AdapterServer | undefined;
-  beforeEach(() => useWebCryptoOnly(true));
+  let createWebCryptoReceiver: typeof createReceiver;
+  beforeAll(async () => {
+    ({ createReceiver: createWebCryptoReceiver } = await importWithoutNodeCrypto(
+      () => import('../../src/index.js'),
+    ));
+  });
   afterEach(async () => {
-    useWebCryptoOnly(false);
     vi.restoreAllMocks();
     await server?.close();
   });
@@ -124,7 +128,7 @@ describe('fetchHandler on Web Crypto alone (Bun, Deno, Workers)', () => {
   async function start() {
     // The first (here the only) secret's HMAC is computed with subtle.sign: it is the fingerprint.
     const verify = vi.spyOn(globalThis.crypto.subtle, 'sign');
-    const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
+    const receiver = createWebCryptoReceiver({ secret: SECRET }).onAny(() => {});
     server = await listen(
       serve({ fetch: fetchHandler(receiver), hostname: '127.0.0.1', port: 0 }) as Server,
     );

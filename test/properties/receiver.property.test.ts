@@ -5,8 +5,7 @@
  */
 
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
-import { useWebCryptoOnly } from '../../src/crypto.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   createReceiver,
   OUTCOME_STATUS,
@@ -27,10 +26,9 @@ import {
   sign,
   signableBytes,
 } from './arbitraries.js';
+import { importWithoutNodeCrypto } from '../helpers/web-crypto-only.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
-
-afterEach(() => useWebCryptoOnly(false));
 
 /** A receiver with a memory store and a handler that never fails, and the errors it reported. */
 function setup(options: Partial<ReceiverOptions> = {}): {
@@ -53,13 +51,23 @@ function expectConsistent(result: WebhookResult): void {
   expect(result.body.ok).toBe(result.status >= 200 && result.status < 300);
 }
 
-describe.each([
-  ['node:crypto', false],
-  ['Web Crypto', true],
-])('signatures, verified with %s', (_path, webCryptoOnly) => {
+/** `createReceiver` as loaded on each crypto path. */
+const receiverFactories: [string, () => Promise<typeof createReceiver>][] = [
+  ['node:crypto', () => Promise.resolve(createReceiver)],
+  [
+    'Web Crypto',
+    async () => (await importWithoutNodeCrypto(() => import('../../src/index.js'))).createReceiver,
+  ],
+];
+
+describe.each(receiverFactories)('signatures, verified with %s', (_path, load) => {
+  let create: typeof createReceiver;
+  beforeAll(async () => {
+    create = await load();
+  });
+
   function tamperSetup(): Receiver {
-    useWebCryptoOnly(webCryptoOnly);
-    return setup().receiver;
+    return create({ secret: SECRET }).onAny(() => {});
   }
 
   it('never verifies a signed body with any single bit flipped', async () => {
