@@ -292,15 +292,9 @@ function checkOptions({
   if (inbox !== undefined && typeof inbox.enqueue !== 'function') {
     throw new ConfigError('inbox must have an enqueue(delivery) method');
   }
-  let verification: Verification;
-  let secrets: readonly string[];
-  try {
-    // Checked once, here: what it throws names a secret by its place, never by its value.
-    secrets = secretsOf(secret);
-    verification = createVerifier(secrets);
-  } catch (error) {
-    throw new ConfigError((error as Error).message);
-  }
+  // Checked once, here: the ConfigError it throws names a secret by its place, never by its value.
+  const secrets: readonly string[] = secretsOf(secret);
+  const verification: Verification = createVerifier(secrets);
   // Failures are never silent: without a logger they reach the console.
   const log = logger === false ? undefined : (logger ?? consoleLogger);
   for (const place of paddedSecrets(secrets)) {

@@ -5,6 +5,7 @@
  */
 
 import { fromHex, importHmacKey, nodeCrypto, toHex, utf8, webSubtle } from './crypto.js';
+import { ConfigError } from './errors.js';
 
 /** The raw request body: bytes as received (a Node `Buffer` is a `Uint8Array`), or a string taken as its UTF-8 bytes. */
 export type RawBody = Uint8Array | string;
@@ -178,21 +179,26 @@ export function secretsOf(secret: unknown): string[] {
     return [secret];
   }
   if (!Array.isArray(secret) || secret.length === 0) {
-    throw new TypeError('secret must be a non-empty string or a non-empty list of them');
+    throw new ConfigError('secret must be a non-empty string or a non-empty list of them');
   }
   secret.forEach((one: unknown, i) => assertSecret(one, `secret #${i + 1} of the list`));
   return [...(secret as string[])];
 }
 
-function assertSecret(secret: unknown, name = 'a webhook secret'): void {
+/**
+ * Throws a {@link ConfigError} unless `secret` is a string with something in it besides
+ * whitespace; the message names it `name`, never by its value.
+ * @internal the one rule for a secret, shared with `signBody` in `schoolhooks/testing`.
+ */
+export function assertSecret(secret: unknown, name = 'a webhook secret'): asserts secret is string {
   // Never echo the value: it may be a real secret of the wrong type.
   if (typeof secret !== 'string') {
-    throw new TypeError(
+    throw new ConfigError(
       `${name} must be a string, not ${secret === null ? 'null' : typeof secret}`,
     );
   }
   if (secret.trim() === '') {
-    throw new TypeError(`${name} is ${secret === '' ? 'empty' : 'whitespace only'}`);
+    throw new ConfigError(`${name} is ${secret === '' ? 'empty' : 'whitespace only'}`);
   }
 }
 

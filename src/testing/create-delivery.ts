@@ -5,6 +5,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { isFixedContractEvent, type EventData, type FixedEventName } from '../events/index.js';
+import { ConfigError } from '../errors.js';
 import { fixtureData } from './fixtures.js';
 import { signBody } from './sign-body.js';
 
@@ -73,7 +74,7 @@ export function createDelivery(
   }: DeliveryOptions = {},
 ): SignedDelivery {
   if (secret === undefined || secret === '') {
-    throw new TypeError('createDelivery needs { secret } or the SCHOOL_WEBHOOK_SECRET variable');
+    throw new ConfigError('createDelivery needs { secret } or the SCHOOL_WEBHOOK_SECRET variable');
   }
   const body = serializeEnvelope({
     event,

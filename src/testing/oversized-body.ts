@@ -4,6 +4,7 @@
  * @module
  */
 
+import { ConfigError } from '../errors.js';
 import { fixtureData } from './fixtures.js';
 import { serializeEnvelope } from './create-delivery.js';
 
@@ -30,6 +31,6 @@ export function oversizedBody({
       data: { ...fixtureData('UserSignedUp'), padding },
     });
   const base = new TextEncoder().encode(envelope('')).byteLength;
-  if (bytes < base) throw new RangeError(`an oversized body is at least ${base} bytes`);
+  if (bytes < base) throw new ConfigError(`an oversized body is at least ${base} bytes`);
   return envelope('x'.repeat(bytes - base));
 }

@@ -4,6 +4,7 @@
  */
 
 import { createHmac } from 'node:crypto';
+import { assertSecret } from '../signature.js';
 
 /**
  * The `signature` header the platform would send with `body`: lowercase hex HMAC-SHA256 of the
@@ -19,9 +20,6 @@ import { createHmac } from 'node:crypto';
  * ```
  */
 export function signBody(body: string | Uint8Array, secret: string): string {
-  if (typeof secret !== 'string' || secret.length === 0) {
-    // Never echo the value: it may be a real secret of the wrong type.
-    throw new TypeError('a webhook secret must be a non-empty string');
-  }
+  assertSecret(secret);
   return createHmac('sha256', secret).update(body).digest('hex');
 }

@@ -4,6 +4,8 @@
  * @module
  */
 
+import { ConfigError } from '../errors.js';
+
 /** Options of {@link createVirtualClock}. */
 export interface VirtualClockOptions {
   /** Where time starts, as a Date, an ISO string or ms since the epoch. Default: the real now. */
@@ -63,7 +65,7 @@ export function createVirtualClock({
   settleMs = 20,
 }: VirtualClockOptions = {}): VirtualClock {
   let current = typeof start === 'number' ? start : new Date(start).getTime();
-  if (!Number.isFinite(current)) throw new TypeError('start must be a valid date');
+  if (!Number.isFinite(current)) throw new ConfigError('start must be a valid date');
   const timers: Timer[] = [];
   const work = new Set<Promise<unknown>>();
   const errors: unknown[] = [];

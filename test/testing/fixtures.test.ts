@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
+  ConfigError,
   createReceiver,
   eventDataSchemas,
   FIXED_CONTRACT_EVENTS,
@@ -10,11 +11,13 @@ import {
 } from '../../src/index.js';
 import {
   createDelivery,
+  createVirtualClock,
   fixtures,
   fixtureVariants,
   signBody,
   sparseFixtures,
 } from '../../src/testing/index.js';
+import { oversizedBody } from '../../src/testing/oversized-body.js';
 
 const SECRET = 'c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00';
 
@@ -196,8 +199,14 @@ describe('signBody', () => {
     expect(signBody(body, SECRET)).toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it('refuses an empty secret without echoing anything', () => {
-    expect(() => signBody('{}', '')).toThrow(/non-empty string/);
+  it('refuses an empty, blank or non-string secret with a ConfigError, as the receiver does', () => {
+    expect(() => signBody('{}', '')).toThrow(new ConfigError('a webhook secret is empty'));
+    expect(() => signBody('{}', ' \n')).toThrow(
+      new ConfigError('a webhook secret is whitespace only'),
+    );
+    expect(() => signBody('{}', 42 as unknown as string)).toThrow(
+      new ConfigError('a webhook secret must be a string, not number'),
+    );
   });
 });
 
@@ -266,14 +275,40 @@ describe('createDelivery without options', () => {
     }
   });
 
-  it('throws a TypeError when there is no secret at all', () => {
+  it('throws a ConfigError when there is no secret at all', () => {
     const previous = process.env.SCHOOL_WEBHOOK_SECRET;
     delete process.env.SCHOOL_WEBHOOK_SECRET;
     try {
-      expect(() => createDelivery('UserSignedUp')).toThrow(TypeError);
+      expect(() => createDelivery('UserSignedUp')).toThrow(ConfigError);
+      expect(() => createDelivery('UserSignedUp')).toThrow(
+        'createDelivery needs { secret } or the SCHOOL_WEBHOOK_SECRET variable',
+      );
     } finally {
       if (previous !== undefined) process.env.SCHOOL_WEBHOOK_SECRET = previous;
     }
+  });
+});
+
+describe('setup mistakes in the test helpers', () => {
+  it('throws a ConfigError for an oversized body smaller than its envelope', () => {
+    expect(() => oversizedBody({ bytes: 10 })).toThrow(ConfigError);
+    expect(() => oversizedBody({ bytes: 10 })).toThrow(/an oversized body is at least \d+ bytes/);
+    expect(Buffer.byteLength(oversizedBody({ bytes: 5000 }))).toBe(5000);
+  });
+
+  it('throws a ConfigError for a virtual clock that starts at no valid date', () => {
+    expect(() => createVirtualClock({ start: 'not a date' })).toThrow(
+      new ConfigError('start must be a valid date'),
+    );
+    expect(createVirtualClock({ start: '2026-01-01T00:00:00Z' }).now()).toBe(
+      Date.parse('2026-01-01T00:00:00Z'),
+    );
+  });
+
+  it('keeps a TypeError for an event without a fixture called without data (a call argument)', () => {
+    expect(() =>
+      createDelivery('UserSignedIn' as 'UserSignedUp', undefined, { secret: SECRET }),
+    ).toThrow(new TypeError('UserSignedIn has no fixture: pass its data'));
   });
 });
 
