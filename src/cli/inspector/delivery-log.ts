@@ -7,18 +7,10 @@
 
 import { OUTCOMES, type Outcome, type OutcomeClass } from '../../outcome.js';
 import type { SignatureFailureReason } from '../../signature-failure.js';
+import type { DeliverySource, DeliverySummary, InspectorIssue } from './page-api.js';
 
 export type { OutcomeClass };
-
-/** Where a delivery came from. */
-export type DeliverySource = 'http' | 'replay' | 'fixture';
-
-/** One issue of a payload that failed its schema, at its path inside `data`. */
-export interface InspectorIssue {
-  path: (string | number)[];
-  code: string;
-  message: string;
-}
+export type { DeliverySource, DeliverySummary, InspectorIssue };
 
 /** One failure the receiver reported to onError while answering a delivery. */
 export interface ReportedError {
@@ -48,20 +40,6 @@ export interface RecordedDelivery {
   idempotencyKey?: string;
   issues: InspectorIssue[];
   errors: ReportedError[];
-}
-
-/** What the list (and each server-sent event) says about a delivery. */
-export interface DeliverySummary {
-  id: number;
-  receivedAt: string;
-  durationMs: number;
-  source: DeliverySource;
-  replayOf?: number;
-  status: number;
-  outcome: Outcome;
-  outcomeClass: OutcomeClass;
-  event?: string;
-  idempotencyKey?: string;
 }
 
 /** Told of each delivery added, and of one updated (a failure reported after the answer). */

@@ -7,13 +7,10 @@
  */
 
 import { signatureFailure } from '../../signature-failure.js';
-import {
-  summarize,
-  type DeliverySummary,
-  type InspectorIssue,
-  type ReportedError,
-  type RecordedDelivery,
-} from './delivery-log.js';
+import { summarize, type RecordedDelivery } from './delivery-log.js';
+import type { DeliveryView } from './page-api.js';
+
+export type { DeliveryView };
 
 /** Headers whose value the page never shows: credentials of some other system. */
 const HIDDEN_HEADERS: ReadonlySet<string> = new Set([
@@ -24,25 +21,6 @@ const HIDDEN_HEADERS: ReadonlySet<string> = new Set([
 
 /** The likely causes of a signature that matches no secret, one sentence each. */
 export const SIGNATURE_CAUSE_LIST: readonly string[] = signatureFailure('mismatch').causes;
-
-/** What the page gets for one opened delivery. */
-export interface DeliveryView extends DeliverySummary {
-  method: string;
-  path: string;
-  /** The request headers; `signature` shortened, credentials of other systems hidden. */
-  headers: Record<string, string>;
-  /** The raw body decoded as UTF-8, or null when the receiver never read it. */
-  body: string | null;
-  bodyBytes: number;
-  issues: InspectorIssue[];
-  errors: ReportedError[];
-  /** For a 401: why the signature may have failed. Otherwise empty. */
-  causes: string[];
-  /** Whether the stored bytes can go through the receiver again (not a cut-off 413 body). */
-  canReplay: boolean;
-  /** A shell command that sends the same bytes with the same signature to `origin`. */
-  curl: string;
-}
 
 /** `3f1c9a2b…e4d1`: enough to compare by eye, not the whole value. */
 export function shortenSignature(signature: string): string {

@@ -1,24 +1,47 @@
+// @ts-check
 // The inspector page of `schoolhooks listen --ui`: plain DOM, no framework, nothing from afar.
 // Every value that came in a request is put in the page as text (textContent), never as HTML:
 // a delivery's body is whatever anyone sent.
 'use strict';
+
+/**
+ * The shapes the server sends, from its own types (src/cli/inspector/page-api.ts).
+ * @typedef {import('../page-api.js').DeliverySummary} DeliverySummary
+ * @typedef {import('../page-api.js').DeliveryView} DeliveryView
+ * @typedef {import('../page-api.js').DeliveryList} DeliveryList
+ * @typedef {import('../page-api.js').InspectorInfo} InspectorInfo
+ * @typedef {import('../page-api.js').ActionDone} ActionDone
+ * @typedef {import('../page-api.js').ActionRefused} ActionRefused
+ * @typedef {import('../page-api.js').InspectorIssue} Issue
+ * @typedef {Array<string | number>} JsonPath
+ * @typedef {Map<string, HTMLElement>} JsonNodes where each node of a rendered JSON value is, by path
+ * @typedef {Node | string | null | undefined} Child
+ */
 
 (() => {
   /** Every request that acts carries this header; the server refuses those without it. */
   const ACTING = { 'content-type': 'application/json', 'x-schoolhooks-inspector': '1' };
   const HASH = '#delivery-';
 
-  /** @type {Array<Record<string, any>>} newest first */
+  /** @type {DeliverySummary[]} newest first */
   let deliveries = [];
   let openId = /** @type {number | null} */ (null);
   let firstReset = true;
 
-  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+  /** An element of index.html, which has every id this script asks for. */
+  const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
   const list = $('list');
   const filterEvent = /** @type {HTMLSelectElement} */ ($('filter-event'));
   const filterOutcome = /** @type {HTMLSelectElement} */ ($('filter-outcome'));
 
-  /** An element with a class and children (strings become text). */
+  /**
+   * An element with a class and children (strings become text).
+   * @template {keyof HTMLElementTagNameMap} K
+   * @param {K} tag
+   * @param {string | null} className
+   * @param {...Child} children
+   * @returns {HTMLElementTagNameMap[K]}
+   */
   function el(tag, className, ...children) {
     const node = document.createElement(tag);
     if (className) node.className = className;
@@ -29,12 +52,14 @@
     return node;
   }
 
+  /** @param {string} iso */
   function time(iso) {
     const node = el('time', 'time', new Date(iso).toLocaleTimeString([], { hour12: false }));
     node.dateTime = iso;
     return node;
   }
 
+  /** @param {DeliverySummary} delivery */
   function badge(delivery) {
     return el(
       'span',
@@ -43,12 +68,19 @@
     );
   }
 
+  /** @param {DeliverySummary} delivery */
   function describe(delivery) {
     return `#${delivery.id} ${delivery.event ?? '(no event)'}, ${delivery.status} ${delivery.outcome}`;
   }
 
+  /** @param {unknown} error */
+  function messageOf(error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+
   // The list
 
+  /** @param {DeliverySummary} delivery */
   function matches(delivery) {
     if (filterEvent.value && delivery.event !== filterEvent.value) return false;
     const outcome = filterOutcome.value;
@@ -56,6 +88,7 @@
     return !outcome || delivery.outcome === outcome;
   }
 
+  /** @param {DeliverySummary} delivery */
   function row(delivery) {
     const link = el(
       'a',
@@ -76,7 +109,11 @@
     return item;
   }
 
-  /** Keep a select's options in step with the values seen, keeping what is selected. */
+  /**
+   * Keep a select's options in step with the values seen, keeping what is selected.
+   * @param {HTMLElement} parent a select or one of its optgroups
+   * @param {Set<string>} values
+   */
   function syncOptions(parent, values) {
     const have = new Set([...parent.querySelectorAll('option')].map((option) => option.value));
     for (const value of [...values].sort()) {
@@ -101,6 +138,7 @@
 
   let keep = 500;
 
+  /** @param {string} text */
   function announce(text) {
     // Replaced, not appended: a screen reader reads the new text once.
     $('announcer').textContent = text;
@@ -120,6 +158,7 @@
       status.className = 'connection lost';
     });
     stream.addEventListener('reset', (message) => {
+      /** @type {DeliveryList} */
       const data = JSON.parse(message.data);
       keep = data.keep;
       deliveries = data.deliveries;
@@ -130,6 +169,7 @@
       }
     });
     stream.addEventListener('delivery', (message) => {
+      /** @type {DeliverySummary} */
       const delivery = JSON.parse(message.data);
       deliveries.unshift(delivery);
       if (deliveries.length > keep) deliveries.length = keep;
@@ -137,6 +177,7 @@
       announce(`New delivery ${describe(delivery)}`);
     });
     stream.addEventListener('update', (message) => {
+      /** @type {DeliverySummary} */
       const delivery = JSON.parse(message.data);
       deliveries = deliveries.map((d) => (d.id === delivery.id ? delivery : d));
       renderList();
@@ -146,7 +187,10 @@
 
   // One delivery
 
-  /** `data.payment.invoice.totalAmount`, `data.items[0].id` */
+  /**
+   * `data.payment.invoice.totalAmount`, `data.items[0].id`
+   * @param {JsonPath} path
+   */
   function pathText(path) {
     return path
       .map((key, index) =>
@@ -155,6 +199,7 @@
       .join('');
   }
 
+  /** @param {JsonPath} path */
   function pathKey(path) {
     return JSON.stringify(path);
   }
@@ -162,12 +207,19 @@
   /**
    * A JSON value as a tree of nodes: objects and arrays fold (<details>), each node knows its
    * path, so an issue can be marked where it is.
+   * @param {unknown} value
+   * @param {string | null} key its key in its parent object; null at the top and in an array
+   * @param {JsonPath} path
+   * @param {JsonNodes} nodes
+   * @param {boolean} last whether it is the last of its parent's (no comma after it)
+   * @returns {HTMLElement}
    */
   function renderJson(value, key, path, nodes, last) {
     const label = key === null ? null : el('span', 'json-key', `${JSON.stringify(key)}: `);
     const comma = last ? '' : ',';
     if (value !== null && typeof value === 'object') {
       const isArray = Array.isArray(value);
+      /** @type {Array<[string | number, unknown]>} */
       const entries = isArray ? value.map((v, i) => [i, v]) : Object.entries(value);
       const [open, close] = isArray ? ['[', ']'] : ['{', '}'];
       if (entries.length === 0) {
@@ -189,7 +241,7 @@
         children.append(
           renderJson(
             child,
-            isArray ? null : childKey,
+            isArray ? null : String(childKey),
             childPath,
             nodes,
             index === entries.length - 1,
@@ -219,20 +271,28 @@
     return leaf;
   }
 
-  /** Mark each issue at its path, or at the nearest parent that exists (a missing field). */
+  /**
+   * Mark each issue at its path, or at the nearest parent that exists (a missing field).
+   * @param {Issue[]} issues
+   * @param {JsonNodes} nodes
+   * @returns {Array<{ issue: Issue, path: JsonPath, node: HTMLElement }>}
+   */
   function markIssues(issues, nodes) {
     if (issues.length > 0) {
       // Fold what holds no issue below `data`, so every mark is in sight at once.
       const keep = new Set([pathKey([]), pathKey(['data'])]);
       for (const [key, node] of nodes) {
-        if (node.tagName === 'DETAILS' && !keep.has(key)) node.open = false;
+        if (node instanceof HTMLDetailsElement && !keep.has(key)) node.open = false;
       }
     }
     return issues.map((issue) => {
       const path = ['data', ...issue.path];
       let depth = path.length;
       while (depth > 0 && !nodes.has(pathKey(path.slice(0, depth)))) depth--;
-      const node = nodes.get(pathKey(path.slice(0, depth))) ?? nodes.get(pathKey([]));
+      // The top node always exists: renderJson put it there.
+      const node = /** @type {HTMLElement} */ (
+        nodes.get(pathKey(path.slice(0, depth))) ?? nodes.get(pathKey([]))
+      );
       const missing = depth < path.length;
       const note = el(
         'span',
@@ -241,17 +301,21 @@
       );
       node.classList.add('has-issue');
       node.dataset.issue = pathText(path);
-      const anchor = node.tagName === 'DETAILS' ? node.querySelector('summary') : node;
+      const anchor = (node instanceof HTMLDetailsElement && node.querySelector('summary')) || node;
       anchor.append(note);
       // Unfold every parent, so the mark is in sight.
       for (let parent = node.parentElement; parent; parent = parent.parentElement) {
-        if (parent.tagName === 'DETAILS') parent.open = true;
+        if (parent instanceof HTMLDetailsElement) parent.open = true;
       }
       node.tabIndex = -1;
       return { issue, path, node };
     });
   }
 
+  /**
+   * @param {string} title
+   * @param {...Child} children
+   */
   function section(title, ...children) {
     const id = `section-${title.toLowerCase().replace(/[^a-z]+/g, '-')}`;
     const heading = el('h3', null, title);
@@ -261,6 +325,11 @@
     return node;
   }
 
+  /**
+   * @param {string} text
+   * @param {() => unknown} onClick
+   * @param {boolean} [disabled]
+   */
   function button(text, onClick, disabled) {
     const node = el('button', null, text);
     node.type = 'button';
@@ -269,29 +338,45 @@
     return node;
   }
 
+  /** @param {DeliverySummary} delivery */
   function deliveryLink(delivery) {
     const link = el('a', null, describe(delivery));
     link.href = `${HASH}${delivery.id}`;
     return link;
   }
 
+  /**
+   * POST to an endpoint that acts; its answer, or an Error with the server's error code.
+   * @param {string} url
+   * @param {Record<string, unknown>} [body]
+   * @returns {Promise<ActionDone>}
+   */
   async function act(url, body) {
     const response = await fetch(url, {
       method: 'POST',
       headers: ACTING,
       body: JSON.stringify(body ?? {}),
     });
+    /** @type {ActionDone | ActionRefused} */
     const answer = await response.json();
-    if (!response.ok) throw new Error(answer.error ?? `HTTP ${response.status}`);
+    if (!response.ok || !answer.ok) {
+      throw new Error(('error' in answer && answer.error) || `HTTP ${response.status}`);
+    }
     return answer;
   }
 
+  /** @param {DeliverySummary} view */
   function sourceText(view) {
     if (view.source === 'replay') return `a replay of #${view.replayOf}, from this page`;
     if (view.source === 'fixture') return 'a fixture sent from this page';
     return 'received over HTTP';
   }
 
+  /**
+   * The parts of the open delivery's panel.
+   * @param {DeliveryView} view
+   * @returns {HTMLElement[]}
+   */
   function renderDetail(view) {
     const status = el('p', 'action-status');
     status.setAttribute('role', 'status');
@@ -306,7 +391,7 @@
           const answer = await act(`api/deliveries/${view.id}/replay`);
           status.replaceChildren(`Replayed as `, deliveryLink(answer.delivery));
         } catch (error) {
-          status.textContent = `Replay failed: ${error.message}`;
+          status.textContent = `Replay failed: ${messageOf(error)}`;
         }
       },
       !view.canReplay,
@@ -324,6 +409,7 @@
     });
 
     const facts = el('dl', 'facts');
+    /** @type {(term: string, value: Child) => void} */
     const fact = (term, value) => facts.append(el('dt', null, term), el('dd', null, value));
     fact('Received', `${new Date(view.receivedAt).toLocaleString()} (${view.durationMs} ms)`);
     fact('Answer', badge(view));
@@ -331,6 +417,7 @@
     fact('Idempotency key', el('code', null, view.idempotencyKey ?? '—'));
     fact('Source', sourceText(view));
 
+    /** @type {HTMLElement[]} */
     const parts = [facts, el('div', 'actions', replay, copy), status, curl];
 
     if (view.causes.length > 0) {
@@ -343,8 +430,9 @@
       );
     }
 
+    /** @type {HTMLElement} */
     let body;
-    /** @type {Array<{ issue: any, path: any[], node: HTMLElement }>} */
+    /** @type {ReturnType<typeof markIssues>} */
     let marked = [];
     if (view.body === null) {
       body = el('p', 'hint', 'The receiver did not read the body (it refused the request first).');
@@ -357,6 +445,7 @@
         isJson = false;
       }
       if (isJson) {
+        /** @type {JsonNodes} */
         const nodes = new Map();
         body = el('div', 'json', renderJson(parsed, null, [], nodes, true));
         marked = markIssues(view.issues, nodes);
@@ -423,6 +512,11 @@
     return parts;
   }
 
+  /**
+   * Open delivery `id` in the detail panel; `focus` moves the focus there (a click, not a reload).
+   * @param {number} id
+   * @param {boolean} focus
+   */
   async function open(id, focus) {
     openId = id;
     for (const link of list.querySelectorAll('a[aria-current]'))
@@ -438,6 +532,7 @@
       target.replaceChildren(el('p', 'hint', 'This delivery is no longer kept (see --keep).'));
       return;
     }
+    /** @type {DeliveryView} */
     const view = await response.json();
     if (openId !== id) return;
     title.replaceChildren(`#${view.id} ${view.event ?? '(no event)'}`);
@@ -451,6 +546,7 @@
     }
   }
 
+  /** @param {boolean} focus */
   function route(focus) {
     const { hash } = location;
     if (hash.startsWith(HASH)) void open(Number(hash.slice(HASH.length)), focus);
@@ -459,6 +555,7 @@
   // Sending fixtures
 
   async function setUp() {
+    /** @type {InspectorInfo} */
     const info = await (await fetch('api/info')).json();
     $('receiver-url').textContent = `${location.origin}${info.receiverPath}`;
     const select = $('send-event');
@@ -478,7 +575,7 @@
       const answer = await act('api/send', { event: name });
       status.replaceChildren('Sent as ', deliveryLink(answer.delivery));
     } catch (error) {
-      status.textContent = `Sending failed: ${error.message}`;
+      status.textContent = `Sending failed: ${messageOf(error)}`;
     }
   });
 
