@@ -1,29 +1,28 @@
 /**
  * The inspector of `schoolhooks listen --ui`: records every delivery the receiver answers, and
- * serves a page and its JSON endpoints below `/_schoolhooks/` on the receiver's own server.
+ * serves a page and its JSON endpoints below `/_schoolhooks/` on the receiver's own server. Its
+ * parts: the delivery log (`delivery-log.ts`), the recorder that fills it
+ * (`delivery-recorder.ts`), the live streams (`live-stream.ts`) and, here, the routes.
  * @module
  */
 
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { PayloadValidationError, SignatureError } from '../../errors.js';
 import { FIXED_CONTRACT_EVENTS, isFixedContractEvent } from '../../events/index.js';
-import type { Receiver, WebhookRequest, WebhookResult } from '../../receiver.js';
-import type { RawBody } from '../../signature.js';
+import type { Receiver } from '../../receiver.js';
 import { createDelivery } from '../../testing/create-delivery.js';
-import { loadInspectorAssets } from './assets.js';
+import { loadInspectorAssets, type InspectorAsset } from './assets.js';
+import { createDeliveryLog, type DeliveryLog } from './delivery-log.js';
 import {
-  createDeliveryLog,
-  summarize,
-  type DeliveryLog,
-  type DeliverySummary,
-  type DeliverySource,
-  type InspectorIssue,
-  type ReportedError,
-  type RecordedDelivery,
-} from './delivery-log.js';
+  createDeliveryRecorder,
+  type DeliveryRecorder,
+  type RecordingMeta,
+} from './delivery-recorder.js';
 import { viewOf } from './delivery-view.js';
 import { checkRequest, sendGuardedJson, SECURITY_HEADERS } from './guard.js';
+import { createLiveStreams } from './live-stream.js';
+import type { ActionRefused, DeliveryList, InspectorInfo } from './page-api.js';
+
+export type { RecordingMeta };
 
 /** Where the page and its endpoints live, on the receiver's port. */
 export const INSPECTOR_PREFIX = '/_schoolhooks';
@@ -45,13 +44,6 @@ export interface InspectorOptions {
   receiverPath?: string;
 }
 
-/** Where a request to the receiver came from, as the inspector records it. */
-export interface RecordingMeta {
-  path: string;
-  source?: DeliverySource;
-  replayOf?: number;
-}
-
 /** What {@link createInspector} returns. */
 export interface Inspector {
   /** The deliveries kept. */
@@ -62,13 +54,6 @@ export interface Inspector {
   serve(req: IncomingMessage, res: ServerResponse): Promise<void>;
   /** End the live streams, so the server can close. */
   close(): void;
-}
-
-/** What onError reported while one delivery was being answered. */
-interface Pending {
-  issues: InspectorIssue[];
-  errors: ReportedError[];
-  stored?: RecordedDelivery;
 }
 
 /**
@@ -92,153 +77,10 @@ export function createInspector({
 }: InspectorOptions): Inspector {
   const assets = loadInspectorAssets();
   const log = createDeliveryLog({ keep });
-  const streams = new Set<ServerResponse>();
-  // onError is not told which delivery it is about: the delivery's async context is.
-  const answering = new AsyncLocalStorage<Pending>();
-
-  receiver.onError((error) => {
-    const pending = answering.getStore();
-    if (!pending) return;
-    // By code, not instanceof: the receiver may come from another copy of the package.
-    if (error.code === 'invalid_payload' && 'issues' in error) {
-      for (const issue of (error as PayloadValidationError).issues) {
-        pending.issues.push({
-          path: issue.path.map((key) => (typeof key === 'number' ? key : String(key))),
-          code: issue.code,
-          message: issue.message,
-        });
-      }
-    }
-    const reported: ReportedError = { code: error.code, message: error.message };
-    if (error.code === 'invalid_signature' && 'reason' in error) {
-      reported.reason = (error as SignatureError).reason;
-    }
-    pending.errors.push(reported);
-    // A failure after the answer (a handler that went on past the timeout) updates the row.
-    if (pending.stored) log.touch(pending.stored);
-  });
-
-  /** Run `request` through the receiver and store what it was answered. */
-  async function answer(
-    { path, source = 'http', replayOf }: RecordingMeta,
-    request: WebhookRequest,
-  ): Promise<{ result: WebhookResult; delivery: DeliverySummary }> {
-    const started = Date.now();
-    let raw: RawBody | undefined;
-    const { body } = request;
-    if (typeof body === 'function') {
-      request = { ...request, body: async (limit: number) => (raw = await body(limit)) };
-    } else if (typeof body === 'string' || body instanceof Uint8Array) {
-      raw = body;
-    }
-    const pending: Pending = { issues: [], errors: [] };
-    const result = await answering.run(pending, () => receiver.handle(request));
-    const bytes = typeof raw === 'string' ? new TextEncoder().encode(raw) : raw;
-    const envelope = envelopeOf(bytes);
-    const delivery: Omit<RecordedDelivery, 'id'> = {
-      receivedAt: new Date(started).toISOString(),
-      durationMs: Date.now() - started,
-      source,
-      method: request.method ?? 'POST',
-      path,
-      headers: plainHeaders(request.headers),
-      // A copy: the bytes of a replay or a reused buffer must not change under the log.
-      body: bytes === undefined ? undefined : Uint8Array.from(bytes),
-      status: result.status,
-      outcome: result.outcome,
-      issues: pending.issues,
-      errors: pending.errors,
-    };
-    if (replayOf !== undefined) delivery.replayOf = replayOf;
-    if (envelope.event !== undefined) delivery.event = envelope.event;
-    const key = result.body.idempotencyKey ?? envelope.idempotencyKey;
-    if (key !== undefined) delivery.idempotencyKey = key;
-    pending.stored = log.add(delivery);
-    return { result, delivery: summarize(pending.stored) };
-  }
-
-  function recording(meta: RecordingMeta): Receiver {
-    return {
-      ...receiver,
-      maxBodyBytes: receiver.maxBodyBytes,
-      handle: async (request) => (await answer(meta, request)).result,
-    };
-  }
-
-  const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => Promise<void>> = {
-    'GET /api/info': async (_req, res) =>
-      sendGuardedJson(res, 200, { receiverPath, keep, fixtures: [...FIXED_CONTRACT_EVENTS] }),
-    'GET /api/deliveries': async (_req, res) =>
-      sendGuardedJson(res, 200, { keep, deliveries: log.summaries() }),
-    'GET /api/stream': async (req, res) => stream(req, res),
-    'POST /api/send': async (req, res) => {
-      const event = (await readJson(req))?.event;
-      if (typeof event !== 'string' || !isFixedContractEvent(event)) {
-        return sendGuardedJson(res, 400, { ok: false, error: 'unknown_fixture' });
-      }
-      // Signed here, with the receiver's own first secret: the page never sees it.
-      const signed = createDelivery(event, undefined, { secret: secrets[0] ?? '' });
-      const { result, delivery } = await answer(
-        { path: receiverPath, source: 'fixture' },
-        { method: 'POST', headers: signed.headers, body: signed.body },
-      );
-      sendGuardedJson(res, 200, { ok: true, result: result.body, delivery });
-    },
-  };
-
-  async function serveDelivery(
-    req: IncomingMessage,
-    res: ServerResponse,
-    id: number,
-    action: string | undefined,
-  ): Promise<void> {
-    const delivery = log.get(id);
-    if (!delivery) return sendGuardedJson(res, 404, { ok: false, error: 'not_kept' });
-    if (action === undefined && req.method === 'GET') {
-      return sendGuardedJson(
-        res,
-        200,
-        viewOf(delivery, `http://${req.headers.host ?? 'localhost'}`),
-      );
-    }
-    if (action === 'replay' && req.method === 'POST') {
-      if (delivery.body === undefined || delivery.outcome === 'too_large') {
-        return sendGuardedJson(res, 409, { ok: false, error: 'no_body_to_replay' });
-      }
-      const replayed = await answer(
-        { path: delivery.path, source: 'replay', replayOf: id },
-        { method: delivery.method, headers: delivery.headers, body: delivery.body },
-      );
-      return sendGuardedJson(res, 200, {
-        ok: true,
-        result: replayed.result.body,
-        delivery: replayed.delivery,
-      });
-    }
-    sendGuardedJson(res, 405, { ok: false, error: 'method_not_allowed' });
-  }
-
-  function stream(req: IncomingMessage, res: ServerResponse): void {
-    res.writeHead(200, {
-      ...SECURITY_HEADERS,
-      'content-type': 'text/event-stream; charset=utf-8',
-      connection: 'keep-alive',
-    });
-    const send = (event: string, data: unknown): void =>
-      void res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    // The whole list first, then each change: a reconnecting page starts again from the truth.
-    res.write('retry: 1000\n\n');
-    send('reset', { keep, deliveries: log.summaries() });
-    const stop = log.subscribe(send);
-    const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
-    ping.unref();
-    streams.add(res);
-    req.once('close', () => {
-      stop();
-      clearInterval(ping);
-      streams.delete(res);
-    });
-  }
+  const recorder = createDeliveryRecorder(receiver, log);
+  const streams = createLiveStreams(log);
+  const parts: RouteParts = { log, recorder, secrets, receiverPath };
+  const routes = inspectorRoutes(parts);
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://inspector');
@@ -247,64 +89,115 @@ export function createInspector({
       return void res.end();
     }
     const refusal = checkRequest(req);
-    if (refusal) return sendGuardedJson(res, refusal.status, { ok: false, error: refusal.error });
+    if (refusal) return refuse(res, refusal.status, refusal.error);
     const path = url.pathname.slice(INSPECTOR_PREFIX.length);
     const asset = assets.get(path === '/' ? 'index.html' : path.slice(1));
     if (asset && (req.method === 'GET' || req.method === 'HEAD')) {
-      res.writeHead(200, {
-        ...SECURITY_HEADERS,
-        'content-type': asset.type,
-        'content-length': Buffer.byteLength(asset.content),
-      });
-      return void res.end(req.method === 'HEAD' ? undefined : asset.content);
+      return sendAsset(req, res, asset);
     }
+    if (req.method === 'GET' && path === '/api/stream') return streams.open(req, res);
     const route = routes[`${req.method} ${path}`];
     if (route) return route(req, res);
     const one = /^\/api\/deliveries\/(\d+)(?:\/(replay))?$/.exec(path);
-    if (one) return serveDelivery(req, res, Number(one[1]), one[2]);
-    sendGuardedJson(res, 404, { ok: false, error: 'not_found' });
+    if (one) return serveDelivery(parts, req, res, Number(one[1]), one[2]);
+    refuse(res, 404, 'not_found');
   }
 
   return {
     log,
-    recording,
+    recording: recorder.recording,
     serve,
-    close() {
-      for (const res of streams) res.end();
-      streams.clear();
+    close: streams.close,
+  };
+}
+
+/** An endpoint's handler. */
+type Route = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+/** What the endpoints work with. */
+interface RouteParts {
+  log: DeliveryLog;
+  recorder: DeliveryRecorder;
+  secrets: readonly string[];
+  receiverPath: string;
+}
+
+/** The JSON endpoints below `/_schoolhooks/api/` with a fixed path, by `METHOD /path`. */
+function inspectorRoutes({
+  log,
+  recorder,
+  secrets,
+  receiverPath,
+}: RouteParts): Record<string, Route> {
+  const { keep } = log;
+  return {
+    'GET /api/info': async (_req, res) =>
+      sendGuardedJson(res, 200, {
+        receiverPath,
+        keep,
+        fixtures: [...FIXED_CONTRACT_EVENTS],
+      } satisfies InspectorInfo),
+    'GET /api/deliveries': async (_req, res) =>
+      sendGuardedJson(res, 200, { keep, deliveries: log.summaries() } satisfies DeliveryList),
+    'POST /api/send': async (req, res) => {
+      const event = (await readJson(req))?.event;
+      if (typeof event !== 'string' || !isFixedContractEvent(event)) {
+        return refuse(res, 400, 'unknown_fixture');
+      }
+      // Signed here, with the receiver's own first secret: the page never sees it.
+      const signed = createDelivery(event, undefined, { secret: secrets[0] ?? '' });
+      const { result, delivery } = await recorder.answer(
+        { path: receiverPath, source: 'fixture' },
+        { method: 'POST', headers: signed.headers, body: signed.body },
+      );
+      sendGuardedJson(res, 200, { ok: true, result: result.body, delivery });
     },
   };
 }
 
-/** The event name and idempotencyKey of a body, when it is a JSON object that names them. */
-function envelopeOf(bytes: Uint8Array | undefined): { event?: string; idempotencyKey?: string } {
-  if (bytes === undefined) return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(new TextDecoder().decode(bytes));
-  } catch {
-    return {};
+/** `GET api/deliveries/:id` (the page's view of it) and `POST api/deliveries/:id/replay`. */
+async function serveDelivery(
+  { log, recorder }: RouteParts,
+  req: IncomingMessage,
+  res: ServerResponse,
+  id: number,
+  action: string | undefined,
+): Promise<void> {
+  const delivery = log.get(id);
+  if (!delivery) return refuse(res, 404, 'not_kept');
+  if (action === undefined && req.method === 'GET') {
+    return sendGuardedJson(res, 200, viewOf(delivery, `http://${req.headers.host ?? 'localhost'}`));
   }
-  if (typeof parsed !== 'object' || parsed === null) return {};
-  const { event, idempotencyKey } = parsed as Record<string, unknown>;
-  const found: { event?: string; idempotencyKey?: string } = {};
-  if (typeof event === 'string') found.event = event;
-  if (typeof idempotencyKey === 'string') found.idempotencyKey = idempotencyKey;
-  return found;
+  if (action === 'replay' && req.method === 'POST') {
+    if (delivery.body === undefined || delivery.outcome === 'too_large') {
+      return refuse(res, 409, 'no_body_to_replay');
+    }
+    const replayed = await recorder.answer(
+      { path: delivery.path, source: 'replay', replayOf: id },
+      { method: delivery.method, headers: delivery.headers, body: delivery.body },
+    );
+    return sendGuardedJson(res, 200, {
+      ok: true,
+      result: replayed.result.body,
+      delivery: replayed.delivery,
+    });
+  }
+  refuse(res, 405, 'method_not_allowed');
 }
 
-/** Any header input as a plain object of lowercased names. */
-function plainHeaders(headers: WebhookRequest['headers']): Record<string, string> {
-  const plain: Record<string, string> = {};
-  if (typeof (headers as { forEach?: unknown }).forEach === 'function' && !Array.isArray(headers)) {
-    (headers as Headers).forEach((value, name) => (plain[name.toLowerCase()] = value));
-    return plain;
-  }
-  for (const [name, value] of Object.entries(headers)) {
-    if (typeof value === 'string') plain[name.toLowerCase()] = value;
-    else if (Array.isArray(value)) plain[name.toLowerCase()] = value.join(', ');
-  }
-  return plain;
+/** A refusal the page reads as `{ ok: false, error }`. */
+function refuse(res: ServerResponse, status: number, error: string): void {
+  sendGuardedJson(res, status, { ok: false, error } satisfies ActionRefused);
+}
+
+/** One of the page's files, as it is (HEAD: the headers alone). */
+function sendAsset(req: IncomingMessage, res: ServerResponse, asset: InspectorAsset): void {
+  res.writeHead(200, {
+    ...SECURITY_HEADERS,
+    'content-type': asset.type,
+    'content-length': Buffer.byteLength(asset.content),
+  });
+  res.end(req.method === 'HEAD' ? undefined : asset.content);
 }
 
 /** The JSON body of a small request, or undefined. */
