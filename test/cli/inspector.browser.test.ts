@@ -204,6 +204,22 @@ describe('schoolhooks listen --ui in Chromium', () => {
     await snapshot();
   });
 
+  it('colours each row’s edge and its badge by the outcome’s class', async () => {
+    const colours = async (name: RegExp) =>
+      row(name).evaluate((link) => ({
+        edge: getComputedStyle(link).borderLeftColor,
+        badge: getComputedStyle(link.querySelector('.badge')!).color,
+        fill: getComputedStyle(link.querySelector('.badge')!).backgroundColor,
+      }));
+    const processed = await colours(/PaymentCompleted, 200 processed/);
+    const refused = await colours(/401 invalid_signature/);
+    expect(processed.edge).toBe(processed.badge);
+    expect(refused.edge).toBe(refused.badge);
+    expect(refused.edge).not.toBe(processed.edge);
+    expect(refused.fill).not.toBe(processed.fill);
+    expect(processed.fill).not.toBe('rgba(0, 0, 0, 0)');
+  });
+
   it('sends a fixture, signed by the server, from the page', async () => {
     await page.getByLabel('Send a fixture, signed').selectOption('CourseCompleted');
     await page.getByRole('button', { name: 'Send', exact: true }).click();
