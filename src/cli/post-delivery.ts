@@ -3,6 +3,7 @@
  * @module
  */
 
+import { outcomeOfText, postAsPlatform } from '../testing/exchange.js';
 import { isSuccessStatus, PLATFORM_LIMITS } from '../testing/platform-limits.js';
 import { signBody } from '../testing/sign-body.js';
 import { CliFailure, messageOf } from './command.js';
@@ -26,44 +27,31 @@ export async function postDelivery(
   body: string | Uint8Array,
   secret: string,
 ): Promise<PostResult> {
-  let response: Response;
-  let text: string;
-  try {
-    response = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', signature: signBody(body, secret) },
-      // A copy typed as fetch wants it (an ArrayBuffer-backed view).
-      body: typeof body === 'string' ? body : new Uint8Array(body),
-      redirect: 'manual',
-      signal: AbortSignal.timeout(PLATFORM_LIMITS.responseTimeoutMs),
-    });
-    text = await response.text();
-  } catch (error) {
-    if (error instanceof Error && error.name === 'TimeoutError') {
+  const sent = await postAsPlatform(
+    url,
+    { 'content-type': 'application/json', signature: signBody(body, secret) },
+    // A copy typed as fetch wants it (an ArrayBuffer-backed view).
+    typeof body === 'string' ? body : new Uint8Array(body),
+    PLATFORM_LIMITS.responseTimeoutMs,
+  );
+  if (sent.status === null) {
+    if (sent.timedOut) {
       throw new CliFailure(
         `${url}: no answer within ${PLATFORM_LIMITS.responseTimeoutMs / 1000} s (the platform's timeout)`,
       );
     }
+    const { error } = sent;
     const cause =
       error instanceof Error && error.cause instanceof Error
         ? error.cause.message
         : messageOf(error);
     throw new CliFailure(`${url}: ${cause}`);
   }
+  const { status, text } = sent;
   return {
-    status: response.status,
+    status,
     text: text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text,
-    ok: isSuccessStatus(response.status),
-    outcome: outcomeOf(text),
+    ok: isSuccessStatus(status),
+    outcome: outcomeOfText(text),
   };
-}
-
-function outcomeOf(text: string): string | undefined {
-  try {
-    const body: unknown = JSON.parse(text);
-    const outcome = (body as { outcome?: unknown } | null)?.outcome;
-    return typeof outcome === 'string' ? outcome : undefined;
-  } catch {
-    return undefined;
-  }
 }

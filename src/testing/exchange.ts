@@ -73,26 +73,47 @@ async function post(
   request: SimulatedRequest,
   timeoutMs: number,
 ): Promise<ExchangeResult> {
-  let response: Response;
-  let text: string;
+  const sent = await postAsPlatform(url, request.headers, request.body, timeoutMs);
+  if (sent.status === null) {
+    return {
+      status: null,
+      error: sent.timedOut
+        ? noAnswerWithin(timeoutMs)
+        : `network error: ${networkMessageOf(sent.error)}`,
+    };
+  }
+  const outcome = outcomeOfText(sent.text);
+  return outcome === undefined ? { status: sent.status } : { status: sent.status, outcome };
+}
+
+/** What one POST over the network gave: the answer, or why none came. */
+export type PlatformPost =
+  { status: number; text: string } | { status: null; timedOut: boolean; error: unknown };
+
+/**
+ * POST `body` to `url` as the platform does: no redirect followed (a 301 is an answer, and not a
+ * success), at most `timeoutMs` for the whole answer. Never throws.
+ * @internal shared by the simulator and `schoolhooks send` / `replay`.
+ */
+export async function postAsPlatform(
+  url: string,
+  headers: Record<string, string>,
+  body: string | Uint8Array<ArrayBuffer>,
+  timeoutMs: number,
+): Promise<PlatformPost> {
   try {
-    response = await fetch(url, {
+    const response = await fetch(url, {
       method: 'POST',
-      headers: request.headers,
-      body: request.body,
-      // The platform does not follow redirects: a 301 is an answer, and not a success.
+      headers,
+      body,
       redirect: 'manual',
       signal: AbortSignal.timeout(timeoutMs),
     });
-    text = await response.text();
+    return { status: response.status, text: await response.text() };
   } catch (error) {
-    if (error instanceof Error && error.name === 'TimeoutError') {
-      return { status: null, error: noAnswerWithin(timeoutMs) };
-    }
-    return { status: null, error: `network error: ${networkMessageOf(error)}` };
+    const timedOut = error instanceof Error && error.name === 'TimeoutError';
+    return { status: null, timedOut, error };
   }
-  const outcome = outcomeOf(parseJson(text));
-  return outcome === undefined ? { status: response.status } : { status: response.status, outcome };
 }
 
 function noAnswerWithin(timeoutMs: number): string {
@@ -103,6 +124,14 @@ function outcomeOf(body: unknown): string | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
   const { outcome } = body as { outcome?: unknown };
   return typeof outcome === 'string' ? outcome : undefined;
+}
+
+/**
+ * `outcome` of an answer body that is JSON with a string `outcome` (every schoolhooks receiver's).
+ * @internal shared with `schoolhooks send` / `replay`.
+ */
+export function outcomeOfText(text: string): string | undefined {
+  return outcomeOf(parseJson(text));
 }
 
 function parseJson(text: string): unknown {
