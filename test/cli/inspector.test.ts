@@ -10,7 +10,7 @@ import { outcomeClass } from '../../src/cli/inspector/delivery-log.js';
 import { shortenSignature, SIGNATURE_CAUSE_LIST } from '../../src/cli/inspector/delivery-view.js';
 import { isLocalOrIpHost } from '../../src/cli/inspector/guard.js';
 import { main } from '../../src/cli/main.js';
-import { createReceiver, memoryInbox } from '../../src/index.js';
+import { createReceiver, memoryInbox, OUTCOMES } from '../../src/index.js';
 import { createDelivery } from '../../src/testing/index.js';
 
 const SECRET = 'In5pE7cT0rS3cR9eTk2L4mN6bV8cX1zA3sD5fG7hJ9kL2qW4eR6tY8uI0oP2aS4d';
@@ -295,8 +295,13 @@ describe('the class of an outcome', () => {
       const page = await (await fetch(`${server.origin}/_schoolhooks/`)).text();
       expect(page).toContain('<option value="class:queued">queued</option>');
       const css = await (await fetch(`${server.origin}/_schoolhooks/inspector.css`)).text();
-      expect(css).toMatch(/\.badge\.queued \{[^}]*var\(--queued-fg\)/);
-      expect(css).toMatch(/\.row\.queued \{[^}]*var\(--queued-fg\)/);
+      // Each class sets the two colours its rows and badges take.
+      for (const name of new Set(Object.values(OUTCOMES).map((entry) => entry.class))) {
+        expect(css).toMatch(new RegExp(`\\n\\.${name} \\{[^}]*--class-fg: var\\(--${name}-fg\\)`));
+        expect(css).toMatch(new RegExp(`\\n\\.${name} \\{[^}]*--class-bg: var\\(--${name}-bg\\)`));
+      }
+      expect(css).toMatch(/\.row \{[^}]*border-left: 4px solid var\(--class-fg/);
+      expect(css).toMatch(/\.badge \{[^}]*color: var\(--class-fg\)/);
     } finally {
       expect(await server.stop()).toBe(0);
     }

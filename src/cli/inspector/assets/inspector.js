@@ -313,6 +313,7 @@
   }
 
   /**
+   * A panel of the open delivery, labelled by its heading.
    * @param {string} title
    * @param {...Child} children
    */
@@ -326,6 +327,7 @@
   }
 
   /**
+   * A plain button (never a form's submit).
    * @param {string} text
    * @param {() => unknown} onClick
    * @param {boolean} [disabled]
