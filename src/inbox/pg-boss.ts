@@ -425,13 +425,12 @@ class PgBossWorker implements InboxWorker {
   /** Wait `ms`, or less when woken. */
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done(): void {
+      const done = (): void => {
         clearTimeout(timer);
-        if (self.#wake === done) self.#wake = undefined;
+        if (this.#wake === done) this.#wake = undefined;
         resolve();
-      }
+      };
+      const timer = setTimeout(done, ms);
       this.#wake = done;
     });
   }
