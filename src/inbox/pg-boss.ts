@@ -358,15 +358,17 @@ class PgBossWorker implements InboxWorker {
   readonly #running = new Set<Promise<void>>();
   #stopping = false;
   #wake: (() => void) | undefined;
+  #woken = false;
 
   constructor(settings: WorkerSettings) {
     this.#settings = settings;
     this.closed = this.#loop();
   }
 
-  /** Ask for jobs now rather than at the next poll. */
+  /** Ask for jobs now rather than at the next poll (or, while fetching, right after). */
   wake(): void {
-    this.#wake?.();
+    if (this.#wake === undefined) this.#woken = true;
+    else this.#wake();
   }
 
   close(): Promise<void> {
@@ -424,6 +426,10 @@ class PgBossWorker implements InboxWorker {
 
   /** Wait `ms`, or less when woken. */
   #sleep(ms: number): Promise<void> {
+    if (this.#woken) {
+      this.#woken = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
