@@ -91,7 +91,8 @@ export interface PgBossInboxOptions {
   /**
    * How long a run may hold a job before pg-boss takes its worker for dead and hands the job
    * out again (a worker that crashed). Longer than the receiver's `handlerTimeoutMs`. Default
-   * 15 minutes (pg-boss's).
+   * 15 minutes (pg-boss's). The inbox's own pg-boss looks for such runs every half of it (1 s
+   * to 60 s); a `boss` you pass looks as often as you configured it.
    */
   expireInMs?: number;
   /**
@@ -219,7 +220,12 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
     return starting;
   }
   async function start(): Promise<{ boss: PgBossLike; tables: PgBossTables }> {
-    boss ??= await createBoss(connectionString!, schema, keepCompletedMs, keepFailedMs);
+    boss ??= await createBoss(connectionString!, {
+      schema,
+      keepCompletedMs,
+      keepFailedMs,
+      expireInMs,
+    });
     if (!listening) boss.on('error', onBossError);
     listening = true;
     await boss.start();
@@ -445,9 +451,7 @@ class PgBossWorker implements InboxWorker {
 /** The pg-boss a `connectionString` asks for: loaded now, never by importing this module. */
 async function createBoss(
   connectionString: string,
-  schema: string,
-  keepCompletedMs: number,
-  keepFailedMs: number,
+  settings: { schema: string; keepCompletedMs: number; keepFailedMs: number; expireInMs: number },
 ): Promise<PgBossLike> {
   let loaded: unknown;
   try {
@@ -461,15 +465,20 @@ async function createBoss(
   if (PgBoss === undefined) {
     throw new ConfigError('pgBossInbox: the installed pg-boss exports no PgBoss class');
   }
+  // Expired runs (a worker that died) are looked for every half of expireInMs, 1 s to 60 s.
+  const superviseSeconds = Math.min(60, seconds(settings.expireInMs / 2));
   return new PgBoss({
     connectionString,
-    schema,
+    schema: settings.schema,
     // No cron: the inbox schedules nothing.
     schedule: false,
+    // pg-boss 10 expires runs in its maintenance; 11 and 12 in their supervision.
+    maintenanceIntervalSeconds: superviseSeconds,
+    superviseIntervalSeconds: superviseSeconds,
     // pg-boss 10 moves finished jobs to its archive after these; 11 and 12 ignore them and use
     // each job's deleteAfterSeconds, which the inbox sets.
-    archiveCompletedAfterSeconds: seconds(keepCompletedMs),
-    archiveFailedAfterSeconds: seconds(keepFailedMs),
+    archiveCompletedAfterSeconds: seconds(settings.keepCompletedMs),
+    archiveFailedAfterSeconds: seconds(settings.keepFailedMs),
   });
 }
 

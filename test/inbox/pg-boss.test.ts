@@ -409,6 +409,39 @@ describe('pgBossInbox: the worker side', () => {
     expect(rows).toEqual([{ key: delivery.idempotencyKey, attempt: 2 }]);
   });
 
+  it('hands out again, after expireInMs, a job whose worker died mid-run, counting that run', async () => {
+    const schema = newSchema();
+    const queueName = `crash-${randomUUID().slice(0, 8)}`;
+    const inbox = newInbox({ schema, queueName, expireInMs: 1000 });
+    const { receiver } = newReceiver(inbox);
+    const attempts: number[] = [];
+    receiver.on('UserSignedIn', (_event, ctx) => {
+      attempts.push(ctx.attempt);
+    });
+    const stored = storedOf(createTestDelivery());
+    await inbox.enqueue(stored);
+    // A worker that takes the job and dies: another pg-boss on the same tables fetches it and
+    // never settles it.
+    const dying = new PgBoss({ connectionString: database.url, schema, supervise: false });
+    dying.on('error', () => {});
+    await dying.start();
+    expect(await dying.fetch(queueName)).toHaveLength(1);
+    await dying.stop({ graceful: false, wait: true });
+    expect(await inbox.getJob(stored.idempotencyKey)).toMatchObject({ state: 'active' });
+
+    const worker = inbox.work(receiver, { pollIntervalMs: 50 });
+    cleanups.push(() => worker.close());
+    const startedAt = performance.now();
+    await eventually(
+      async () =>
+        expect(await inbox.getJob(stored.idempotencyKey)).toMatchObject({ state: 'completed' }),
+      10_000,
+    );
+    expect(performance.now() - startedAt).toBeGreaterThan(500);
+    expect(attempts).toEqual([2]);
+    expect(await inbox.getJob(stored.idempotencyKey)).toMatchObject({ attemptsMade: 2 });
+  });
+
   it('closes a worker gracefully: the run in progress finishes and completes, nothing new starts', async () => {
     const inbox = newInbox();
     const { receiver } = newReceiver(inbox);
