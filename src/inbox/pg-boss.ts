@@ -199,7 +199,6 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
   const onBossError = (error: Error): void => {
     logger?.warn({ err: messageOf(error), queue: queueName }, 'inbox database error');
   };
-  const policy = { attempts, backoffMs };
   const enqueues = new BoundedCalls(enqueueTimeoutMs, {
     timedOut: () => new Error(`Postgres did not store the job within ${enqueueTimeoutMs} ms`),
     failed: (_name, error) => (error instanceof Error ? error : new Error(String(error))),
@@ -214,7 +213,16 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
   let listening = false;
   function started(): Promise<{ boss: PgBossLike; tables: PgBossTables }> {
     starting ??= start().catch((error: unknown) => {
-      if (!(error instanceof ConfigError)) starting = undefined;
+      if (error instanceof ConfigError) throw error;
+      starting = undefined;
+      if (given === undefined && boss !== undefined) {
+        // pg-boss does not start twice: the next caller makes a new one (this one keeps its
+        // error listener, so a late error of it is logged, never thrown).
+        const failed = boss;
+        boss = undefined;
+        listening = false;
+        failed.stop({ graceful: false, wait: false }).catch(() => {});
+      }
       throw error;
     });
     return starting;
@@ -291,7 +299,7 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
           const reason = result.reason ?? result.outcome;
           // The job's own runs, as the inbox that stored it set them.
           const wait = result.retry
-            ? nextRetry({ ...policy, attempts: job.retryLimit + 1 }, attempt)
+            ? nextRetry({ attempts: job.retryLimit + 1, backoffMs }, attempt)
             : undefined;
           if (wait === undefined) await tables.deadLetter(job.id, reason, keepFailedMs);
           else await tables.retryLater(job.id, reason, wait);

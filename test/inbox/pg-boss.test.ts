@@ -494,8 +494,15 @@ describe('pgBossInbox: when Postgres fails', () => {
     });
     expect(elapsedMs).toBeLessThan(1500);
     expect(errors.map((error) => error.code)).toEqual(['inbox_unavailable']);
+    // An inbox whose pg-boss could not start yet: it starts a new one once the database is back.
+    const late = pgBossInbox({ connectionString: cluster.url, queueName: 'late' });
+    cleanups.push(() => late.close());
+    await expect(late.start()).rejects.toThrow();
 
     await cluster.start();
+    await eventually(() => late.start());
+    await late.enqueue(storedOf(createTestDelivery()));
+    expect(await late.jobs()).toHaveLength(1);
     await eventually(async () =>
       expect((await post(url, delivery)).body['outcome']).toBe('queued'),
     );
