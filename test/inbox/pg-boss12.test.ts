@@ -107,6 +107,7 @@ describe.each(['boss', 'connectionString'])(
           },
         },
         'closed',
+        { reopened: ['completed'] },
       ]);
     }, 120_000);
   },

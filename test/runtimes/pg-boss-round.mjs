@@ -114,6 +114,18 @@ try {
   await worker.close();
   await inbox.close();
   step('closed');
+  // A second inbox on the same queue (a worker process starting later): the queue is there.
+  const reopened = pgBossInbox({
+    ...(mode === 'boss' ? { boss } : { connectionString: url }),
+    schema,
+    queueName: 'round',
+  });
+  await reopened.start();
+  step(
+    'reopened',
+    (await reopened.jobs()).map((job) => job.state),
+  );
+  await reopened.close();
 } finally {
   server.close();
   await boss?.stop({ graceful: true, wait: true });
