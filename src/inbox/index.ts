@@ -1,6 +1,7 @@
 /**
  * The inbox: its contract, and the in-process implementation (`bullmqInbox` lives in
- * `schoolhooks/bullmq`, so the core never loads BullMQ).
+ * `schoolhooks/bullmq` and `pgBossInbox` in `schoolhooks/postgres`, so the core never loads
+ * BullMQ nor pg-boss).
  * @module
  */
 

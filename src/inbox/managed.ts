@@ -37,7 +37,7 @@ export interface InboxWorker {
   close(): Promise<void>;
 }
 
-/** An {@link Inbox} with its own workers: `memoryInbox()` and `bullmqInbox()`. */
+/** An {@link Inbox} with its own workers: `memoryInbox()`, `bullmqInbox()` and `pgBossInbox()`. */
 export interface ManagedInbox extends Inbox {
   /** Run the receiver's handlers for stored deliveries, retrying failures with backoff. */
   work(receiver: Receiver, options?: InboxWorkOptions): InboxWorker;

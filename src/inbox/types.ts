@@ -30,7 +30,7 @@ export interface StoredDelivery {
 
 /**
  * Where `createReceiver({ inbox })` stores each verified delivery before answering 202 `queued`.
- * Implement it to plug in another engine (SQS, pg-boss, Cloudflare Queues); its workers hand
+ * Implement it to plug in another engine (SQS, Cloudflare Queues); its workers hand
  * each stored delivery to `receiver.processStored()`.
  *
  * @example

@@ -2,7 +2,8 @@
  * The core and the adapters import the optional peers of package.json and node:http for their
  * types only: importing `schoolhooks` must never load a framework the user did not install.
  * `src/inbox/bullmq.ts` (`schoolhooks/bullmq`) loads bullmq and ioredis, and `adapters/nestjs.ts`
- * loads Nest (its decorators run when the module is defined), and nothing else of them; no other
+ * loads Nest (its decorators run when the module is defined), `src/inbox/pg-boss.ts` imports
+ * pg-boss when given a connectionString, and nothing else of them; no other
  * scanned file loads them. OpenTelemetry is imported by `src/otel/` alone, not even for types
  * elsewhere.
  * Read with the TypeScript parser, so type-only imports are told apart from imports that survive
@@ -36,6 +37,9 @@ const BULLMQ_ENTRY = /(?:^|\/)inbox\/bullmq(?:\.js)?$|^\.\/bullmq(?:\.js)?$/;
 const PEER_ENTRIES: Readonly<Record<string, RegExp>> = {
   'src/inbox/bullmq.ts': /^(?:bullmq|ioredis)$/,
   'adapters/nestjs.ts': /^@nestjs\/(?:common|core)$/,
+  // With import(), only for a connectionString: schoolhooks/postgres loads without pg-boss
+  // (the package gate checks it).
+  'src/inbox/pg-boss.ts': /^pg-boss$/,
 };
 
 /** Where servers and clients are allowed: the Redis store (README: Choosing a store), the toolkit and the CLI. */
