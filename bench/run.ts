@@ -370,6 +370,9 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   // The price of a transaction per delivery (BEGIN, lock, read, upsert, COMMIT), no goal yet.
   compare('node-postgres', 'minimal', 'node adapter + postgresStore / (a)');
   compare('node-postgres', 'node-redis', 'postgresStore / redisStore, node adapter');
+  // The Postgres-only stack's HTTP side (a transaction and a job row per delivery), no goal yet.
+  compare('node-pgboss', 'minimal', 'node adapter + postgresStore + pgBossInbox / (a)');
+  compare('node-pgboss', 'node-inbox', 'pgBossInbox + postgresStore / bullmqInbox + redisStore');
   for (const step of inProcess.steps) {
     out.push({
       name: `handle() in process, ${step.kind}`,
@@ -441,6 +444,12 @@ async function cleanPostgres(): Promise<void> {
       "SELECT tablename AS name FROM pg_tables WHERE tablename LIKE 'schoolhooks\\_bench\\_%'",
     );
     for (const { name } of rows) await client.query(`DROP TABLE IF EXISTS "${name}"`);
+    // pgBossInbox's schemas (node-pgboss), named like the tables.
+    const schemas = await client.query<{ name: string }>(
+      "SELECT nspname AS name FROM pg_namespace WHERE nspname LIKE 'schoolhooks\\_bench\\_%'",
+    );
+    for (const { name } of schemas.rows)
+      await client.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
   } finally {
     await client.end();
   }
@@ -511,7 +520,7 @@ async function main(): Promise<void> {
     await cleanRedis().catch((error: unknown) =>
       console.warn(`could not clean Redis: ${String(error)}`),
     );
-    if (MEASURED.includes('node-postgres')) {
+    if (MEASURED.includes('node-postgres') || MEASURED.includes('node-pgboss')) {
       await cleanPostgres().catch((error: unknown) =>
         console.warn(`could not drop the bench tables: ${String(error)}`),
       );

@@ -148,12 +148,13 @@ async function schoolhooksReceiver(store: StoreKind, telemetry = false) {
   const { createReceiver } = await import('../src/index.js');
   let storeOption = {};
   const telemetryOption = telemetry ? { telemetry: await recordingTelemetry() } : {};
-  if (store === 'postgres') {
+  if (store === 'postgres' || store === 'postgres+inbox') {
     const { default: pg } = await import('pg');
     const { postgresStore } = await import('../src/stores/postgres.js');
     // Each delivery in flight holds a connection until its commit: one per load connection.
     const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 100 });
     storeOption = { store: postgresStore({ pool, table: postgresBenchTable(namespace) }) };
+    if (store === 'postgres+inbox') storeOption = { ...storeOption, inbox: await countedPgBoss() };
   } else if (store !== 'memory') {
     const { Redis } = await import('ioredis');
     const { redisStore } = await import('../src/stores/redis.js');
@@ -194,7 +195,7 @@ function postgresBenchTable(namespace: string): string {
   return `schoolhooks_bench_${createHash('sha256').update(namespace).digest('hex').slice(0, 16)}`;
 }
 
-type StoreKind = 'memory' | 'redis' | 'redis+inbox' | 'postgres';
+type StoreKind = 'memory' | 'redis' | 'redis+inbox' | 'postgres' | 'postgres+inbox';
 
 /** Keys the benchmark writes to Redis start with this; bench/run.ts deletes them at the end. */
 const REDIS_PREFIX = 'schoolhooks-bench:';
@@ -212,6 +213,27 @@ async function countedInbox(client: Redis) {
     prefix: `${REDIS_PREFIX}bull`,
     keepCompletedMs: 3_600_000,
   });
+  return {
+    async enqueue(delivery: Parameters<typeof inbox.enqueue>[0]) {
+      await inbox.enqueue(delivery);
+      handled++;
+    },
+  };
+}
+
+/**
+ * The HTTP side of a pgBossInbox: every delivery stored as a pg-boss job row (no worker runs
+ * here), in a pg-boss schema named like the store's table, which bench/run.ts drops at the end.
+ */
+async function countedPgBoss() {
+  const { pgBossInbox } = await import('../src/inbox/pg-boss.js');
+  const inbox = pgBossInbox({
+    connectionString: DATABASE_URL,
+    schema: postgresBenchTable(`${namespace}:pg-boss`),
+    queueName: 'bench',
+    keepCompletedMs: 3_600_000,
+  });
+  await inbox.start();
   return {
     async enqueue(delivery: Parameters<typeof inbox.enqueue>[0]) {
       await inbox.enqueue(delivery);
@@ -322,6 +344,7 @@ const factories: Record<ServerId, () => Promise<Server>> = {
   'node-postgres': () => nodeAdapter('postgres'),
   'node-otel': () => nodeAdapter('memory', true),
   'node-inbox': () => nodeAdapter('redis+inbox'),
+  'node-pgboss': () => nodeAdapter('postgres+inbox'),
   octokit: octokitServer,
   'octokit-web': octokitWebServer,
   'express-hand': expressHandWritten,

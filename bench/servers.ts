@@ -15,6 +15,7 @@ export const SERVER_IDS = [
   'node-redis',
   'node-postgres',
   'node-inbox',
+  'node-pgboss',
   'node-otel',
   'octokit',
   'octokit-web',
@@ -52,6 +53,10 @@ export const SERVERS: Record<ServerId, { label: string; style: SignatureStyle }>
   },
   'node-inbox': {
     label: '(c) node adapter + redisStore + bullmqInbox (202 once the job is in Redis)',
+    style: 'schoolhooks',
+  },
+  'node-pgboss': {
+    label: '(c) node adapter + postgresStore + pgBossInbox (202 once the job row is committed)',
     style: 'schoolhooks',
   },
   'node-otel': {

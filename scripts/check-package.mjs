@@ -357,7 +357,7 @@ async function checkCoreBundle() {
 
 /**
  * The subpaths built on optional peers, read from their bundles: each subpath's ESM file and its
- * chunks, with the optional peers it imports at runtime (a peer's own subpaths count as the peer).
+ * chunks, with the optional peers it imports statically (a peer's own subpaths count as the peer).
  * @returns {Promise<Record<string, string[]>>}
  */
 async function peerSubpaths(subpaths) {
@@ -375,8 +375,10 @@ async function peerSubpaths(subpaths) {
       write: false,
       logLevel: 'silent',
     });
+    // Static imports only: a peer loaded with import() when asked for (pg-boss, by pgBossInbox
+    // given a connectionString) leaves its subpath loadable without it, which gate 3 checks.
     const imports = Object.values(result.metafile.outputs).flatMap((out) =>
-      out.imports.filter((i) => i.external).map((i) => i.path),
+      out.imports.filter((i) => i.external && i.kind !== 'dynamic-import').map((i) => i.path),
     );
     const peers = FRAMEWORKS.filter((peer) =>
       imports.some((path) => path === peer || path.startsWith(`${peer}/`)),

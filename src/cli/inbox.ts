@@ -1,13 +1,15 @@
 /**
- * `schoolhooks inbox`: what a BullMQ inbox holds, one job in detail, and replay of dead letters.
- * bullmq and ioredis are loaded only when this command runs, so the rest of the CLI works
- * without them.
+ * `schoolhooks inbox`: what a BullMQ or pg-boss inbox holds, one job in detail, and replay of
+ * dead letters. bullmq and ioredis (or pg and pg-boss, with --postgres) are loaded only when this
+ * command runs, so the rest of the CLI works without them.
  * @module
  */
 
 import type { Redis } from 'ioredis';
+import type { Client } from 'pg';
 import type { InboxJob, InboxJobState } from '../inbox/managed.js';
-import type { BullmqInbox, BullmqInboxJob } from '../inbox/bullmq.js';
+import type { BullmqInboxJob } from '../inbox/bullmq.js';
+import type { PgBossLike } from '../inbox/pg-boss.js';
 import { didYouMean } from '../nearest-name.js';
 import { CliFailure, defineCommand, errorLine, EXIT, messageOf, UsageError } from './command.js';
 import { checkEventOption } from './event-names.js';
@@ -21,13 +23,14 @@ const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 /** The `inbox` command. */
 export const inboxCommand = defineCommand({
   name: 'inbox',
-  summary: 'List, show and retry the jobs of a BullMQ inbox',
+  summary: 'List, show and retry the jobs of a BullMQ or pg-boss inbox',
   usage: [
     'list [--state STATE] [--json]',
     'show <id> [--json]',
     'retry <id>... | --all [--event NAME]',
   ],
-  description: `What a bullmqInbox (schoolhooks/bullmq) holds. Needs bullmq and ioredis installed.
+  description: `What a bullmqInbox (schoolhooks/bullmq) holds, or with --postgres a pgBossInbox
+(schoolhooks/postgres). Needs bullmq and ioredis installed, or pg and pg-boss.
 
   list     Every job, or those in one state: id, state, attempts, event, when it was
            received, and why its last run failed
@@ -43,14 +46,25 @@ A job's body and signature are never printed.`,
       value: 'URL',
       help: `Redis of the inbox (default: the REDIS_URL variable, else ${DEFAULT_REDIS_URL})`,
     },
+    postgres: {
+      type: 'string',
+      value: 'URL',
+      help: 'Postgres of a pg-boss inbox (instead of Redis)',
+    },
     queue: {
       type: 'string',
       value: 'NAME',
       default: 'schoolhooks',
-      help: `BullMQ queue name; a queue that is not in Redis
-under --prefix is a usage error that lists the ones there`,
+      help: `Queue name; a queue that is not there is a usage
+error that lists the ones there`,
     },
     prefix: { type: 'string', value: 'P', default: 'bull', help: 'BullMQ key prefix' },
+    schema: {
+      type: 'string',
+      value: 'NAME',
+      default: 'pgboss',
+      help: "--postgres: the schema of pg-boss's tables",
+    },
     state: { type: 'string', value: 'STATE', help: `list: ${STATES.join(', ')}` },
     all: { type: 'boolean', help: 'retry: every dead letter' },
     event: { type: 'string', value: 'NAME', help: 'retry --all: only dead letters of this event' },
@@ -83,18 +97,28 @@ under --prefix is a usage error that lists the ones there`,
       throw new UsageError('--event is for retry --all');
     }
     checkEventOption(values.event);
-    const fromEnv = io.env['REDIS_URL'];
-    const url =
-      values.redis ?? (fromEnv === undefined || fromEnv === '' ? DEFAULT_REDIS_URL : fromEnv);
-    if (!/^rediss?:\/\//.test(url)) {
-      throw new UsageError('--redis must be a redis:// or rediss:// URL');
-    }
-
     const queue = values.queue;
-    if (queue === '' || queue.includes(':'))
-      throw new UsageError('--queue must be a name without ":"');
-
-    const inbox = await openInbox(url, queue, values.prefix);
+    let inbox: InboxReader;
+    if (values.postgres !== undefined) {
+      if (values.redis !== undefined) throw new UsageError('--redis and --postgres: name one');
+      if (!/^postgres(?:ql)?:\/\//.test(values.postgres)) {
+        throw new UsageError('--postgres must be a postgres:// or postgresql:// URL');
+      }
+      if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(values.schema)) {
+        throw new UsageError('--schema must be a name of letters, digits and "_"');
+      }
+      inbox = await openPgBossInbox(values.postgres, queue, values.schema);
+    } else {
+      const fromEnv = io.env['REDIS_URL'];
+      const url =
+        values.redis ?? (fromEnv === undefined || fromEnv === '' ? DEFAULT_REDIS_URL : fromEnv);
+      if (!/^rediss?:\/\//.test(url)) {
+        throw new UsageError('--redis must be a redis:// or rediss:// URL');
+      }
+      if (queue === '' || queue.includes(':'))
+        throw new UsageError('--queue must be a name without ":"');
+      inbox = await openInbox(url, queue, values.prefix);
+    }
     try {
       if (action === 'list') {
         const jobs = await inbox.jobs(state === undefined ? {} : { state });
@@ -131,12 +155,21 @@ under --prefix is a usage error that lists the ones there`,
   },
 });
 
+/** What the command reads and does of an inbox, BullMQ's or pg-boss's. */
+interface InboxReader {
+  jobs(filter: { state?: InboxJobState }): Promise<InboxJob[]>;
+  getJob(idOrKey: string): Promise<BullmqInboxJob | undefined>;
+  retryFailed(filter: { event?: string }): Promise<number>;
+  retryJob(idOrKey: string): Promise<boolean>;
+  close(): Promise<void>;
+}
+
 function isState(value: string): value is InboxJobState {
   return (STATES as readonly string[]).includes(value);
 }
 
 /** Connect (failing after a few seconds, never retrying) and open the inbox on that client. */
-async function openInbox(url: string, queueName: string, prefix: string): Promise<BullmqInbox> {
+async function openInbox(url: string, queueName: string, prefix: string): Promise<InboxReader> {
   let modules;
   try {
     modules = await Promise.all([import('ioredis'), import('../inbox/bullmq.js')]);
@@ -173,6 +206,111 @@ async function openInbox(url: string, queueName: string, prefix: string): Promis
       client.disconnect();
     },
   };
+}
+
+/**
+ * Connect to Postgres (failing after a few seconds), check the queue is one of pg-boss's there
+ * (never installing pg-boss nor creating a queue for a mistyped name), and open the inbox on a
+ * pg-boss of our own that neither migrates nor runs maintenance.
+ */
+async function openPgBossInbox(
+  url: string,
+  queueName: string,
+  schema: string,
+): Promise<InboxReader> {
+  let modules;
+  try {
+    modules = await Promise.all([import('pg'), import('pg-boss'), import('../inbox/pg-boss.js')]);
+  } catch (error) {
+    throw new CliFailure(`inbox --postgres needs pg and pg-boss: ${messageOf(error)}`);
+  }
+  const [pgModule, bossModule, { pgBossInbox }] = modules;
+  // pg is CommonJS: its classes are on `default` when imported, on the module when required.
+  const { Client: PgClient } =
+    (pgModule as { default?: { Client: typeof Client } }).default ?? pgModule;
+  const client = new PgClient({
+    connectionString: url,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => {});
+    throw new CliFailure(`cannot reach Postgres at ${redact(url)}: ${messageOf(error)}`);
+  }
+  try {
+    await requirePgBossQueue(client, queueName, schema);
+  } finally {
+    await client.end().catch(() => {});
+  }
+  const PgBoss = pgBossClass(bossModule);
+  const boss = new PgBoss({
+    connectionString: url,
+    schema,
+    migrate: false,
+    supervise: false,
+    schedule: false,
+    max: 2,
+  });
+  boss.on('error', () => {});
+  const inbox = pgBossInbox({ boss, schema, queueName });
+  try {
+    await inbox.start();
+  } catch (error) {
+    await boss.stop({ graceful: false, wait: true }).catch(() => {});
+    throw error;
+  }
+  return {
+    jobs: (filter) => inbox.jobs(filter),
+    getJob: (idOrKey) => inbox.getJob(idOrKey),
+    retryFailed: (filter) => inbox.retryFailed(filter),
+    retryJob: (idOrKey) => inbox.retryJob(idOrKey),
+    async close() {
+      await inbox.close();
+      await boss.stop({ graceful: false, wait: true }).catch(() => {});
+    },
+  };
+}
+
+/** pg-boss 12's named `PgBoss` export, or pg-boss 10's CommonJS class. */
+function pgBossClass(loaded: unknown): new (options: object) => PgBossLike {
+  const module = loaded as { PgBoss?: unknown; default?: unknown };
+  const found =
+    module.PgBoss ?? (module.default as { PgBoss?: unknown } | undefined)?.PgBoss ?? module.default;
+  if (typeof found !== 'function')
+    throw new CliFailure('the installed pg-boss has no PgBoss class');
+  return found as new (options: object) => PgBossLike;
+}
+
+/**
+ * A {@link UsageError} naming the queues of the pg-boss in `schema`, unless `queueName` is one
+ * (or pg-boss is not there at all). Only reads.
+ */
+async function requirePgBossQueue(
+  client: Client,
+  queueName: string,
+  schema: string,
+): Promise<void> {
+  const { rows } = await client.query<{ found: boolean }>(
+    'SELECT to_regclass($1) IS NOT NULL AS found',
+    [`"${schema}".queue`],
+  );
+  if (rows[0]?.found !== true) {
+    throw new UsageError(
+      `no pg-boss in the schema '${schema}' of this database (check --postgres and --schema)`,
+    );
+  }
+  const queues = (
+    await client.query<{ name: string }>(`SELECT name FROM "${schema}".queue ORDER BY name`)
+  ).rows.map((row) => row.name);
+  if (queues.includes(queueName)) return;
+  const where = `no queue '${queueName}' in the pg-boss of the schema '${schema}'`;
+  throw new UsageError(
+    queues.length === 0
+      ? `${where}, nor any other queue`
+      : `${where}; the queues there: ${queues.join(', ')}`,
+  );
 }
 
 /**

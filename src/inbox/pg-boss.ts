@@ -1,0 +1,503 @@
+/**
+ * The inbox on pg-boss and Postgres: deliveries are acknowledged once their job row is
+ * committed, and workers in any number of processes run the handlers with retries of our own
+ * (README: Postgres). pg-boss is an optional peer: this module never imports it statically, and
+ * loads it only when it is given a `connectionString` rather than a started `boss`.
+ * @module
+ */
+
+import { BoundedCalls } from '../bounded-calls.js';
+import { ConfigError } from '../errors.js';
+import { messageOf } from '../message-of.js';
+import type { Logger, Receiver } from '../receiver.js';
+import { DEFAULT_RETRY_POLICY, nextRetry } from '../retry-policy.js';
+import {
+  checkConcurrency,
+  checkInboxOptions,
+  type InboxJob,
+  type InboxJobState,
+  type InboxWorker,
+  type InboxWorkOptions,
+  type ManagedInbox,
+} from './managed.js';
+import {
+  PgBossTables,
+  pgBossJobId,
+  seconds,
+  type PgBossDb,
+  type PgBossJobRow,
+} from './pg-boss-tables.js';
+import type { StoredDelivery } from './types.js';
+
+const DAY = 24 * 3_600_000;
+
+/** One job as pg-boss's `fetch` hands it out with its metadata (pg-boss 10, 11 and 12). */
+export interface PgBossFetchedJob {
+  id: string;
+  data: unknown;
+  retryCount: number;
+  retryLimit: number;
+}
+
+/**
+ * The part of a pg-boss instance the inbox uses, which pg-boss 10, 11 and 12 all have: pass a
+ * `PgBoss` of any of them as `boss`.
+ */
+export interface PgBossLike {
+  start(): Promise<unknown>;
+  stop(options?: { graceful?: boolean; wait?: boolean; timeout?: number }): Promise<void>;
+  send(name: string, data: object, options: object): Promise<string | null>;
+  fetch(
+    name: string,
+    options: { batchSize: number; includeMetadata: true },
+  ): Promise<PgBossFetchedJob[]>;
+  complete(name: string, id: string, data?: object): Promise<unknown>;
+  createQueue(name: string): Promise<void>;
+  schemaVersion(): Promise<unknown>;
+  getDb(): PgBossDb;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  off(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+/** Options of {@link pgBossInbox}. */
+export interface PgBossInboxOptions {
+  /**
+   * A pg-boss instance (10, 11 or 12), started or not: the inbox starts it if needed and never
+   * stops it. With pg-boss 10, set its `archiveFailedAfterSeconds` to keep dead letters as
+   * long as you want to replay them (pg-boss 10 moves finished jobs out of its job table after
+   * 12 hours by default). One of `boss` and `connectionString`.
+   */
+  boss?: PgBossLike;
+  /**
+   * A `postgres://` URL: the inbox loads pg-boss, makes its own instance on it (with
+   * `keepCompletedMs` and `keepFailedMs` as its archive settings) and stops it in `close()`.
+   */
+  connectionString?: string;
+  /**
+   * The Postgres schema of pg-boss's tables: the `schema` a given `boss` was made with, or the
+   * one the inbox's own pg-boss installs itself in. Default `'pgboss'` (pg-boss's).
+   */
+  schema?: string;
+  /** pg-boss's queue name: letters, digits, `_`, `-` and `.`. Default `'schoolhooks'`. */
+  queueName?: string;
+  /** Runs of the handlers before a job is a dead letter. Default 10. */
+  attempts?: number;
+  /** The first retry's delay, doubling each time (the one retry policy). Default 30 s. */
+  backoffMs?: number;
+  /** How long a completed job is kept. Default 1 day. */
+  keepCompletedMs?: number;
+  /** How long a dead letter is kept for `retryFailed`. Default 30 days. */
+  keepFailedMs?: number;
+  /**
+   * How long a run may hold a job before pg-boss takes its worker for dead and hands the job
+   * out again (a worker that crashed). Longer than the receiver's `handlerTimeoutMs`. Default
+   * 15 minutes (pg-boss's). The inbox's own pg-boss looks for such runs every half of it (1 s
+   * to 60 s); a `boss` you pass looks as often as you configured it.
+   */
+  expireInMs?: number;
+  /**
+   * The longest `enqueue` may take before it rejects (the receiver then answers 503
+   * `inbox_unavailable`). Default 2000.
+   */
+  enqueueTimeoutMs?: number;
+  /** Where pg-boss's errors and failed job updates are logged. Default: nowhere. */
+  logger?: Logger;
+}
+
+/** Options of {@link PgBossInbox.work}. */
+export interface PgBossWorkOptions extends InboxWorkOptions {
+  /** How long a worker with nothing to run waits before it asks again. Default 1000 ms. */
+  pollIntervalMs?: number;
+}
+
+/** One job as {@link PgBossInbox.getJob} shows it. */
+export type PgBossInboxJob = PgBossJobRow;
+
+/** The pg-boss inbox: a {@link ManagedInbox}, its pg-boss instance, and single jobs by id. */
+export interface PgBossInbox extends ManagedInbox {
+  /**
+   * Resolves once pg-boss is started, the queue exists and its tables are of a version this
+   * inbox knows; rejects with a `ConfigError` otherwise. Every other method waits for it too:
+   * call it at start-up to fail there rather than at the first delivery.
+   */
+  start(): Promise<void>;
+  /** Run the receiver's handlers for the stored deliveries, in this process. */
+  work(receiver: Receiver, options?: PgBossWorkOptions): InboxWorker;
+  /** One job, by its id or by the idempotencyKey it was derived from. */
+  getJob(idOrKey: string): Promise<PgBossInboxJob | undefined>;
+  /** Put one dead letter back to run again; false when there is no such dead letter. */
+  retryJob(idOrKey: string): Promise<boolean>;
+}
+
+const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
+
+/**
+ * Create an inbox on pg-boss. `handle()` of a receiver created with it answers 202 `queued`
+ * once the delivery's job row is committed; `inbox.work(receiver)` runs the handlers, in this
+ * process or in any other that creates the same inbox.
+ *
+ * - Each delivery is one job whose data is the whole {@link StoredDelivery} (the raw body and
+ *   its signature: workers verify it again) and whose id is {@link pgBossJobId} of its
+ *   idempotencyKey, so storing the same event twice keeps one job.
+ * - `enqueue` rejects after `enqueueTimeoutMs` whatever the database does. An insert that still
+ *   commits after that is harmless: the id makes it the job the platform's retry stores.
+ * - A run that succeeds completes the job; one that cannot succeed (an invalid payload, a
+ *   signature that no longer verifies) is a dead letter at once; any other failure waits
+ *   `backoffMs`, doubling, and is a dead letter after `attempts` runs. A job whose worker died
+ *   is handed out again after `expireInMs`. Completed jobs are kept `keepCompletedMs`, dead
+ *   letters `keepFailedMs`.
+ * - With `postgresStore`, each run is one transaction: the handlers' writes through
+ *   `ctx.transaction` commit with the run's completion, or vanish with its failure.
+ *
+ * @example
+ * ```ts
+ * import pg from 'pg';
+ * import { createReceiver } from 'schoolhooks';
+ * import { postgresStore, pgBossInbox } from 'schoolhooks/postgres';
+ *
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * const inbox = pgBossInbox({ connectionString: process.env.DATABASE_URL });
+ * await inbox.start();
+ * const receiver = createReceiver({ secret, store: postgresStore({ pool }), inbox });
+ * receiver.on('PaymentCompleted', grantAccess);
+ * const worker = inbox.work(receiver, { concurrency: 10 });
+ * // on shutdown:
+ * await worker.close();
+ * await inbox.close();
+ * ```
+ */
+export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
+  const {
+    boss: given,
+    connectionString,
+    schema = 'pgboss',
+    queueName = 'schoolhooks',
+    attempts = DEFAULT_RETRY_POLICY.attempts,
+    backoffMs = DEFAULT_RETRY_POLICY.backoffMs,
+    keepCompletedMs = DAY,
+    keepFailedMs = 30 * DAY,
+    expireInMs = 15 * 60_000,
+    enqueueTimeoutMs = 2000,
+    logger,
+  } = options;
+  if ((given === undefined) === (connectionString === undefined)) {
+    throw new ConfigError('pgBossInbox: pass either boss or connectionString');
+  }
+  if (connectionString !== undefined && !/^postgres(?:ql)?:\/\//.test(connectionString)) {
+    throw new ConfigError('pgBossInbox: connectionString must be a postgres:// URL');
+  }
+  if (!QUEUE_NAME.test(queueName)) {
+    throw new ConfigError('pgBossInbox: queueName must be letters, digits, "_", "-" or "."');
+  }
+  checkInboxOptions('pgBossInbox', { attempts, backoffMs, keepCompletedMs, keepFailedMs });
+  for (const [name, value] of Object.entries({ expireInMs, enqueueTimeoutMs })) {
+    if (!(value > 0) || !Number.isFinite(value)) {
+      throw new ConfigError(`pgBossInbox: ${name} must be a positive number of ms`);
+    }
+  }
+
+  const onBossError = (error: Error): void => {
+    logger?.warn({ err: messageOf(error), queue: queueName }, 'inbox database error');
+  };
+  const policy = { attempts, backoffMs };
+  const enqueues = new BoundedCalls(enqueueTimeoutMs, {
+    timedOut: () => new Error(`Postgres did not store the job within ${enqueueTimeoutMs} ms`),
+    failed: (_name, error) => (error instanceof Error ? error : new Error(String(error))),
+  });
+  const workers = new Set<PgBossWorker>();
+  let closed = false;
+  let boss: PgBossLike | undefined = given;
+
+  // Started once, on first use. A setup mistake (a version we do not know) is every later
+  // caller's error; a database that did not answer is tried again by the next caller.
+  let starting: Promise<{ boss: PgBossLike; tables: PgBossTables }> | undefined;
+  let listening = false;
+  function started(): Promise<{ boss: PgBossLike; tables: PgBossTables }> {
+    starting ??= start().catch((error: unknown) => {
+      if (!(error instanceof ConfigError)) starting = undefined;
+      throw error;
+    });
+    return starting;
+  }
+  async function start(): Promise<{ boss: PgBossLike; tables: PgBossTables }> {
+    boss ??= await createBoss(connectionString!, {
+      schema,
+      keepCompletedMs,
+      keepFailedMs,
+      expireInMs,
+    });
+    if (!listening) boss.on('error', onBossError);
+    listening = true;
+    await boss.start();
+    const tables = await PgBossTables.open(
+      boss.getDb(),
+      schema,
+      queueName,
+      numberOrNull(await boss.schemaVersion()),
+    );
+    await boss.createQueue(queueName);
+    return { boss, tables };
+  }
+
+  /** Per-job options pg-boss stores with the row (names pg-boss 10, 11 and 12 share). */
+  function sendOptions(tables: PgBossTables, id: string): object {
+    return {
+      id,
+      // pg-boss retries only a run whose worker died (it expired); every other retry is ours.
+      retryLimit: attempts - 1,
+      retryDelay: 0,
+      retryBackoff: false,
+      expireInSeconds: seconds(expireInMs),
+      ...(tables.layout === 'pg-boss 10' ? {} : { deleteAfterSeconds: seconds(keepCompletedMs) }),
+    };
+  }
+
+  const inbox: PgBossInbox = {
+    async start() {
+      await started();
+    },
+
+    enqueue(delivery) {
+      if (closed) return Promise.reject(new Error('the inbox is closed'));
+      return enqueues.run('enqueue', async (call) => {
+        const { boss: ready, tables } = await started();
+        if (call.aborted) return;
+        const id = pgBossJobId(delivery.idempotencyKey);
+        // null when a job with this id is already there (a retry of the same event).
+        await ready.send(queueName, delivery, sendOptions(tables, id));
+        for (const worker of workers) worker.wake();
+      });
+    },
+
+    work(receiver, { concurrency = 1, pollIntervalMs = 1000 } = {}) {
+      if (closed) throw new ConfigError('pgBossInbox: the inbox is closed');
+      checkConcurrency('pgBossInbox', concurrency);
+      if (!(pollIntervalMs > 0) || !Number.isFinite(pollIntervalMs)) {
+        throw new ConfigError('pgBossInbox: pollIntervalMs must be a positive number of ms');
+      }
+      const worker = new PgBossWorker({
+        queueName,
+        concurrency,
+        pollIntervalMs,
+        started,
+        logger,
+        run: async ({ boss: ready, tables }, job) => {
+          const attempt = job.retryCount + 1;
+          const result = await receiver.processStored(job.data as StoredDelivery, { attempt });
+          if (result.ok) {
+            await ready.complete(queueName, job.id, { outcome: result.outcome });
+            return;
+          }
+          const reason = result.reason ?? result.outcome;
+          // The job's own runs, as the inbox that stored it set them.
+          const wait = result.retry
+            ? nextRetry({ ...policy, attempts: job.retryLimit + 1 }, attempt)
+            : undefined;
+          if (wait === undefined) await tables.deadLetter(job.id, reason, keepFailedMs);
+          else await tables.retryLater(job.id, reason, wait);
+        },
+      });
+      workers.add(worker);
+      worker.closed.finally(() => workers.delete(worker)).catch(() => {});
+      return worker;
+    },
+
+    async retryFailed({ event }: { event?: string } = {}) {
+      const { tables } = await started();
+      const count = await tables.retryFailed({ event }, keepCompletedMs);
+      for (const worker of workers) worker.wake();
+      return count;
+    },
+
+    async jobs({ state }: { state?: InboxJobState } = {}): Promise<InboxJob[]> {
+      const { tables } = await started();
+      return (await tables.list(state)).map(({ outcome: _o, finishedAt: _f, ...job }) => job);
+    },
+
+    async getJob(idOrKey) {
+      const { tables } = await started();
+      return tables.get(idOrKey);
+    },
+
+    async retryJob(idOrKey) {
+      const { tables } = await started();
+      const count = await tables.retryFailed({ idOrKey }, keepCompletedMs);
+      for (const worker of workers) worker.wake();
+      return count > 0;
+    },
+
+    async close() {
+      closed = true;
+      await Promise.all([...workers].map((worker) => worker.close()));
+      await starting?.catch(() => {});
+      // A boss it was given is its owner's to stop.
+      if (given === undefined && boss !== undefined) {
+        await boss.stop({ graceful: true, wait: true }).catch(() => {});
+      }
+      if (listening) boss?.off('error', onBossError);
+    },
+  };
+  return inbox;
+}
+
+/** What a worker needs of its inbox. */
+interface WorkerSettings {
+  readonly queueName: string;
+  readonly concurrency: number;
+  readonly pollIntervalMs: number;
+  readonly started: () => Promise<{ boss: PgBossLike; tables: PgBossTables }>;
+  readonly logger: Logger | undefined;
+  readonly run: (
+    ready: { boss: PgBossLike; tables: PgBossTables },
+    job: PgBossFetchedJob,
+  ) => Promise<void>;
+}
+
+/**
+ * A worker: fetches up to `concurrency` jobs at once (pg-boss locks each row it hands out, so
+ * any number of workers in any number of processes share a queue), runs each, and asks again
+ * when one finishes, when this process enqueues, or every `pollIntervalMs`.
+ */
+class PgBossWorker implements InboxWorker {
+  readonly closed: Promise<void>;
+  readonly #settings: WorkerSettings;
+  readonly #running = new Set<Promise<void>>();
+  #stopping = false;
+  #wake: (() => void) | undefined;
+  #woken = false;
+
+  constructor(settings: WorkerSettings) {
+    this.#settings = settings;
+    this.closed = this.#loop();
+  }
+
+  /** Ask for jobs now rather than at the next poll (or, while fetching, right after). */
+  wake(): void {
+    if (this.#wake === undefined) this.#woken = true;
+    else this.#wake();
+  }
+
+  close(): Promise<void> {
+    this.#stopping = true;
+    this.wake();
+    return this.closed;
+  }
+
+  async #loop(): Promise<void> {
+    const { queueName, concurrency, pollIntervalMs, started, logger, run } = this.#settings;
+    let ready: { boss: PgBossLike; tables: PgBossTables };
+    try {
+      ready = await started();
+    } catch (error) {
+      // A setup mistake (pg-boss of a version we do not know): said loudly, the worker stops.
+      (logger ?? console).error(
+        { err: messageOf(error), queue: queueName },
+        'inbox worker stopped',
+      );
+      return;
+    }
+    while (!this.#stopping) {
+      const free = concurrency - this.#running.size;
+      let fetched: PgBossFetchedJob[] = [];
+      if (free > 0) {
+        try {
+          fetched = await ready.boss.fetch(queueName, { batchSize: free, includeMetadata: true });
+        } catch (error) {
+          logger?.warn({ err: messageOf(error), queue: queueName }, 'inbox fetch failed');
+        }
+      }
+      for (const job of fetched) {
+        const running: Promise<void> = run(ready, job)
+          .catch((error: unknown) => {
+            // The job stays active and pg-boss hands it out again once it expires.
+            logger?.warn(
+              { err: messageOf(error), queue: queueName, job: job.id },
+              'inbox job update failed',
+            );
+          })
+          .finally(() => {
+            this.#running.delete(running);
+            this.wake();
+          });
+        this.#running.add(running);
+      }
+      if (this.#stopping) break;
+      // A full batch may mean more are waiting: ask again at once while there is room.
+      if (fetched.length > 0 && fetched.length === free && this.#running.size < concurrency)
+        continue;
+      await this.#sleep(pollIntervalMs);
+    }
+    await Promise.all(this.#running);
+  }
+
+  /** Wait `ms`, or less when woken. */
+  #sleep(ms: number): Promise<void> {
+    if (this.#woken) {
+      this.#woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        if (this.#wake === done) this.#wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#wake = done;
+    });
+  }
+}
+
+/** The pg-boss a `connectionString` asks for: loaded now, never by importing this module. */
+async function createBoss(
+  connectionString: string,
+  settings: { schema: string; keepCompletedMs: number; keepFailedMs: number; expireInMs: number },
+): Promise<PgBossLike> {
+  let loaded: unknown;
+  try {
+    loaded = await import('pg-boss');
+  } catch (error) {
+    throw new ConfigError(
+      `pgBossInbox: connectionString needs pg-boss installed (npm install pg-boss): ${messageOf(error)}`,
+    );
+  }
+  const PgBoss = constructorOf(loaded);
+  if (PgBoss === undefined) {
+    throw new ConfigError('pgBossInbox: the installed pg-boss exports no PgBoss class');
+  }
+  // Expired runs (a worker that died) are looked for every half of expireInMs, 1 s to 60 s.
+  const superviseSeconds = Math.min(60, seconds(settings.expireInMs / 2));
+  return new PgBoss({
+    connectionString,
+    schema: settings.schema,
+    // No cron: the inbox schedules nothing.
+    schedule: false,
+    // pg-boss 10 expires runs in its maintenance; 11 and 12 in their supervision.
+    maintenanceIntervalSeconds: superviseSeconds,
+    superviseIntervalSeconds: superviseSeconds,
+    // pg-boss 10 moves finished jobs to its archive after these; 11 and 12 ignore them and use
+    // each job's deleteAfterSeconds, which the inbox sets.
+    archiveCompletedAfterSeconds: seconds(settings.keepCompletedMs),
+    archiveFailedAfterSeconds: seconds(settings.keepFailedMs),
+  });
+}
+
+type PgBossConstructor = new (options: object) => PgBossLike;
+
+/** pg-boss 12's named `PgBoss` export, or pg-boss 10's CommonJS class, from either import. */
+function constructorOf(loaded: unknown): PgBossConstructor | undefined {
+  const candidates = [loaded, (loaded as { default?: unknown } | null)?.default];
+  for (const candidate of candidates) {
+    const named = (candidate as { PgBoss?: unknown } | null)?.PgBoss;
+    if (typeof named === 'function') return named as PgBossConstructor;
+  }
+  for (const candidate of candidates) {
+    if (typeof candidate === 'function') return candidate as PgBossConstructor;
+  }
+  return undefined;
+}
+
+function numberOrNull(value: unknown): number | null {
+  const number = Number(value);
+  return value === null || value === undefined || !Number.isFinite(number) ? null : number;
+}
