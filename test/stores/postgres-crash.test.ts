@@ -236,9 +236,9 @@ describe('postgresStore under SIGKILL', () => {
       expect(done, storyOf(c.key)).toBeDefined();
       expect(done!.at - c.at, storyOf(c.key)).toBeLessThan(5000);
     }
-    // And each resend was answered at once, as any delivery is (on a quiet machine in tens of
-    // ms; the bound leaves room for a 2-core machine shared with other work).
-    expect(Math.max(...latencies(resends))).toBeLessThan(2000);
+    // And each resend was answered at once, as any delivery is (under a second here; the bound
+    // leaves room for a 2-core machine running the whole suite, or other work, beside it).
+    expect(Math.max(...latencies(resends))).toBeLessThan(5000);
 
     // Every event is done: the same deliveries again are all duplicates.
     const again: Attempt[] = [];
