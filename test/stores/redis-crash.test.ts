@@ -126,6 +126,13 @@ describe('redisStore when Redis is killed under load', () => {
     );
     await killer;
     clearInterval(lagMonitor);
+    // Each receiver says when its client is connected again: wait for the last of them.
+    const lastRestart = outages.at(-1)?.restartedAt ?? 0;
+    const reconnected = (): boolean =>
+      receivers.every((r) => r.readyAt.some((at) => at >= lastRestart));
+    for (const giveUpAt = Date.now() + 20_000; !reconnected() && Date.now() < giveUpAt;) {
+      await sleep(20);
+    }
     const sentFor = Date.now() - startedAt;
 
     const runs = await readKeys('runs');
@@ -195,6 +202,7 @@ describe('redisStore when Redis is killed under load', () => {
       '200 duplicate': sample.size,
     });
     expect(outages).toHaveLength(KILLS_AFTER.length);
+    expect(reconnectedAt.every(Number.isFinite)).toBe(true);
     expect(twice).toEqual([]);
     expect(never).toEqual([]);
     // The kills were felt: deliveries were answered 503 while Redis was down.
