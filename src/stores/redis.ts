@@ -119,7 +119,9 @@ function hashTag(idempotencyKey: string): string {
  *   token, once the client is ready (and before a resend of that delivery here is claimed),
  *   until the lease would have ended: a Redis restart mid-delivery neither runs a processed
  *   event again nor holds its resends at 409 `in_flight` for `leaseMs` (with a persistent Redis;
- *   one that restarts empty has forgotten every key anyway).
+ *   one that restarts empty has forgotten every key anyway). So is a release that fails, and
+ *   the release of a claim sent to Redis whose answer never came in time (Redis may have taken
+ *   it, and persisted it, just before it died).
  * - ioredis defaults are fine (`enableOfflineQueue` may stay on or be turned off); the store
  *   holds no connection state of its own, so it works again as soon as the client reconnects.
  *
@@ -167,10 +169,10 @@ export function redisStore({
   });
   // A client still connecting is waited for (within the call's time); any other fails at once.
   const connected = readinessOf(client, notReady);
-  // Completions that failed while Redis was unreachable, by Redis key: sent again with the same
-  // token once the client is ready, until the lease they complete would have ended anyway.
-  const unfinished = new Map<string, UnfinishedCompletion>();
-  // The receiver gives one leaseMs to every claim: the longest an unfinished completion matters.
+  // Completions and releases that failed while Redis was unreachable, by Redis key: sent again
+  // with the same token once the client is ready, until the lease they end would have ended.
+  const unfinished = new Map<string, Unfinished>();
+  // The receiver gives one leaseMs to every claim: the longest an unfinished call matters.
   let longestLeaseMs = 0;
 
   const store: AsyncIdempotencyStore = {
@@ -180,13 +182,15 @@ export function redisStore({
       const lease = LEASE + token;
       const px = milliseconds(leaseMs, 'leaseMs');
       if (px > longestLeaseMs) longestLeaseMs = px;
-      // A resend of a delivery whose completion is still unfinished here: finish it first, so
-      // the resend is a duplicate rather than in_flight.
+      // A resend of a delivery whose completion (or release) is still unfinished here: finish
+      // it first, so the resend is a duplicate (or claimed) rather than in_flight.
       if (unfinished.size !== 0) {
         const pending = unfinished.get(redisKey);
-        if (pending !== undefined) await retryCompletion(redisKey, pending);
+        if (pending !== undefined) await retryUnfinished(redisKey, pending);
       }
-      return calls.run(
+      // Whether a claim sent to Redis is still unanswered (Redis may have taken it).
+      let unanswered = false;
+      const claimed: Promise<ClaimResult> = calls.run(
         'claim',
         async (call) => {
           // Redis refuses the claim once 90% of the budget is gone on its clock: a claim it
@@ -195,9 +199,11 @@ export function redisStore({
           const cutoff = call.deadline - commandTimeoutMs / 10;
           for (let retried = false; ; retried = true) {
             if (client.status !== 'ready') await connected(call);
+            unanswered = true;
             const sentAt = Date.now();
             const args = [lease, px, cutoff + clockOffsetMs];
             const reply = await evalScript(CLAIM, redisKey, args, call);
+            unanswered = false;
             const receivedAt = Date.now();
             const { outcome, redisNow, value } = parseClaimReply(reply);
             // Redis read its clock between sentAt and receivedAt, so a sample is off by at most
@@ -222,6 +228,12 @@ export function redisStore({
           if (late.state === 'claimed') store.release(key, token).catch(noop);
         },
       );
+      return claimed.catch((error: unknown) => {
+        // No answer in time, or none at all (Redis died): Redis may hold our lease, and keep it
+        // for leaseMs (a persistent one, across its restart). Take it back once it is back.
+        if (unanswered) keepUnfinished(redisKey, RELEASE, [lease]);
+        throw error;
+      });
     },
 
     async complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void> {
@@ -230,42 +242,55 @@ export function redisStore({
       try {
         await calls.run('complete', (call) => evalScript(COMPLETE, redisKey, args, call));
       } catch (error) {
-        keepUnfinished(redisKey, args);
+        keepUnfinished(redisKey, COMPLETE, args);
         throw error;
       }
     },
 
     async release(key: string, token: string): Promise<void> {
       const redisKey = keyPrefix + hashTag(key);
-      await calls.run('release', (call) => evalScript(RELEASE, redisKey, [LEASE + token], call));
+      const args = [LEASE + token];
+      try {
+        await calls.run('release', (call) => evalScript(RELEASE, redisKey, args, call));
+      } catch (error) {
+        keepUnfinished(redisKey, RELEASE, args);
+        throw error;
+      }
     },
   };
   return store;
 
   /**
-   * Keep a completion Redis did not confirm, to send again (the script acts only while the
-   * token still owns the key, so sending it twice, or after the lease, changes nothing wrong).
+   * Keep a completion or release Redis did not confirm, to send again (the scripts act only
+   * while the token still owns the key, so sending one twice, or after the lease, changes
+   * nothing wrong).
    */
-  function keepUnfinished(redisKey: string, args: readonly (string | number)[]): void {
+  function keepUnfinished(
+    redisKey: string,
+    script: Script,
+    args: readonly (string | number)[],
+  ): void {
     if (longestLeaseMs === 0) return;
-    unfinished.set(redisKey, { args, until: Date.now() + longestLeaseMs, retry: undefined });
-    if (unfinished.size === 1) client.on('ready', retryUnfinished);
+    const until = Date.now() + longestLeaseMs;
+    unfinished.set(redisKey, { script, args, until, retry: undefined });
+    if (unfinished.size === 1) client.on('ready', retryAllUnfinished);
     // Still connected (Redis was slow, not gone): no 'ready' will come, so try again soon.
-    if (client.status === 'ready') setTimeout(retryUnfinished, commandTimeoutMs).unref?.();
+    if (client.status === 'ready') setTimeout(retryAllUnfinished, commandTimeoutMs).unref?.();
   }
 
-  function retryUnfinished(): void {
-    for (const [redisKey, pending] of unfinished) void retryCompletion(redisKey, pending);
+  function retryAllUnfinished(): void {
+    for (const [redisKey, pending] of unfinished) void retryUnfinished(redisKey, pending);
   }
 
-  /** Send an unfinished completion again; resolves once it is done or still failing. */
-  function retryCompletion(redisKey: string, pending: UnfinishedCompletion): Promise<void> {
+  /** Send an unfinished call again; resolves once it is done or still failing. */
+  function retryUnfinished(redisKey: string, pending: Unfinished): Promise<void> {
     if (Date.now() > pending.until) {
       forget(redisKey, pending);
       return Promise.resolve();
     }
+    const name = pending.script === COMPLETE ? 'complete' : 'release';
     pending.retry ??= calls
-      .run('complete', (call) => evalScript(COMPLETE, redisKey, pending.args, call))
+      .run(name, (call) => evalScript(pending.script, redisKey, pending.args, call))
       .then(
         () => forget(redisKey, pending),
         () => {
@@ -275,10 +300,10 @@ export function redisStore({
     return pending.retry;
   }
 
-  function forget(redisKey: string, pending: UnfinishedCompletion): void {
+  function forget(redisKey: string, pending: Unfinished): void {
     if (unfinished.get(redisKey) !== pending) return;
     unfinished.delete(redisKey);
-    if (unfinished.size === 0) client.off('ready', retryUnfinished);
+    if (unfinished.size === 0) client.off('ready', retryAllUnfinished);
   }
 
   /**
@@ -313,8 +338,9 @@ export function redisStore({
   }
 }
 
-/** A completion to send again: the script's arguments, until when it matters, the retry running. */
-interface UnfinishedCompletion {
+/** A completion or release to send again: which, its arguments, until when, the retry running. */
+interface Unfinished {
+  readonly script: Script;
   readonly args: readonly (string | number)[];
   readonly until: number;
   retry: Promise<void> | undefined;

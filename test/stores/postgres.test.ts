@@ -13,6 +13,7 @@ import type { ClaimResult } from '../../src/stores/types.js';
 import { freePort, sleep } from '../helpers/redis.js';
 import {
   dropTables,
+  startPostgresCluster,
   uniqueTable,
   useTestPostgres,
   type TestPostgres,
@@ -334,6 +335,60 @@ describe('postgresStore behind a receiver, over HTTP', () => {
       await dead.end();
     }
   });
+
+  it('answers 503 store_unavailable within connectTimeoutMs once the database is stopped, and recovers', async () => {
+    // A cluster of this test's own: the shared server is never stopped.
+    const cluster = await startPostgresCluster();
+    const own = new pg.Pool({ connectionString: cluster.url, max: 5 });
+    own.on('error', () => {});
+    await own.query('CREATE TABLE effects (key text NOT NULL)');
+    let stopping: (() => void) | undefined;
+    let stopped: Promise<void> | undefined;
+    await listen(() =>
+      createReceiver({
+        secret: SECRET,
+        store: postgresStore({ pool: own, connectTimeoutMs: 500 }),
+        logger: false,
+      }).on('UserSignedIn', async (event, ctx) => {
+        await ctx.transaction!.query('INSERT INTO effects VALUES ($1)', [event.idempotencyKey]);
+        // Mid-delivery, the database goes away: the commit cannot happen.
+        if (stopping !== undefined) {
+          stopping();
+          await stopped;
+        }
+      }),
+    );
+    try {
+      const before = `before-${randomUUID()}`;
+      expect(await post(before)).toMatchObject({ status: 200, outcome: 'processed' });
+
+      // Stopped while a handler runs: its insert is lost with the commit, answered 503.
+      const during = `during-${randomUUID()}`;
+      stopped = new Promise<void>((resolve) => {
+        stopping = () => void cluster.stop().then(resolve);
+      });
+      expect(await post(during)).toMatchObject({ status: 503, outcome: 'store_unavailable' });
+      stopping = undefined;
+
+      // Stopped: every delivery is 503 store_unavailable, each within connectTimeoutMs.
+      for (const key of [during, `after-${randomUUID()}`]) {
+        const answer = await post(key);
+        expect(answer).toMatchObject({ status: 503, outcome: 'store_unavailable' });
+        expect(answer.ms).toBeLessThan(500 + 500);
+      }
+
+      // Back: the resend runs once, what was committed before is still done.
+      await cluster.start();
+      await eventually(async () => (await post(during)).outcome === 'processed', 10_000);
+      expect(await post(before)).toMatchObject({ status: 200, outcome: 'duplicate' });
+      const { rows } = await own.query<{ key: string }>('SELECT key FROM effects ORDER BY key');
+      expect(rows.map((row) => row.key)).toEqual([before, during]);
+    } finally {
+      await close();
+      await own.end().catch(() => {});
+      await cluster.close();
+    }
+  }, 60_000);
 
   it("runs an inbox worker's handlers in the transaction too, retrying a failed run clean", async () => {
     const effects = table('sh_effects');

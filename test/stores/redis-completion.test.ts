@@ -5,6 +5,7 @@
  */
 
 import { randomUUID } from 'node:crypto';
+import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../src/errors.js';
@@ -105,6 +106,78 @@ describe('redisStore when Redis dies between the handlers and the completion', (
     expect((await store.claim(key, 30_000)).state).toBe('claimed');
   });
 });
+
+describe('redisStore when Redis takes a claim and its answer never comes', () => {
+  it('takes the lease back once the connection is back, so the key is not held for leaseMs', async () => {
+    const proxy = await startProxy(server.port);
+    try {
+      const client = new Redis(proxy.url, {
+        retryStrategy: (attempt) => Math.min(attempt * 20, 100),
+      });
+      client.on('error', () => {});
+      clients.push(client);
+      await readyAgain(client);
+      const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
+      const key = `unanswered-${randomUUID()}`;
+      // Redis runs the claim; its answer is lost (as when Redis dies right after its fsync).
+      proxy.dropReplies = true;
+      await expect(store.claim(key, 60_000)).rejects.toThrow(StoreUnavailableError);
+      proxy.dropRequests = true;
+      // Another process sees the lease nobody will complete.
+      const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+      expect(await other.claim(key, 60_000)).toEqual({ state: 'in_flight' });
+      // The connection drops and comes back: the store releases its lease at once.
+      proxy.dropReplies = false;
+      proxy.dropRequests = false;
+      proxy.cut();
+      expect((await claimSoon(other, key)).state).toBe('claimed');
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+/** A TCP proxy in front of Redis that can drop what goes either way, and cut every connection. */
+interface Proxy {
+  readonly url: string;
+  dropRequests: boolean;
+  dropReplies: boolean;
+  cut(): void;
+  close(): Promise<void>;
+}
+
+async function startProxy(port: number): Promise<Proxy> {
+  const sockets = new Set<Socket>();
+  const proxy: Proxy = {
+    url: '',
+    dropRequests: false,
+    dropReplies: false,
+    cut: () => {
+      for (const socket of sockets) socket.destroy();
+    },
+    close: async () => {
+      proxy.cut();
+      await new Promise((resolve) => listener.close(resolve));
+    },
+  };
+  const listener = createServer((downstream) => {
+    const upstream = createConnection(port, '127.0.0.1');
+    for (const socket of [downstream, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => {
+        sockets.delete(socket);
+        downstream.destroy();
+        upstream.destroy();
+      });
+    }
+    downstream.on('data', (chunk) => proxy.dropRequests || upstream.write(chunk));
+    upstream.on('data', (chunk) => proxy.dropReplies || downstream.write(chunk));
+  });
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  const { port: listening } = listener.address() as AddressInfo;
+  return Object.assign(proxy, { url: `redis://127.0.0.1:${listening}` });
+}
 
 /** Claims until the answer is not in_flight (the other process's retry lands within ms). */
 async function claimSoon(store: IdempotencyStore, key: string): Promise<ClaimResult> {

@@ -120,9 +120,11 @@ describe('redisStore when Redis fails', () => {
     await server.start();
     await untilReady(client);
     await client.ping();
-    // It was re-sent, met NOSCRIPT on the fresh server, and its EVAL retry was never sent.
-    expect(await commandCalls(client, 'evalsha')).toBe(1);
-    expect(await commandCalls(client, 'eval')).toBe(0);
+    // It was re-sent, met NOSCRIPT on the fresh server, and its EVAL retry was never sent: the
+    // claim script (the only one that reads TIME) never ran. (The store also sends a release
+    // of that claim, which got no answer, once the client is ready: it finds nothing to free.)
+    expect(await commandCalls(client, 'evalsha')).toBeGreaterThanOrEqual(1);
+    expect(await commandCalls(client, 'time')).toBe(0);
     expect(await commandCalls(client, 'set')).toBe(0);
     expect(await client.exists(redisKey(key))).toBe(0);
     expect((await store.claim(key, 60_000)).state).toBe('claimed');
