@@ -4,6 +4,8 @@
  */
 
 import { PassThrough, Readable } from 'node:stream';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { declaredLength, nodeBodyReader, requestBodyReader } from '../src/body.js';
 
@@ -35,8 +37,38 @@ describe('nodeBodyReader', () => {
     expect(body.byteLength).toBe(11);
   });
 
+  it('reads on past a body of exactly the limit, so one byte more is seen as too large', async () => {
+    const body = (await nodeBodyReader(streamOf('12345', '67890', 'X'))(10)) as Uint8Array;
+    expect(text(body)).toBe('1234567890X');
+  });
+
   it('gives an empty body for a request without one', async () => {
     expect(((await nodeBodyReader(streamOf())(10)) as Uint8Array).byteLength).toBe(0);
+  });
+
+  it('drops what arrives past the limit instead of buffering it', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    // Buffers are freed by a second collection, once their weak callbacks ran.
+    const collect = async () => {
+      gc();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      gc();
+    };
+    const stream = new PassThrough();
+    const read = nodeBodyReader(stream)(1024);
+    stream.write(new Uint8Array(2048));
+    expect(((await read) as Uint8Array).byteLength).toBe(2048);
+    await collect();
+    const before = process.memoryUsage().arrayBuffers;
+    const ended = new Promise((resolve) => stream.on('end', resolve));
+    for (let i = 0; i < 32; i++) stream.write(Buffer.alloc(1 << 20, i));
+    stream.end();
+    await ended;
+    await collect();
+    // 32 MB went past the limit; a reader that kept them would still hold them here.
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(8 << 20);
+    expect(stream.readableEnded).toBe(true);
   });
 
   it('gives undefined when a body parser already read the stream to its end', async () => {
@@ -94,6 +126,11 @@ describe('requestBodyReader', () => {
       10,
     )) as Uint8Array;
     expect(text(body)).toBe('12345678901');
+  });
+
+  it('reads on past a streamed body of exactly the limit, so one byte more is seen as too large', async () => {
+    const body = (await requestBodyReader(post(streamed('12345', '67890', 'X')))(10)) as Uint8Array;
+    expect(text(body)).toBe('1234567890X');
   });
 
   it('reads no further than the limit when the Content-Length announces more', async () => {
