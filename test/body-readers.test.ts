@@ -6,7 +6,7 @@
 import { PassThrough, Readable } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { declaredLength, nodeBodyReader, requestBodyReader } from '../src/body.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -44,6 +44,11 @@ describe('nodeBodyReader', () => {
 
   it('gives an empty body for a request without one', async () => {
     expect(((await nodeBodyReader(streamOf())(10)) as Uint8Array).byteLength).toBe(0);
+  });
+
+  it('hands over a body that came in one chunk as it is, without a copy', async () => {
+    const chunk = bytes('{"a":1}');
+    expect(await nodeBodyReader(Readable.from([chunk]))(100)).toBe(chunk);
   });
 
   it('drops what arrives past the limit instead of buffering it', async () => {
@@ -115,6 +120,24 @@ describe('requestBodyReader', () => {
   it('gives the bytes of a body with a Content-Length within the limit', async () => {
     const body = await requestBodyReader(post('{"a":1}', { 'content-length': '7' }))(7);
     expect(text(body)).toBe('{"a":1}');
+  });
+
+  it('reads a body whose Content-Length is within the limit, or exactly it, in one arrayBuffer()', async () => {
+    for (const limit of [8, 7]) {
+      const request = post('{"a":1}', { 'content-length': '7' });
+      const whole = vi.spyOn(request, 'arrayBuffer');
+      expect(text(await requestBodyReader(request)(limit))).toBe('{"a":1}');
+      expect(whole, `limit ${limit}`).toHaveBeenCalledTimes(1);
+    }
+  });
+
+  it('reads a body without a Content-Length, or announcing more than the limit, chunk by chunk', async () => {
+    for (const headers of [{}, { 'content-length': '8' }]) {
+      const request = post(streamed('{"a":', '1}'), headers);
+      const whole = vi.spyOn(request, 'arrayBuffer');
+      await requestBodyReader(request)(7);
+      expect(whole, JSON.stringify(headers)).not.toHaveBeenCalled();
+    }
   });
 
   it('gives every chunk of a streamed body within the limit', async () => {
