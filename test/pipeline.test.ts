@@ -150,6 +150,7 @@ describe('step 2, body', () => {
       ['a lone high surrogate at the end, 3 bytes', 'x'.repeat(97) + '\ud83d', false],
       ['a lone low surrogate, 3 bytes', 'x'.repeat(97) + '\ude00', false],
       ['a lone low surrogate, one more', 'x'.repeat(98) + '\ude00', true],
+      ['a lone low surrogate before a 2-byte character', 'x'.repeat(96) + '\ude00\u0080', true],
     ];
     for (const [label, body, tooLarge] of cases) {
       expect(new TextEncoder().encode(body).byteLength > 100, label).toBe(tooLarge);
