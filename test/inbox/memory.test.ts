@@ -54,6 +54,28 @@ describe('memoryInbox options', () => {
   });
 });
 
+describe('the options every inbox checks (checkInboxOptions, checkConcurrency)', () => {
+  it('takes 1 run and 0 ms, and refuses 0 runs, an infinite duration and a fractional concurrency', () => {
+    expect(() => memoryInbox({ attempts: 1, backoffMs: 0, keepCompletedMs: 0 })).not.toThrow();
+    expect(() => memoryInbox({ attempts: 0 })).toThrow(
+      'memoryInbox: attempts must be a positive integer',
+    );
+    expect(() => memoryInbox({ backoffMs: Number.POSITIVE_INFINITY })).toThrow(
+      'memoryInbox: backoffMs must be a number of ms, 0 or more',
+    );
+    expect(() => memoryInbox({ keepCompletedMs: -1 })).toThrow(
+      'memoryInbox: keepCompletedMs must be a number of ms, 0 or more',
+    );
+    const inbox = memoryInbox();
+    const receiver = createReceiver({ secret: SECRET, inbox });
+    expect(() => inbox.work(receiver, { concurrency: 1.5 })).toThrow(ConfigError);
+    expect(() => inbox.work(receiver, { concurrency: 1.5 })).toThrow(
+      'memoryInbox: concurrency must be a positive integer',
+    );
+    void inbox.work(receiver, { concurrency: 1 }).close();
+  });
+});
+
 describe('createReceiver({ inbox }): the HTTP side', () => {
   it('answers 202 queued once stored, before any handler runs', async () => {
     const { receiver, inbox } = setup();
