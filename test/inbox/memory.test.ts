@@ -483,6 +483,40 @@ describe('memoryInbox: how many run at once, what it keeps, and closing', () => 
     }
   });
 
+  it('keeps completed jobs a day by default', async () => {
+    const inbox = memoryInbox();
+    const { receiver } = setup({}, inbox);
+    receiver.on('UserSignedIn', () => undefined);
+    const completedAt = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockReturnValue(completedAt);
+    try {
+      await receiver.handle(signedRequest({ idempotencyKey: 'day-1' }));
+      const worker = inbox.work(receiver);
+      await inbox.idle();
+      await worker.close();
+      clock.mockReturnValue(completedAt + 24 * 3_600_000 - 1);
+      await inbox.enqueue(storedOf(signedRequest({ idempotencyKey: 'day-2' })));
+      expect((await inbox.jobs()).map((job) => job.id)).toEqual(['day-1', 'day-2']);
+      clock.mockReturnValue(completedAt + 24 * 3_600_000);
+      await inbox.enqueue(storedOf(signedRequest({ idempotencyKey: 'day-3' })));
+      expect((await inbox.jobs()).map((job) => job.id)).toEqual(['day-2', 'day-3']);
+    } finally {
+      clock.mockRestore();
+      await inbox.close();
+    }
+  });
+
+  it('keeps the first copy of a delivery stored twice', async () => {
+    const inbox = memoryInbox();
+    const stored = storedOf(signedRequest({ idempotencyKey: 'twice-1' }));
+    await inbox.enqueue({ ...stored, receivedAt: '2026-01-01T00:00:00.000Z' });
+    await inbox.enqueue({ ...stored, receivedAt: '2026-01-01T00:00:05.000Z' });
+    expect(await inbox.jobs()).toMatchObject([
+      { id: 'twice-1', receivedAt: '2026-01-01T00:00:00.000Z' },
+    ]);
+    await inbox.close();
+  });
+
   it('clears the reason of a job that failed once and then completed', async () => {
     const { receiver, inbox } = setup();
     receiver.on('UserSignedIn', (_event, ctx) => {
@@ -518,7 +552,7 @@ describe('memoryInbox: how many run at once, what it keeps, and closing', () => 
   });
 
   it('once closed: refuses new deliveries, runs no delayed retry, and leaves a failed run waiting', async () => {
-    const inbox = memoryInbox({ backoffMs: 20 });
+    const inbox = memoryInbox({ backoffMs: 100 });
     const { receiver } = setup({}, inbox);
     const runs: string[] = [];
     const held = gate();
@@ -533,10 +567,16 @@ describe('memoryInbox: how many run at once, what it keeps, and closing', () => 
     expect(await inbox.jobs({ state: 'delayed' })).toMatchObject([{ id: 'z-1' }]);
     await receiver.handle(signedRequest({ idempotencyKey: 'z-2' }));
     await new Promise((resolve) => setTimeout(resolve, 5));
-    const closing = inbox.close();
+    let closed = false;
+    const closing = inbox.close().then(() => (closed = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // close() waits for the run in progress.
+    expect(closed).toBe(false);
     held.open();
     await closing;
-    await new Promise((resolve) => setTimeout(resolve, 40));
+    // Its failure leaves it waiting at once, with no retry timer.
+    expect(await inbox.jobs({ state: 'waiting' })).toMatchObject([{ id: 'z-2' }]);
+    await new Promise((resolve) => setTimeout(resolve, 150));
     expect(runs).toEqual(['z-1', 'z-2']);
     expect(await inbox.jobs({ state: 'waiting' })).toMatchObject([{ id: 'z-2' }]);
     await expect(inbox.enqueue(storedOf(signedRequest({ idempotencyKey: 'z-3' })))).rejects.toThrow(
