@@ -61,4 +61,17 @@ describe('nodeListener paths', () => {
     expect(response.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
     expect(JSON.parse(text)).toMatchObject({ idempotencyKey: 'ключ-ü-😀' });
   });
+
+  it('keeps the connection open after an answer other than 413', async () => {
+    const origin = await start('/webhooks');
+    const delivery = createTestDelivery();
+    const response = await fetch(`${origin}/webhooks`, {
+      method: 'POST',
+      headers: delivery.headers,
+      body: delivery.body,
+    });
+    await response.text();
+    expect(response.status).toBe(200);
+    expect(response.headers.get('connection')).not.toBe('close');
+  });
 });
