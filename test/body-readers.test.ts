@@ -4,7 +4,9 @@
  */
 
 import { PassThrough, Readable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it, vi } from 'vitest';
 import { declaredLength, nodeBodyReader, requestBodyReader } from '../src/body.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -35,8 +37,43 @@ describe('nodeBodyReader', () => {
     expect(body.byteLength).toBe(11);
   });
 
+  it('reads on past a body of exactly the limit, so one byte more is seen as too large', async () => {
+    const body = (await nodeBodyReader(streamOf('12345', '67890', 'X'))(10)) as Uint8Array;
+    expect(text(body)).toBe('1234567890X');
+  });
+
   it('gives an empty body for a request without one', async () => {
     expect(((await nodeBodyReader(streamOf())(10)) as Uint8Array).byteLength).toBe(0);
+  });
+
+  it('hands over a body that came in one chunk as it is, without a copy', async () => {
+    const chunk = bytes('{"a":1}');
+    expect(await nodeBodyReader(Readable.from([chunk]))(100)).toBe(chunk);
+  });
+
+  it('drops what arrives past the limit instead of buffering it', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    // Buffers are freed by a second collection, once their weak callbacks ran.
+    const collect = async () => {
+      gc();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      gc();
+    };
+    const stream = new PassThrough();
+    const read = nodeBodyReader(stream)(1024);
+    stream.write(new Uint8Array(2048));
+    expect(((await read) as Uint8Array).byteLength).toBe(2048);
+    await collect();
+    const before = process.memoryUsage().arrayBuffers;
+    const ended = new Promise((resolve) => stream.on('end', resolve));
+    for (let i = 0; i < 32; i++) stream.write(Buffer.alloc(1 << 20, i));
+    stream.end();
+    await ended;
+    await collect();
+    // 32 MB went past the limit; a reader that kept them would still hold them here.
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(8 << 20);
+    expect(stream.readableEnded).toBe(true);
   });
 
   it('gives undefined when a body parser already read the stream to its end', async () => {
@@ -85,6 +122,24 @@ describe('requestBodyReader', () => {
     expect(text(body)).toBe('{"a":1}');
   });
 
+  it('reads a body whose Content-Length is within the limit, or exactly it, in one arrayBuffer()', async () => {
+    for (const limit of [8, 7]) {
+      const request = post('{"a":1}', { 'content-length': '7' });
+      const whole = vi.spyOn(request, 'arrayBuffer');
+      expect(text(await requestBodyReader(request)(limit))).toBe('{"a":1}');
+      expect(whole, `limit ${limit}`).toHaveBeenCalledTimes(1);
+    }
+  });
+
+  it('reads a body without a Content-Length, or announcing more than the limit, chunk by chunk', async () => {
+    for (const headers of [{}, { 'content-length': '8' }]) {
+      const request = post(streamed('{"a":', '1}'), headers);
+      const whole = vi.spyOn(request, 'arrayBuffer');
+      await requestBodyReader(request)(7);
+      expect(whole, JSON.stringify(headers)).not.toHaveBeenCalled();
+    }
+  });
+
   it('gives every chunk of a streamed body within the limit', async () => {
     expect(text(await requestBodyReader(post(streamed('12345', '67890')))(10))).toBe('1234567890');
   });
@@ -94,6 +149,11 @@ describe('requestBodyReader', () => {
       10,
     )) as Uint8Array;
     expect(text(body)).toBe('12345678901');
+  });
+
+  it('reads on past a streamed body of exactly the limit, so one byte more is seen as too large', async () => {
+    const body = (await requestBodyReader(post(streamed('12345', '67890', 'X')))(10)) as Uint8Array;
+    expect(text(body)).toBe('1234567890X');
   });
 
   it('reads no further than the limit when the Content-Length announces more', async () => {

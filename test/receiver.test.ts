@@ -113,7 +113,7 @@ describe('receiver.handle: the status table', () => {
     expect((await receiver.handle(text)).status).toBe(415);
     const charset = {
       ...request,
-      headers: { ...request.headers, 'Content-Type': 'Application/JSON; charset=utf-8' },
+      headers: { ...request.headers, 'content-type': 'Application/JSON; charset=utf-8' },
     };
     expect((await receiver.handle(charset)).outcome).toBe('ignored');
   });

@@ -85,4 +85,26 @@ describe('untouchedNodeRequest', () => {
     expect(untouchedNodeRequest({ params: {} })).toBeUndefined();
     expect(untouchedNodeRequest({ incoming: 'x' })).toBeUndefined();
   });
+
+  it('takes only something shaped like an unread Node request: listeners, headers, not flowing, not ended', () => {
+    const unread = {
+      on: () => undefined,
+      headers: {},
+      readableFlowing: null,
+      readableEnded: false,
+    };
+    expect(untouchedNodeRequest({ incoming: unread })).toBe(unread);
+    for (const [label, incoming] of Object.entries({
+      'no on()': { ...unread, on: 'on' },
+      'headers null': { ...unread, headers: null },
+      'headers a string': { ...unread, headers: 'content-type: application/json' },
+      flowing: { ...unread, readableFlowing: true },
+      paused: { ...unread, readableFlowing: false },
+      ended: { ...unread, readableEnded: true },
+      'no readableEnded': { ...unread, readableEnded: undefined },
+      null: null,
+    })) {
+      expect(untouchedNodeRequest({ incoming }), label).toBeUndefined();
+    }
+  });
 });

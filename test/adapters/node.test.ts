@@ -48,4 +48,30 @@ describe('nodeListener paths', () => {
     const delivery = createTestDelivery();
     expect((await post(`${origin}/anything/at/all`, delivery)).status).toBe(200);
   });
+
+  it('sends the Content-Length of the answer in bytes, for a key that is not ASCII', async () => {
+    const origin = await start('/webhooks');
+    const delivery = createTestDelivery(undefined, undefined, { idempotencyKey: 'ключ-ü-😀' });
+    const response = await fetch(`${origin}/webhooks`, {
+      method: 'POST',
+      headers: delivery.headers,
+      body: delivery.body,
+    });
+    const text = await response.text();
+    expect(response.headers.get('content-length')).toBe(String(Buffer.byteLength(text)));
+    expect(JSON.parse(text)).toMatchObject({ idempotencyKey: 'ключ-ü-😀' });
+  });
+
+  it('keeps the connection open after an answer other than 413', async () => {
+    const origin = await start('/webhooks');
+    const delivery = createTestDelivery();
+    const response = await fetch(`${origin}/webhooks`, {
+      method: 'POST',
+      headers: delivery.headers,
+      body: delivery.body,
+    });
+    await response.text();
+    expect(response.status).toBe(200);
+    expect(response.headers.get('connection')).not.toBe('close');
+  });
 });

@@ -54,6 +54,28 @@ describe('memoryInbox options', () => {
   });
 });
 
+describe('the options every inbox checks (checkInboxOptions, checkConcurrency)', () => {
+  it('takes 1 run and 0 ms, and refuses 0 runs, an infinite duration and a fractional concurrency', () => {
+    expect(() => memoryInbox({ attempts: 1, backoffMs: 0, keepCompletedMs: 0 })).not.toThrow();
+    expect(() => memoryInbox({ attempts: 0 })).toThrow(
+      'memoryInbox: attempts must be a positive integer',
+    );
+    expect(() => memoryInbox({ backoffMs: Number.POSITIVE_INFINITY })).toThrow(
+      'memoryInbox: backoffMs must be a number of ms, 0 or more',
+    );
+    expect(() => memoryInbox({ keepCompletedMs: -1 })).toThrow(
+      'memoryInbox: keepCompletedMs must be a number of ms, 0 or more',
+    );
+    const inbox = memoryInbox();
+    const receiver = createReceiver({ secret: SECRET, inbox });
+    expect(() => inbox.work(receiver, { concurrency: 1.5 })).toThrow(ConfigError);
+    expect(() => inbox.work(receiver, { concurrency: 1.5 })).toThrow(
+      'memoryInbox: concurrency must be a positive integer',
+    );
+    void inbox.work(receiver, { concurrency: 1 }).close();
+  });
+});
+
 describe('createReceiver({ inbox }): the HTTP side', () => {
   it('answers 202 queued once stored, before any handler runs', async () => {
     const { receiver, inbox } = setup();
@@ -381,5 +403,184 @@ describe('inbox.work(receiver): the worker side', () => {
     expect(finished).toEqual(['c-1']);
     expect((await inbox.jobs({ state: 'waiting' })).map((j) => j.id)).toEqual(['c-2']);
     await inbox.close();
+  });
+});
+
+describe('memoryInbox: how many run at once, what it keeps, and closing', () => {
+  /** A handler that holds every run until released, counting how many run at once. */
+  function gate() {
+    let running = 0;
+    let most = 0;
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    const handler = async () => {
+      running++;
+      most = Math.max(most, running);
+      await opened;
+      running--;
+    };
+    return { handler, open, most: () => most, running: () => running };
+  }
+
+  it('runs up to `concurrency` jobs at once per worker, and no more', async () => {
+    for (const concurrency of [1, 2]) {
+      const { receiver, inbox } = setup();
+      const held = gate();
+      receiver.on('UserSignedIn', held.handler);
+      for (const key of ['p-1', 'p-2', 'p-3']) {
+        await receiver.handle(signedRequest({ idempotencyKey: `${key}-${concurrency}` }));
+      }
+      const worker = inbox.work(receiver, { concurrency });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(held.running(), `concurrency ${concurrency}`).toBe(concurrency);
+      expect(await inbox.jobs({ state: 'active' })).toHaveLength(concurrency);
+      held.open();
+      await inbox.idle();
+      await worker.close();
+      expect(held.most()).toBe(concurrency);
+      expect(await inbox.jobs({ state: 'completed' })).toHaveLength(3);
+    }
+  });
+
+  it('resolves idle() at once when it holds nothing, and only once the last job ended', async () => {
+    const { receiver, inbox } = setup();
+    await inbox.idle();
+    const held = gate();
+    receiver.on('UserSignedIn', held.handler);
+    await receiver.handle(signedRequest({ idempotencyKey: 'i-1' }));
+    const worker = inbox.work(receiver);
+    let idle = false;
+    const waiting = inbox.idle().then(() => (idle = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(idle).toBe(false);
+    held.open();
+    await waiting;
+    expect(await inbox.jobs({ state: 'completed' })).toHaveLength(1);
+    await worker.close();
+  });
+
+  it('forgets a completed job keepCompletedMs after it completed, not a moment earlier', async () => {
+    const inbox = memoryInbox({ backoffMs: 5, keepCompletedMs: 60_000 });
+    const { receiver } = setup({}, inbox);
+    receiver.on('UserSignedIn', () => undefined);
+    const completedAt = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockReturnValue(completedAt);
+    try {
+      await receiver.handle(signedRequest({ idempotencyKey: 'k-1' }));
+      const worker = inbox.work(receiver);
+      await inbox.idle();
+      await worker.close();
+      // A delivery stored 1 ms before the end of the window keeps it; one at its end drops it.
+      clock.mockReturnValue(completedAt + 59_999);
+      await inbox.enqueue(storedOf(signedRequest({ idempotencyKey: 'k-2' })));
+      expect((await inbox.jobs()).map((job) => job.id)).toEqual(['k-1', 'k-2']);
+      clock.mockReturnValue(completedAt + 60_000);
+      await inbox.enqueue(storedOf(signedRequest({ idempotencyKey: 'k-3' })));
+      expect((await inbox.jobs()).map((job) => job.id)).toEqual(['k-2', 'k-3']);
+    } finally {
+      clock.mockRestore();
+      await inbox.close();
+    }
+  });
+
+  it('keeps completed jobs a day by default', async () => {
+    const inbox = memoryInbox();
+    const { receiver } = setup({}, inbox);
+    receiver.on('UserSignedIn', () => undefined);
+    const completedAt = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockReturnValue(completedAt);
+    try {
+      await receiver.handle(signedRequest({ idempotencyKey: 'day-1' }));
+      const worker = inbox.work(receiver);
+      await inbox.idle();
+      await worker.close();
+      clock.mockReturnValue(completedAt + 24 * 3_600_000 - 1);
+      await inbox.enqueue(storedOf(signedRequest({ idempotencyKey: 'day-2' })));
+      expect((await inbox.jobs()).map((job) => job.id)).toEqual(['day-1', 'day-2']);
+      clock.mockReturnValue(completedAt + 24 * 3_600_000);
+      await inbox.enqueue(storedOf(signedRequest({ idempotencyKey: 'day-3' })));
+      expect((await inbox.jobs()).map((job) => job.id)).toEqual(['day-2', 'day-3']);
+    } finally {
+      clock.mockRestore();
+      await inbox.close();
+    }
+  });
+
+  it('keeps the first copy of a delivery stored twice', async () => {
+    const inbox = memoryInbox();
+    const stored = storedOf(signedRequest({ idempotencyKey: 'twice-1' }));
+    await inbox.enqueue({ ...stored, receivedAt: '2026-01-01T00:00:00.000Z' });
+    await inbox.enqueue({ ...stored, receivedAt: '2026-01-01T00:00:05.000Z' });
+    expect(await inbox.jobs()).toMatchObject([
+      { id: 'twice-1', receivedAt: '2026-01-01T00:00:00.000Z' },
+    ]);
+    await inbox.close();
+  });
+
+  it('clears the reason of a job that failed once and then completed', async () => {
+    const { receiver, inbox } = setup();
+    receiver.on('UserSignedIn', (_event, ctx) => {
+      if (ctx.attempt === 1) throw new Error('once');
+    });
+    await receiver.handle(signedRequest({ idempotencyKey: 'r-1' }));
+    const worker = inbox.work(receiver);
+    await inbox.idle();
+    await worker.close();
+    const [job] = await inbox.jobs();
+    expect(job).toMatchObject({ state: 'completed', attemptsMade: 2 });
+    expect(job).not.toHaveProperty('reason');
+  });
+
+  it('runs a replayed dead letter from attempt 1 again', async () => {
+    const inbox = memoryInbox({ attempts: 1, backoffMs: 1 });
+    const { receiver } = setup({}, inbox);
+    const attempts: number[] = [];
+    let fixed = false;
+    receiver.on('UserSignedIn', (_event, ctx) => {
+      attempts.push(ctx.attempt);
+      if (!fixed) throw new Error('not yet');
+    });
+    await receiver.handle(signedRequest({ idempotencyKey: 'd-1' }));
+    const worker = inbox.work(receiver);
+    await inbox.idle();
+    fixed = true;
+    expect(await inbox.retryFailed()).toBe(1);
+    await inbox.idle();
+    await worker.close();
+    expect(attempts).toEqual([1, 1]);
+    expect(await inbox.jobs()).toMatchObject([{ state: 'completed', attemptsMade: 1 }]);
+  });
+
+  it('once closed: refuses new deliveries, runs no delayed retry, and leaves a failed run waiting', async () => {
+    const inbox = memoryInbox({ backoffMs: 100 });
+    const { receiver } = setup({}, inbox);
+    const runs: string[] = [];
+    const held = gate();
+    receiver.on('UserSignedIn', async (event) => {
+      runs.push(event.idempotencyKey);
+      if (event.idempotencyKey === 'z-2') await held.handler();
+      throw new Error('fails');
+    });
+    await receiver.handle(signedRequest({ idempotencyKey: 'z-1' }));
+    inbox.work(receiver, { concurrency: 2 });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await inbox.jobs({ state: 'delayed' })).toMatchObject([{ id: 'z-1' }]);
+    await receiver.handle(signedRequest({ idempotencyKey: 'z-2' }));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    let closed = false;
+    const closing = inbox.close().then(() => (closed = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // close() waits for the run in progress.
+    expect(closed).toBe(false);
+    held.open();
+    await closing;
+    // Its failure leaves it waiting at once, with no retry timer.
+    expect(await inbox.jobs({ state: 'waiting' })).toMatchObject([{ id: 'z-2' }]);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(runs).toEqual(['z-1', 'z-2']);
+    expect(await inbox.jobs({ state: 'waiting' })).toMatchObject([{ id: 'z-2' }]);
+    await expect(inbox.enqueue(storedOf(signedRequest({ idempotencyKey: 'z-3' })))).rejects.toThrow(
+      'the inbox is closed',
+    );
   });
 });

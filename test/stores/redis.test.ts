@@ -131,6 +131,64 @@ describe('redisStore', () => {
     expect(() => redisStore({ client, commandTimeoutMs: Number.NaN })).toThrow(ConfigError);
   });
 
+  it('refuses an infinite commandTimeoutMs, and takes any prefix or namespace without braces', () => {
+    expect(() => redisStore({ client, commandTimeoutMs: Number.POSITIVE_INFINITY })).toThrow(
+      'redisStore: commandTimeoutMs must be a positive number',
+    );
+    expect(() => redisStore({ client, prefix: 'a}' })).toThrow(
+      'redisStore: prefix and namespace must not contain "{" or "}"',
+    );
+    expect(() => redisStore({ client, namespace: 'x}' })).toThrow(ConfigError);
+    expect(() => redisStore({ client, prefix: 'a:b%', namespace: 'c:d' })).not.toThrow();
+  });
+
+  it('refuses a lease or ttl that is not a positive number of ms, and rounds a fraction up', async () => {
+    const store = redisStore({ client, prefix: PREFIX });
+    const key = `ms-${randomUUID()}`;
+    for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      await expect(store.claim(key, bad), String(bad)).rejects.toThrow(
+        'redisStore: leaseMs must be a positive number of milliseconds',
+      );
+    }
+    const claim = await store.claim(key, 0.2);
+    expect(claim.state).toBe('claimed');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // PX 1: gone after a millisecond, so the key is free again.
+    expect((await store.claim(key, 10_000)).state).toBe('claimed');
+    const token = (await store.claim(`${key}-2`, 10_000)) as { token: string };
+    await expect(store.complete(`${key}-2`, token.token, 0, 'fp')).rejects.toThrow(
+      'redisStore: ttlMs must be a positive number of milliseconds',
+    );
+  });
+
+  it('refuses to guess when the key holds a value it did not write', async () => {
+    const store = redisStore({ client, prefix: PREFIX });
+    const key = `foreign-${randomUUID()}`;
+    await client.set(`${PREFIX}{${key}}`, 'something else', 'PX', 10_000);
+    await expect(store.claim(key, 10_000)).rejects.toThrow(
+      'Redis claim failed: the key holds a value this store did not write',
+    );
+  });
+
+  it('keeps the fingerprint of a done key whole, even one that looks like a lease', async () => {
+    const store = redisStore({ client, prefix: PREFIX });
+    const key = `fp-${randomUUID()}`;
+    const claim = (await store.claim(key, 10_000)) as { token: string };
+    await store.complete(key, claim.token, 60_000, 'L:D:fp');
+    expect(await store.claim(key, 10_000)).toEqual({ state: 'done', fingerprint: 'L:D:fp' });
+    expect(await client.get(`${PREFIX}{${key}}`)).toBe('D:L:D:fp');
+    expect(await client.pttl(`${PREFIX}{${key}}`)).toBeGreaterThan(59_000);
+  });
+
+  it('releases only the key it holds, and leaves a done key done', async () => {
+    const store = redisStore({ client, prefix: PREFIX });
+    const key = `release-${randomUUID()}`;
+    const claim = (await store.claim(key, 10_000)) as { token: string };
+    expect(await client.get(`${PREFIX}{${key}}`)).toBe(`L:${claim.token}`);
+    await store.release(key, claim.token);
+    expect(await client.exists(`${PREFIX}{${key}}`)).toBe(0);
+  });
+
   it('imports nothing but types from ioredis', async () => {
     const source = await readFile(new URL('../../src/stores/redis.ts', import.meta.url), 'utf8');
     const imports = source.match(/^import .* from 'ioredis';$/gm) ?? [];
