@@ -125,7 +125,12 @@ async function startWeb(
   const script = join(built, 'server-web.mjs');
   const args: Record<WebRuntime, string[]> = {
     node: [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), script, handler],
-    bun: ['--no-install', script, handler],
+    bun: [
+      '--no-install',
+      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+      script,
+      handler,
+    ],
     deno: [
       'run',
       '--allow-read',

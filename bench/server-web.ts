@@ -109,6 +109,9 @@ if (kind !== 'adapter' && kind !== 'hand') throw new Error(`unknown handler ${ki
 const handler = withStats(kind === 'adapter' ? adapter() : handWritten());
 const ready = (port: number) => console.log(`ready ${port}`);
 
+// A clean exit, so `--cpu-prof` (BENCH_PROFILE, Node and Bun) writes its profile.
+if (!Deno) process.on('SIGTERM', () => process.exit(0));
+
 if (Bun) {
   ready(Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: handler, development: false }).port);
 } else if (Deno) {
@@ -119,8 +122,6 @@ if (Bun) {
   const server = createAdaptorServer({ fetch: (request: Request) => handler(request) });
   const { Server } = await import('node:http');
   if (server instanceof Server) server.keepAliveTimeout = 60_000;
-  // A clean exit, so `--cpu-prof` (BENCH_PROFILE) writes its profile.
-  process.on('SIGTERM', () => process.exit(0));
   server.listen(0, '127.0.0.1', () => {
     const address = server.address();
     if (typeof address === 'object' && address !== null) ready(address.port);
