@@ -684,6 +684,9 @@ async function main(): Promise<void> {
   if (process.env.BENCH_IN_PROCESS === '0') {
     // A servers-only run (while profiling): their tables, no in-process step and no targets.
     console.log(BODY_KINDS.map((kind, i) => table(cells, kind, sizes[i] ?? 0)).join('\n'));
+    if (process.env.BENCH_OUT) {
+      writeFileSync(process.env.BENCH_OUT, JSON.stringify({ cells, sizes }, null, 2));
+    }
     return;
   }
   console.log('\nin process (pinned to core 0):');
