@@ -66,6 +66,8 @@ export default tseslint.config(
         Request: 'readonly',
         Response: 'readonly',
         setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        TextDecoder: 'readonly',
         crypto: 'readonly',
         ReadableStream: 'readonly',
         TextEncoder: 'readonly',

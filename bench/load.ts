@@ -41,6 +41,8 @@ export interface LoadResult {
   signedLive: number;
   /** CPU the load generator used, as a share of one core. */
   cpuShare: number;
+  /** The socket errors, by code, so that a failing server says how it failed. */
+  errorCodes: Record<string, number>;
 }
 
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -117,6 +119,11 @@ async function run(request: LoadRequest): Promise<LoadResult> {
       },
     ],
   });
+  const errorCodes: Record<string, number> = {};
+  instance.on('reqError', (error: Error & { code?: string }) => {
+    const code = error.code ?? error.message;
+    errorCodes[code] = (errorCodes[code] ?? 0) + 1;
+  });
   instance.on('response', (_client: unknown, statusCode: number, _bytes: number, ms: number) => {
     if (statusCode < 200 || statusCode > 299) return;
     ok++;
@@ -145,6 +152,7 @@ async function run(request: LoadRequest): Promise<LoadResult> {
     next: n,
     signedLive,
     cpuShare: (cpu.user + cpu.system) / 1e6 / elapsed,
+    errorCodes,
   };
 }
 

@@ -10,11 +10,13 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
-import { BENCH_PATH, DIAGNOSTIC_IDS, type ServerId, SERVER_IDS } from './servers.js';
+import { BENCH_PATH, DIAGNOSTIC_IDS, type NodeServerId, SERVER_IDS, SERVERS } from './servers.js';
 import { SECRET } from './bodies.js';
 
-const [id, namespace = 'bench'] = process.argv.slice(2) as [ServerId, string?];
-if (![...SERVER_IDS, ...DIAGNOSTIC_IDS].includes(id)) throw new Error(`unknown server ${id}`);
+const [id, namespace = 'bench'] = process.argv.slice(2) as [NodeServerId, string?];
+if (![...SERVER_IDS, ...DIAGNOSTIC_IDS].includes(id) || SERVERS[id].web) {
+  throw new Error(`unknown server ${id} (the Fetch rows run bench/server-web.ts)`);
+}
 
 /** Deliveries that reached the code after verification (a handler, or the hand-written end). */
 let handled = 0;
@@ -334,7 +336,7 @@ async function honoServer(
   return createAdaptorServer({ fetch }) as Server;
 }
 
-const factories: Record<ServerId, () => Promise<Server>> = {
+const factories: Record<NodeServerId, () => Promise<Server>> = {
   minimal: minimalServer,
   node: () => nodeAdapter('memory'),
   express: expressAdapter,

@@ -23,6 +23,12 @@ export const SERVER_IDS = [
   'hono-hand',
   'hono-floor',
   'fetch-floor',
+  'fetch-request',
+  'fetch-hand',
+  'bun-fetch',
+  'bun-hand',
+  'deno-fetch',
+  'deno-hand',
 ] as const;
 /**
  * Diagnostic servers, measured only when named in `BENCH_ONLY`: `core` is the minimal receiver's
@@ -30,11 +36,42 @@ export const SERVER_IDS = [
  */
 export const DIAGNOSTIC_IDS = ['core'] as const;
 export type ServerId = (typeof SERVER_IDS)[number] | (typeof DIAGNOSTIC_IDS)[number];
+/** The rows served by bench/server-web.ts (see {@link ServerSpec.web}); every other is bench/server.ts's. */
+export type WebServerId = 'fetch-request' | 'fetch-hand' | `${'bun' | 'deno'}-${'fetch' | 'hand'}`;
+/** The rows bench/server.ts starts. */
+export type NodeServerId = Exclude<ServerId, WebServerId>;
 
 /** How a server expects a delivery to be signed. */
 export type SignatureStyle = 'schoolhooks' | 'octokit';
 
-export const SERVERS: Record<ServerId, { label: string; style: SignatureStyle }> = {
+/** A runtime that serves a Fetch handler of bench/server-web.ts with its own server. */
+export type WebRuntime = 'node' | 'bun' | 'deno';
+
+/** One row of the tables. */
+export interface ServerSpec {
+  label: string;
+  style: SignatureStyle;
+  /**
+   * Absent: a Node server of bench/server.ts, driven over IPC. Present: a Fetch handler of
+   * bench/server-web.ts (`adapter` = `fetchHandler`, `hand` = the hand-written one) on `runtime`'s
+   * own server, driven over HTTP (Bun and Deno have no IPC channel to a Node parent).
+   */
+  web?: { runtime: WebRuntime; handler: 'adapter' | 'hand' };
+  /**
+   * Why this server resets a few connections under load: up to 1 % of requests failing with
+   * ECONNRESET is then a known trait of the server, not a problem of the cell.
+   */
+  knownResets?: string;
+}
+
+/**
+ * Deno 2.9.5 answers `connection: close` to every request whose body outgrows its first read
+ * (denoland/deno#36657), so each delivery opens a connection, and a few of them are reset.
+ */
+const DENO_RESETS =
+  'Deno.serve closes the connection after every body over ~1 kB (denoland/deno#36657)';
+
+export const SERVERS: Record<ServerId, ServerSpec> = {
   minimal: {
     label: '(a) hand-written node:http (raw body + HMAC + JSON.parse)',
     style: 'schoolhooks',
@@ -86,5 +123,38 @@ export const SERVERS: Record<ServerId, { label: string; style: SignatureStyle }>
     label:
       "(f) (a)'s work in a Fetch handler on @hono/node-server (body read as the adapters read it)",
     style: 'schoolhooks',
+  },
+  'fetch-request': {
+    label:
+      '(g) schoolhooks Fetch adapter, Request only (@hono/node-server, `(request) => handler(request)`)',
+    style: 'schoolhooks',
+    web: { runtime: 'node', handler: 'adapter' },
+  },
+  'fetch-hand': {
+    label: '(g) hand-written Fetch handler, same server (arrayBuffer, HMAC, JSON.parse, Map dedup)',
+    style: 'schoolhooks',
+    web: { runtime: 'node', handler: 'hand' },
+  },
+  'bun-fetch': {
+    label: '(g) schoolhooks Fetch adapter on Bun.serve',
+    style: 'schoolhooks',
+    web: { runtime: 'bun', handler: 'adapter' },
+  },
+  'bun-hand': {
+    label: '(g) hand-written Fetch handler on Bun.serve',
+    style: 'schoolhooks',
+    web: { runtime: 'bun', handler: 'hand' },
+  },
+  'deno-fetch': {
+    label: '(g) schoolhooks Fetch adapter on Deno.serve',
+    style: 'schoolhooks',
+    web: { runtime: 'deno', handler: 'adapter' },
+    knownResets: DENO_RESETS,
+  },
+  'deno-hand': {
+    label: '(g) hand-written Fetch handler on Deno.serve',
+    style: 'schoolhooks',
+    web: { runtime: 'deno', handler: 'hand' },
+    knownResets: DENO_RESETS,
   },
 };

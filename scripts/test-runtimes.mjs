@@ -72,6 +72,8 @@ const runtimes = [
       'run',
       '--allow-read',
       '--allow-env',
+      // http-smoke.mjs serves on loopback and connects to itself.
+      '--allow-net=127.0.0.1',
       '--cached-only',
       '--no-lock',
       'test/runtimes/entry.mjs',

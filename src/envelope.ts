@@ -77,11 +77,32 @@ export function timestampMsOf(text: string): number | undefined {
   const match = TIMESTAMP.exec(text);
   if (match === null) return undefined;
   const [, year, month, day, hours, minutes, seconds, fraction = '', zone = 'Z'] = match;
-  if (Number(day) > daysIn(Number(year), Number(month))) return undefined;
-  // Rewritten in the one form Date.parse must read the same everywhere (ECMAScript's own).
+  const y = Number(year);
+  if (Number(day) > daysIn(y, Number(month))) return undefined;
   const ms = (fraction.slice(1) + '000').slice(0, 3);
-  const offset = zone === 'Z' || zone === 'z' ? 'Z' : zone;
-  return Date.parse(`${year}-${month}-${day}T${hours}:${minutes}:${seconds}.${ms}${offset}`);
+  const utc = zone === 'Z' || zone === 'z';
+  if (y < 100) {
+    // Date.UTC reads a year under 100 as 19xx: rewritten in the one form Date.parse must read
+    // the same everywhere (ECMAScript's own).
+    const offset = utc ? 'Z' : zone;
+    return Date.parse(`${year}-${month}-${day}T${hours}:${minutes}:${seconds}.${ms}${offset}`);
+  }
+  // The fields as they are, without a string to build and parse again: a quarter of the cost.
+  const offsetMinutes = utc
+    ? 0
+    : (zone.startsWith('-') ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6)));
+  return (
+    Date.UTC(
+      y,
+      Number(month) - 1,
+      Number(day),
+      Number(hours),
+      Number(minutes),
+      Number(seconds),
+      Number(ms),
+    ) -
+    offsetMinutes * 60_000
+  );
 }
 
 function daysIn(year: number, month: number): number {

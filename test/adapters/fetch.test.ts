@@ -3,10 +3,10 @@ import type { Server } from 'node:http';
 import { Readable } from 'node:stream';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fetchHandler } from '../../adapters/fetch.js';
-import { createReceiver } from '../../src/index.js';
-import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
+import { createReceiver, type Receiver } from '../../src/index.js';
+import { createTestDelivery, SECRET, sign, signedHeaders } from '../helpers/deliveries.js';
 import { importWithoutNodeCrypto } from '../helpers/web-crypto-only.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import { adapterSuite, expectAnswer, listen, post, sendRaw, type AdapterServer } from './suite.js';
 
 adapterSuite('fetch on @hono/node-server', (receiver) =>
   listen(serve({ fetch: fetchHandler(receiver), hostname: '127.0.0.1', port: 0 }) as Server),
@@ -51,6 +51,119 @@ describe('fetchHandler on @hono/node-server', () => {
     expect(toWeb).not.toHaveBeenCalled();
   });
 });
+
+/**
+ * How the Fetch adapter reads a `Request` that comes alone (Next.js, srvx, any Request-only server),
+ * on @hono/node-server 2.x over real HTTP: what the server built is watched, not assumed.
+ */
+describe('fetchHandler on a Request-only server: the body fast path', () => {
+  let server: AdapterServer | undefined;
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await server?.close();
+  });
+
+  /** Serves `receiver` with a Fetch handler that records how each Request's body was read. */
+  async function start(receiver: Receiver) {
+    const handle = fetchHandler(receiver);
+    const reads = { arrayBuffer: 0, webStreams: 0 };
+    const toWeb = Readable.toWeb.bind(Readable);
+    vi.spyOn(Readable, 'toWeb').mockImplementation((stream) => {
+      reads.webStreams++;
+      return toWeb(stream);
+    });
+    const fetch = (request: Request) => {
+      const arrayBuffer = request.arrayBuffer.bind(request);
+      // The server's Request defines arrayBuffer read-only on its prototype: shadow it here.
+      Object.defineProperty(request, 'arrayBuffer', {
+        value: () => {
+          reads.arrayBuffer++;
+          return arrayBuffer();
+        },
+      });
+      return handle(request);
+    };
+    server = await listen(serve({ fetch, hostname: '127.0.0.1', port: 0 }) as Server);
+    return { url: server.url, reads };
+  }
+
+  /** A delivery whose text is Cyrillic and emoji, so a byte read twice or cut in two shows. */
+  function unicodeDelivery() {
+    const data = { user: { id: 1, name: 'Пётр Иванов 👩‍🏫', note: 'курс «Основы» ✅🎉'.repeat(40) } };
+    return { data, ...createTestDelivery('UserSignedIn', data) };
+  }
+
+  it('reads a body with a Content-Length by arrayBuffer(), to the exact bytes', async () => {
+    const seen: unknown[] = [];
+    const { url, reads } = await start(
+      createReceiver({ secret: SECRET }).onAny((event) => void seen.push(event.data)),
+    );
+    const delivery = unicodeDelivery();
+    const answer = await sendRaw(url, {
+      headers: { ...delivery.headers, 'content-length': Buffer.byteLength(delivery.body) },
+      // Split inside a multi-byte character: the server joins the bytes, not the characters.
+      chunks: splitInsideACharacter(delivery.body),
+    });
+    expectAnswer(answer, 200, {
+      ok: true,
+      outcome: 'processed',
+      idempotencyKey: delivery.idempotencyKey,
+    });
+    expect(seen).toEqual([delivery.data]);
+    expect(reads).toEqual({ arrayBuffer: 1, webStreams: 0 });
+  });
+
+  it('reads a chunked body with a stream reader, to the exact bytes', async () => {
+    const seen: unknown[] = [];
+    const { url, reads } = await start(
+      createReceiver({ secret: SECRET }).onAny((event) => void seen.push(event.data)),
+    );
+    const delivery = unicodeDelivery();
+    const answer = await sendRaw(url, {
+      headers: delivery.headers,
+      chunks: splitInsideACharacter(delivery.body),
+    });
+    expectAnswer(answer, 200, {
+      ok: true,
+      outcome: 'processed',
+      idempotencyKey: delivery.idempotencyKey,
+    });
+    expect(seen).toEqual([delivery.data]);
+    expect(reads).toEqual({ arrayBuffer: 0, webStreams: 1 });
+  });
+
+  it('answers 413 to a Content-Length over the limit before reading any of it', async () => {
+    const { url, reads } = await start(createReceiver({ secret: SECRET, maxBodyBytes: 1024 }));
+    const body = JSON.stringify({ padding: 'я'.repeat(4096) });
+    const answer = await sendRaw(url, {
+      headers: { ...signedHeaders(body), 'content-length': Buffer.byteLength(body) },
+      chunks: [body.slice(0, 100)],
+      // The client never sends the rest: the answer cannot have waited for it.
+      end: false,
+    });
+    expectAnswer(answer, 413, { ok: false, outcome: 'too_large' });
+    expect(reads).toEqual({ arrayBuffer: 0, webStreams: 0 });
+  });
+
+  it('answers 413 to a chunked body once past the limit, read as a stream, never whole', async () => {
+    const { url, reads } = await start(createReceiver({ secret: SECRET, maxBodyBytes: 1024 }));
+    const body = JSON.stringify({ padding: '😀'.repeat(4096) });
+    const answer = await sendRaw(url, {
+      headers: signedHeaders(body),
+      chunks: [body.slice(0, 1500)],
+      end: false,
+    });
+    expectAnswer(answer, 413, { ok: false, outcome: 'too_large' });
+    expect(reads).toEqual({ arrayBuffer: 0, webStreams: 1 });
+  });
+});
+
+/** `text` as UTF-8 in three chunks, the first ending in the middle of a multi-byte character. */
+function splitInsideACharacter(text: string): Uint8Array[] {
+  const bytes = Buffer.from(text);
+  const cut = bytes.findIndex((byte, i) => i > 100 && byte >= 0xc0) + 1;
+  return [bytes.subarray(0, cut), bytes.subarray(cut, cut + 500), bytes.subarray(cut + 500)];
+}
 
 describe('fetchHandler called with a Request', () => {
   it('processes a delivery and answers JSON', async () => {

@@ -60,9 +60,12 @@ export async function runSmoke({ createReceiver, fetchHandler, fixtures }) {
   try {
     /** @type {string[]} */
     const dispatched = [];
+    /** @type {Map<string, unknown>} */
+    const received = new Map();
     const receiver = createReceiver({ secret: [PREVIOUS_SECRET, SECRET] });
-    receiver.onAny((/** @type {{ idempotencyKey: string }} */ event) => {
+    receiver.onAny((/** @type {{ idempotencyKey: string, data: unknown }} */ event) => {
       dispatched.push(event.idempotencyKey);
+      received.set(event.idempotencyKey, event.data);
     });
     const send = fetchHandler(receiver);
     const small = createReceiver({ secret: SECRET, maxBodyBytes: SMALL_LIMIT });
@@ -169,6 +172,49 @@ export async function runSmoke({ createReceiver, fetchHandler, fixtures }) {
           // One chunk past the limit ends the read; a runtime may queue a chunk or two ahead.
           const bound = SMALL_LIMIT + 4 * CHUNK;
           check(pulled <= bound, `pulled ${pulled} bytes of the body, more than ${bound}`);
+        },
+      ],
+      [
+        'a streamed body declaring a Content-Length over maxBodyBytes -> 413, none of it read',
+        async () => {
+          const body = counted([new Uint8Array(SMALL_LIMIT + 1).fill(0x20)]);
+          const headers = {
+            'content-type': 'application/json',
+            signature: '0'.repeat(64),
+            'content-length': String(SMALL_LIMIT + 1),
+          };
+          const init = { method: 'POST', headers, body: body.stream, duplex: 'half' };
+          await expectAnswer(await sendSmall(new Request(URL_BASE, init)), 413, 'too_large');
+          check(body.pulled() === 0, `pulled ${body.pulled()} bytes of a body refused unread`);
+        },
+      ],
+      ...[true, false].map((declared) => [
+        `Cyrillic and emoji split inside a character, ${declared ? 'with' : 'without'} a Content-Length -> the exact bytes`,
+        async () => {
+          const delivery = await deliver(unicodeEnvelope(firstEnvelope(fixtures)));
+          const bytes = new TextEncoder().encode(delivery.body);
+          const headers = declared
+            ? { ...delivery.headers, 'content-length': String(bytes.byteLength) }
+            : delivery.headers;
+          const init = {
+            method: 'POST',
+            headers,
+            body: counted(splitInsideACharacter(bytes)).stream,
+          };
+          const request = new Request(URL_BASE, { ...init, duplex: 'half' });
+          await expectAnswer(await send(request), 200, 'processed', delivery.key);
+          const data = JSON.stringify(received.get(delivery.key));
+          const sent = JSON.stringify(JSON.parse(delivery.body).data);
+          check(data === sent, `the handler got ${data.slice(0, 80)}…`);
+        },
+      ]),
+      [
+        'a Request whose Content-Length understates a body over maxBodyBytes -> 413',
+        async () => {
+          const body = counted([new Uint8Array(2 * SMALL_LIMIT).fill(0x20)]);
+          const headers = { ...(await headersFor('{}', SECRET)), 'content-length': '2' };
+          const init = { method: 'POST', headers, body: body.stream, duplex: 'half' };
+          await expectAnswer(await sendSmall(new Request(URL_BASE, init)), 413, 'too_large');
         },
       ],
       ...fixtures.invalidPayload.map(({ name, envelope }) => [
@@ -288,6 +334,41 @@ async function expectAnswer(response, status, outcome, idempotencyKey) {
   if (idempotencyKey !== undefined) {
     check(body.idempotencyKey === idempotencyKey, `idempotencyKey ${body.idempotencyKey}`);
   }
+}
+
+/**
+ * A stream of `chunks` pulled one at a time (nothing is queued ahead), and how many bytes of it
+ * were pulled.
+ * @param {Uint8Array[]} chunks
+ */
+function counted(chunks) {
+  let pulled = 0;
+  let next = 0;
+  const stream = new ReadableStream(
+    {
+      pull(controller) {
+        const chunk = chunks[next++];
+        if (chunk === undefined) return controller.close();
+        pulled += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return { stream, pulled: () => pulled };
+}
+
+/** `bytes` in three chunks, the first ending inside a multi-byte UTF-8 character. */
+function splitInsideACharacter(/** @type {Uint8Array} */ bytes) {
+  const cut = bytes.findIndex((byte, i) => i > 100 && byte >= 0xc0) + 1;
+  check(cut > 0, 'the body has no multi-byte character');
+  return [bytes.slice(0, cut), bytes.slice(cut, cut + 500), bytes.slice(cut + 500)];
+}
+
+/** The envelope with Cyrillic and emoji (one a sequence of several code points) in its data. */
+export function unicodeEnvelope(/** @type {Envelope} */ envelope) {
+  const data = /** @type {Record<string, unknown>} */ (envelope.data);
+  return { ...envelope, data: { ...data, note: 'Пётр Иванов 👩‍🏫, курс «Основы» ✅🎉 '.repeat(30) } };
 }
 
 /**
