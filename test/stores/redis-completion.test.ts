@@ -48,6 +48,8 @@ describe('redisStore when Redis dies between the handlers and the completion', (
     const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
     const key = `resend-${randomUUID()}`;
     const claim = tokenOf(await store.claim(key, 30_000));
+    // A later, shorter lease: the completion is kept for the longest lease, not the last one.
+    await store.claim(`short-${randomUUID()}`, 1);
     await server.kill();
     await expect(store.complete(key, claim, 60_000, 'fp')).rejects.toThrow(StoreUnavailableError);
     await server.start();
