@@ -96,9 +96,7 @@ describe('redisStore when Redis fails', () => {
       // The connection stays "ready": the claim is written to the socket and waits there.
       const { error, elapsedMs } = await timed(store.claim(key, 60_000));
       expect(error).toBeInstanceOf(StoreUnavailableError);
-      expect((error as Error).message).toBe(
-        `Redis did not answer claim within ${TIMEOUT_MS} ms`,
-      );
+      expect((error as Error).message).toBe(`Redis did not answer claim within ${TIMEOUT_MS} ms`);
       expect(elapsedMs).toBeLessThan(BOUND_MS);
       expect(client.status).toBe('ready');
     } finally {
