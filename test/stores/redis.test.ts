@@ -233,6 +233,50 @@ describe('redisStore', () => {
     );
   });
 
+  it('refuses a claim reply it does not understand', async () => {
+    const store = redisStore({ client, prefix: PREFIX });
+    const replies: unknown[] = [
+      null,
+      'OK',
+      ['claimed'],
+      ['maybe', '1700000000', '0'],
+      ['claimed', 1_700_000_000, '0'],
+      ['claimed', '1700000000', 0],
+      ['held', '1700000000', '0', 42],
+    ];
+    for (const reply of replies) {
+      const spy = vi.spyOn(client, 'evalsha') as unknown as {
+        mockResolvedValueOnce(value: unknown): void;
+        mockRestore(): void;
+      };
+      spy.mockResolvedValueOnce(reply);
+      await expect(
+        store.claim(`odd-${randomUUID()}`, 10_000),
+        JSON.stringify(reply),
+      ).rejects.toThrow('Redis claim failed: unexpected reply from the claim script');
+      spy.mockRestore();
+    }
+  });
+
+  it('refuses a held key whose value is gone or unknown, rather than calling it in flight', async () => {
+    // Neither is a reply the script sends (it runs atomically, so a held key has a value): no
+    // value is no lease, so the claim is refused, not answered in flight.
+    for (const reply of [
+      ['held', '1700000000', '0'],
+      ['held', '1700000000', '0', null],
+    ]) {
+      const spy = vi.spyOn(client, 'evalsha') as unknown as {
+        mockResolvedValueOnce(value: unknown): void;
+        mockRestore(): void;
+      };
+      spy.mockResolvedValueOnce(reply);
+      await expect(
+        redisStore({ client, prefix: PREFIX }).claim(`gone-${randomUUID()}`, 10_000),
+      ).rejects.toThrow('Redis claim failed: the key holds a value this store did not write');
+      spy.mockRestore();
+    }
+  });
+
   it('keeps the fingerprint of a done key whole, even one that looks like a lease', async () => {
     const store = redisStore({ client, prefix: PREFIX });
     const key = `fp-${randomUUID()}`;
