@@ -203,6 +203,63 @@ describe('bullmqInbox: the HTTP side', () => {
     expect(await inbox.getJob('no-such-key')).toBeUndefined();
   });
 
+  it('stores each job with the inbox’s attempts, backoff and how long it is kept', async () => {
+    const stored = (key: string): StoredDelivery => ({
+      body: '{}',
+      signature: 'v1=00',
+      event: 'UserSignedIn',
+      idempotencyKey: key,
+      receivedAt: new Date().toISOString(),
+    });
+    const custom = newInbox({
+      attempts: 3,
+      backoffMs: 250,
+      keepCompletedMs: 1500,
+      keepFailedMs: 2_000_001,
+    });
+    await custom.enqueue(stored('custom:1'));
+    expect((await custom.queue.getJob('custom%3A1'))?.opts).toMatchObject({
+      jobId: 'custom%3A1',
+      attempts: 3,
+      backoff: { type: 'schoolhooks', delay: 250 },
+      // Seconds, rounded up: a job is never dropped before it was kept as long as asked.
+      removeOnComplete: { age: 2 },
+      removeOnFail: { age: 2001 },
+    });
+    const defaults = newInbox({ backoffMs: undefined });
+    await defaults.enqueue(stored('plain'));
+    const job = await defaults.queue.getJob('plain');
+    expect(job?.name).toBe('UserSignedIn');
+    expect(job?.opts).toMatchObject({
+      attempts: 10,
+      backoff: { type: 'schoolhooks', delay: 30_000 },
+      removeOnComplete: { age: 86_400 },
+      removeOnFail: { age: 30 * 86_400 },
+    });
+  });
+
+  it('lists every job, oldest first, however many pages they take', async () => {
+    const inbox = newInbox();
+    const count = 501;
+    await inbox.queue.addBulk(
+      Array.from({ length: count }, (_, i) => ({
+        name: 'UserSignedIn',
+        data: {
+          body: '{}',
+          signature: 'v1=00',
+          event: 'UserSignedIn',
+          idempotencyKey: `page-${i}`,
+          receivedAt: new Date(1_700_000_000_000 + i).toISOString(),
+        },
+        opts: { jobId: `page-${i}` },
+      })),
+    );
+    const jobs = await inbox.jobs({ state: 'waiting' });
+    expect(jobs).toHaveLength(count);
+    expect(jobs[0]?.id).toBe('page-0');
+    expect(jobs[count - 1]?.id).toBe(`page-${count - 1}`);
+  });
+
   it('rejects enqueue once closed', async () => {
     const inbox = newInbox();
     await inbox.close();
