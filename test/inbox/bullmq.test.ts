@@ -136,6 +136,22 @@ describe('bullmqInbox options', () => {
     );
     expect(() => bullmqInbox({ connection, backoffMs: -1 })).toThrow(/backoffMs/);
     expect(() => bullmqInbox({ connection, queueName: 'a:b' })).toThrow(ConfigError);
+    expect(() => bullmqInbox({ connection, queueName: '' })).toThrow(
+      new ConfigError('bullmqInbox: queueName must be a non-empty name without ":"'),
+    );
+    for (const enqueueTimeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => bullmqInbox({ connection, enqueueTimeoutMs }), String(enqueueTimeoutMs)).toThrow(
+        new ConfigError('bullmqInbox: enqueueTimeoutMs must be a positive number of ms'),
+      );
+    }
+  });
+
+  it('refuses a worker with a bad concurrency, and any worker once closed', async () => {
+    const inbox = newInbox();
+    const { receiver } = newReceiver(inbox);
+    expect(() => inbox.work(receiver, { concurrency: 0 })).toThrow(ConfigError);
+    await inbox.close();
+    expect(() => inbox.work(receiver)).toThrow(new ConfigError('bullmqInbox: the inbox is closed'));
   });
 });
 
@@ -226,7 +242,8 @@ describe('bullmqInbox: the HTTP side', () => {
       removeOnComplete: { age: 2 },
       removeOnFail: { age: 2001 },
     });
-    const defaults = newInbox({ backoffMs: undefined });
+    const defaults = newInbox({ backoffMs: undefined, queueName: undefined });
+    expect(defaults.queue.name).toBe('schoolhooks');
     await defaults.enqueue(stored('plain'));
     const job = await defaults.queue.getJob('plain');
     expect(job?.name).toBe('UserSignedIn');
@@ -346,6 +363,10 @@ describe('bullmqInbox: the worker side', () => {
     await eventually(async () => expect(await inbox.jobs({ state: 'completed' })).toHaveLength(1));
     expect(attempts).toEqual([1, 2, 3]);
     expect(effects).toEqual([delivery.idempotencyKey]);
+    // Completed: the reason of the failed runs before it no longer shows.
+    const [completed] = await inbox.jobs({ state: 'completed' });
+    expect(completed?.reason).toBeUndefined();
+    expect((await inbox.getJob(delivery.idempotencyKey))?.reason).toBeUndefined();
     expect(errors.filter((error) => error.code === 'handler_failed')).toHaveLength(2);
   });
 
@@ -462,6 +483,10 @@ describe('bullmqInbox: when Redis fails', () => {
     });
     expect(await inbox.jobs({ state: 'waiting' })).toHaveLength(1);
     await inbox.queue.obliterate({ force: true });
+    // The client the inbox made, which BullMQ's queue shares.
+    const own = inbox.queue.opts.connection as Redis;
+    expect(own.status).toBe('ready');
     await inbox.close();
+    await vi.waitFor(() => expect(own.status).toBe('end'));
   });
 });
