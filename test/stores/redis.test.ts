@@ -258,6 +258,23 @@ describe('redisStore', () => {
     }
   });
 
+  it('sends the script itself only when Redis does not know it, never after another error', async () => {
+    const store = redisStore({ client, prefix: PREFIX });
+    const key = `busy-${randomUUID()}`;
+    const spy = vi.spyOn(client, 'evalsha') as unknown as {
+      mockRejectedValueOnce(error: unknown): void;
+      mockRestore(): void;
+    };
+    spy.mockRejectedValueOnce(new Error('BUSY Redis is busy running a script'));
+    await expect(store.claim(key, 10_000)).rejects.toThrow(
+      'Redis claim failed: BUSY Redis is busy running a script',
+    );
+    spy.mockRestore();
+    // No EVAL went after it: the key is still free.
+    expect(await client.exists(`${PREFIX}{${key}}`)).toBe(0);
+    expect((await store.claim(key, 10_000)).state).toBe('claimed');
+  });
+
   it('refuses a held key whose value is gone or unknown, rather than calling it in flight', async () => {
     // Neither is a reply the script sends (it runs atomically, so a held key has a value): no
     // value is no lease, so the claim is refused, not answered in flight.
