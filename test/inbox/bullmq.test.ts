@@ -242,7 +242,12 @@ describe('bullmqInbox: the HTTP side', () => {
       removeOnComplete: { age: 2 },
       removeOnFail: { age: 2001 },
     });
-    const defaults = newInbox({ backoffMs: undefined, queueName: undefined });
+    // Every default (the queue name too: the prefix keeps it apart from other runs).
+    const defaults = bullmqInbox({ connection: client, prefix: `test-bull-${run}` });
+    cleanups.push(async () => {
+      await defaults.queue.obliterate({ force: true }).catch(() => {});
+      await defaults.close();
+    });
     expect(defaults.queue.name).toBe('schoolhooks');
     await defaults.enqueue(stored('plain'));
     const job = await defaults.queue.getJob('plain');
