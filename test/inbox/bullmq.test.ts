@@ -136,6 +136,22 @@ describe('bullmqInbox options', () => {
     );
     expect(() => bullmqInbox({ connection, backoffMs: -1 })).toThrow(/backoffMs/);
     expect(() => bullmqInbox({ connection, queueName: 'a:b' })).toThrow(ConfigError);
+    expect(() => bullmqInbox({ connection, queueName: '' })).toThrow(
+      new ConfigError('bullmqInbox: queueName must be a non-empty name without ":"'),
+    );
+    for (const enqueueTimeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => bullmqInbox({ connection, enqueueTimeoutMs }), String(enqueueTimeoutMs)).toThrow(
+        new ConfigError('bullmqInbox: enqueueTimeoutMs must be a positive number of ms'),
+      );
+    }
+  });
+
+  it('refuses a worker with a bad concurrency, and any worker once closed', async () => {
+    const inbox = newInbox();
+    const { receiver } = newReceiver(inbox);
+    expect(() => inbox.work(receiver, { concurrency: 0 })).toThrow(ConfigError);
+    await inbox.close();
+    expect(() => inbox.work(receiver)).toThrow(new ConfigError('bullmqInbox: the inbox is closed'));
   });
 });
 
@@ -201,6 +217,69 @@ describe('bullmqInbox: the HTTP side', () => {
     expect(JSON.stringify(jobs)).not.toContain(stored.signature);
     expect(JSON.stringify(jobs)).not.toContain('"body"');
     expect(await inbox.getJob('no-such-key')).toBeUndefined();
+  });
+
+  it('stores each job with the inbox’s attempts, backoff and how long it is kept', async () => {
+    const stored = (key: string): StoredDelivery => ({
+      body: '{}',
+      signature: 'v1=00',
+      event: 'UserSignedIn',
+      idempotencyKey: key,
+      receivedAt: new Date().toISOString(),
+    });
+    const custom = newInbox({
+      attempts: 3,
+      backoffMs: 250,
+      keepCompletedMs: 1500,
+      keepFailedMs: 2_000_001,
+    });
+    await custom.enqueue(stored('custom:1'));
+    expect((await custom.queue.getJob('custom%3A1'))?.opts).toMatchObject({
+      jobId: 'custom%3A1',
+      attempts: 3,
+      backoff: { type: 'schoolhooks', delay: 250 },
+      // Seconds, rounded up: a job is never dropped before it was kept as long as asked.
+      removeOnComplete: { age: 2 },
+      removeOnFail: { age: 2001 },
+    });
+    // Every default (the queue name too: the prefix keeps it apart from other runs).
+    const defaults = bullmqInbox({ connection: client, prefix: `test-bull-${run}` });
+    cleanups.push(async () => {
+      await defaults.queue.obliterate({ force: true }).catch(() => {});
+      await defaults.close();
+    });
+    expect(defaults.queue.name).toBe('schoolhooks');
+    await defaults.enqueue(stored('plain'));
+    const job = await defaults.queue.getJob('plain');
+    expect(job?.name).toBe('UserSignedIn');
+    expect(job?.opts).toMatchObject({
+      attempts: 10,
+      backoff: { type: 'schoolhooks', delay: 30_000 },
+      removeOnComplete: { age: 86_400 },
+      removeOnFail: { age: 30 * 86_400 },
+    });
+  });
+
+  it('lists every job, oldest first, however many pages they take', async () => {
+    const inbox = newInbox();
+    const count = 501;
+    await inbox.queue.addBulk(
+      Array.from({ length: count }, (_, i) => ({
+        name: 'UserSignedIn',
+        data: {
+          body: '{}',
+          signature: 'v1=00',
+          event: 'UserSignedIn',
+          idempotencyKey: `page-${i}`,
+          receivedAt: new Date(1_700_000_000_000 + i).toISOString(),
+        },
+        opts: { jobId: `page-${i}` },
+      })),
+    );
+    const jobs = await inbox.jobs({ state: 'waiting' });
+    expect(jobs).toHaveLength(count);
+    expect(jobs[0]?.id).toBe('page-0');
+    expect(jobs[count - 1]?.id).toBe(`page-${count - 1}`);
   });
 
   it('rejects enqueue once closed', async () => {
@@ -289,6 +368,10 @@ describe('bullmqInbox: the worker side', () => {
     await eventually(async () => expect(await inbox.jobs({ state: 'completed' })).toHaveLength(1));
     expect(attempts).toEqual([1, 2, 3]);
     expect(effects).toEqual([delivery.idempotencyKey]);
+    // Completed: the reason of the failed runs before it no longer shows.
+    const [completed] = await inbox.jobs({ state: 'completed' });
+    expect(completed?.reason).toBeUndefined();
+    expect((await inbox.getJob(delivery.idempotencyKey))?.reason).toBeUndefined();
     expect(errors.filter((error) => error.code === 'handler_failed')).toHaveLength(2);
   });
 
@@ -405,6 +488,10 @@ describe('bullmqInbox: when Redis fails', () => {
     });
     expect(await inbox.jobs({ state: 'waiting' })).toHaveLength(1);
     await inbox.queue.obliterate({ force: true });
+    // The client the inbox made, which BullMQ's queue shares.
+    const own = inbox.queue.opts.connection as Redis;
+    expect(own.status).toBe('ready');
     await inbox.close();
+    await vi.waitFor(() => expect(own.status).toBe('end'));
   });
 });

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { createReceiver } from '../../src/receiver.js';
 import { redisStore } from '../../src/stores/redis.js';
@@ -48,6 +48,8 @@ describe('redisStore when Redis dies between the handlers and the completion', (
     const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
     const key = `resend-${randomUUID()}`;
     const claim = tokenOf(await store.claim(key, 30_000));
+    // A later, shorter lease: the completion is kept for the longest lease, not the last one.
+    await store.claim(`short-${randomUUID()}`, 1);
     await server.kill();
     await expect(store.complete(key, claim, 60_000, 'fp')).rejects.toThrow(StoreUnavailableError);
     await server.start();
@@ -89,6 +91,29 @@ describe('redisStore when Redis dies between the handlers and the completion', (
     const resend = await receiver.handle(request);
     expect(resend).toMatchObject({ status: 200, outcome: 'duplicate' });
     expect(runs).toBe(1);
+  });
+
+  it('sends every unfinished completion again, and leaves no listener on the client after', async () => {
+    const client = connect();
+    await readyAgain(client);
+    const listeners = client.listenerCount('ready');
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
+    const keys = [`first-${randomUUID()}`, `second-${randomUUID()}`];
+    const tokens = [];
+    for (const key of keys) tokens.push(tokenOf(await store.claim(key, 30_000)));
+    await server.kill();
+    for (const [i, key] of keys.entries()) {
+      await expect(store.complete(key, tokens[i]!, 60_000, `fp${i}`)).rejects.toThrow(
+        StoreUnavailableError,
+      );
+    }
+    await server.start();
+    const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+    for (const [i, key] of keys.entries()) {
+      expect(await claimSoon(other, key)).toEqual({ state: 'done', fingerprint: `fp${i}` });
+    }
+    // Both finished: the store's 'ready' listener is gone from the caller's client.
+    await vi.waitFor(() => expect(client.listenerCount('ready')).toBe(listeners));
   });
 
   it('never completes a key whose lease ran out while Redis was down', async () => {

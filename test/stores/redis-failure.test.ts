@@ -71,11 +71,18 @@ describe('redisStore when Redis fails', () => {
     expect(notReady.length).toBeGreaterThan(3);
     expect(Math.max(...notReady)).toBeLessThan(100);
     const [key = ''] = keys;
-    for (const call of [store.complete(key, 'token', 60_000, 'fp'), store.release(key, 'token')]) {
+    for (const [name, call] of [
+      ['complete', store.complete(key, 'token', 60_000, 'fp')],
+      ['release', store.release(key, 'token')],
+    ] as const) {
       const { error, elapsedMs } = await timed(call);
       expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect((error as Error).message).toMatch(new RegExp(`^Redis ${name} failed: `));
       expect(elapsedMs).toBeLessThan(BOUND_MS);
     }
+    // A claim of another key while those wait to be sent again fails as any other does.
+    const other = await timed(store.claim(`other-${randomUUID()}`, 60_000));
+    expect(other.error).toBeInstanceOf(StoreUnavailableError);
 
     await server.start();
     await untilReady(client);
@@ -96,6 +103,7 @@ describe('redisStore when Redis fails', () => {
       // The connection stays "ready": the claim is written to the socket and waits there.
       const { error, elapsedMs } = await timed(store.claim(key, 60_000));
       expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect((error as Error).message).toBe(`Redis did not answer claim within ${TIMEOUT_MS} ms`);
       expect(elapsedMs).toBeLessThan(BOUND_MS);
       expect(client.status).toBe('ready');
     } finally {

@@ -124,6 +124,69 @@ describe('redisStore', () => {
     }
   });
 
+  /**
+   * This process's clock, `shift` ms off the real one, and a count of the scripts the store sends;
+   * `duringCall` runs as the next script is sent (after the store read the clock for it).
+   */
+  function skewedClock(): {
+    setShift(ms: number): void;
+    duringNextCall(action: () => void): void;
+    calls(): number;
+  } {
+    let shift = 0;
+    let next: (() => void) | undefined;
+    let count = 0;
+    const realNow = Date.now.bind(Date);
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + shift);
+    const send = client.evalsha.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    const spy = vi.spyOn(client, 'evalsha') as unknown as {
+      mockImplementation(fn: (...args: unknown[]) => Promise<unknown>): void;
+    };
+    spy.mockImplementation((...args) => {
+      count++;
+      const action = next;
+      next = undefined;
+      action?.();
+      return send(...args);
+    });
+    return {
+      setShift: (ms) => (shift = ms),
+      duringNextCall: (action) => (next = action),
+      calls: () => count,
+    };
+  }
+
+  it('never learns Redis’s clock from a slow answer', async () => {
+    const clock = skewedClock();
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 1000 });
+    // The clock jumps 10 s ahead while the claim is on its way: its round trip looks 10 s long,
+    // so when Redis read its clock cannot be told, and the sample is dropped.
+    clock.duringNextCall(() => clock.setShift(10_000));
+    expect((await store.claim(`slow-${randomUUID()}`, 10_000)).state).toBe('claimed');
+    clock.setShift(0);
+    const before = clock.calls();
+    expect((await store.claim(`after-slow-${randomUUID()}`, 10_000)).state).toBe('claimed');
+    // Sent once: not refused as late after a wrong estimate, and sent again.
+    expect(clock.calls() - before).toBe(1);
+  });
+
+  it('learns Redis’s clock from a quick answer that was not late', async () => {
+    const clock = skewedClock();
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 1000 });
+    // 5 s ahead: claims are in time, and each quick answer says the clock is 5 s ahead.
+    clock.setShift(5_000);
+    expect((await store.claim(`ahead-${randomUUID()}`, 10_000)).state).toBe('claimed');
+    // The clock is set right: the estimate learnt above is now 5 s off, so Redis refuses the
+    // next claim as late, the store corrects the estimate from that answer and sends it again.
+    clock.setShift(0);
+    const before = clock.calls();
+    expect((await store.claim(`set-right-${randomUUID()}`, 10_000)).state).toBe('claimed');
+    expect(clock.calls() - before).toBe(2);
+    // Corrected: the next one goes through at once.
+    expect((await store.claim(`corrected-${randomUUID()}`, 10_000)).state).toBe('claimed');
+    expect(clock.calls() - before).toBe(3);
+  });
+
   it('refuses a prefix or namespace with braces, and a commandTimeoutMs that is not positive', () => {
     expect(() => redisStore({ client, prefix: 'a{b}:' })).toThrow(ConfigError);
     expect(() => redisStore({ client, namespace: '{x}' })).toThrow(ConfigError);
@@ -168,6 +231,67 @@ describe('redisStore', () => {
     await expect(store.claim(key, 10_000)).rejects.toThrow(
       'Redis claim failed: the key holds a value this store did not write',
     );
+  });
+
+  it('refuses a claim reply it does not understand', async () => {
+    const store = redisStore({ client, prefix: PREFIX });
+    const replies: unknown[] = [
+      null,
+      'OK',
+      ['claimed'],
+      ['maybe', '1700000000', '0'],
+      ['claimed', 1_700_000_000, '0'],
+      ['claimed', '1700000000', 0],
+      ['held', '1700000000', '0', 42],
+    ];
+    for (const reply of replies) {
+      const spy = vi.spyOn(client, 'evalsha') as unknown as {
+        mockResolvedValueOnce(value: unknown): void;
+        mockRestore(): void;
+      };
+      spy.mockResolvedValueOnce(reply);
+      await expect(
+        store.claim(`odd-${randomUUID()}`, 10_000),
+        JSON.stringify(reply),
+      ).rejects.toThrow('Redis claim failed: unexpected reply from the claim script');
+      spy.mockRestore();
+    }
+  });
+
+  it('sends the script itself only when Redis does not know it, never after another error', async () => {
+    const store = redisStore({ client, prefix: PREFIX });
+    const key = `busy-${randomUUID()}`;
+    const spy = vi.spyOn(client, 'evalsha') as unknown as {
+      mockRejectedValueOnce(error: unknown): void;
+      mockRestore(): void;
+    };
+    spy.mockRejectedValueOnce(new Error('BUSY Redis is busy running a script'));
+    await expect(store.claim(key, 10_000)).rejects.toThrow(
+      'Redis claim failed: BUSY Redis is busy running a script',
+    );
+    spy.mockRestore();
+    // No EVAL went after it: the key is still free.
+    expect(await client.exists(`${PREFIX}{${key}}`)).toBe(0);
+    expect((await store.claim(key, 10_000)).state).toBe('claimed');
+  });
+
+  it('refuses a held key whose value is gone or unknown, rather than calling it in flight', async () => {
+    // Neither is a reply the script sends (it runs atomically, so a held key has a value): no
+    // value is no lease, so the claim is refused, not answered in flight.
+    for (const reply of [
+      ['held', '1700000000', '0'],
+      ['held', '1700000000', '0', null],
+    ]) {
+      const spy = vi.spyOn(client, 'evalsha') as unknown as {
+        mockResolvedValueOnce(value: unknown): void;
+        mockRestore(): void;
+      };
+      spy.mockResolvedValueOnce(reply);
+      await expect(
+        redisStore({ client, prefix: PREFIX }).claim(`gone-${randomUUID()}`, 10_000),
+      ).rejects.toThrow('Redis claim failed: the key holds a value this store did not write');
+      spy.mockRestore();
+    }
   });
 
   it('keeps the fingerprint of a done key whole, even one that looks like a lease', async () => {
