@@ -207,10 +207,14 @@ describe('postgresStore under SIGKILL', () => {
     expect(keys.filter((key) => runs.get(key) !== 1)).toEqual([]);
     expect(rows).toHaveLength(EVENTS);
 
-    // Every named point was reached and killed there, each time by a key of its own.
-    expect(pointKills.map((k) => `${k.point} ${k.key}`).sort()).toEqual(
-      [...held].map(([key, point]) => `${point} ${key}`).sort(),
-    );
+    // Every kill at a named point was at the point its key was held for, and every point was
+    // killed at least once. Not every held key: a random kill can land after a run has claimed
+    // its key's point (the marker file) and before it says so, and the key's retry then runs
+    // through (seen once in CI: 11 of 12).
+    const named = new Set([...held].map(([key, point]) => `${point} ${key}`));
+    expect(pointKills.filter((k) => !named.has(`${k.point} ${k.key}`))).toEqual([]);
+    expect(new Set(pointKills.map((k) => k.point))).toEqual(new Set(held.values()));
+    expect(pointKills.length).toBeGreaterThanOrEqual(held.size - 2);
     expect(randomKills.length).toBeGreaterThanOrEqual(5);
     expect(cut.length).toBeGreaterThan(pointKills.length);
 
