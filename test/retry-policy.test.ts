@@ -8,6 +8,7 @@ import {
   nextRetry,
   type RetryPolicy,
 } from '../src/index.js';
+import { verdictOf } from '../src/inbox/managed.js';
 
 describe('the retry policy', () => {
   it('waits backoffMs after the first failure and twice as long after each further one', () => {
@@ -39,5 +40,47 @@ describe('the retry policy', () => {
     expect(waits).toEqual(
       [0, 1, 2, 3, 4, 5].map((n) => Math.min(BASE_DELAY_MS * 2 ** n, MAX_DELAY_MS)),
     );
+  });
+});
+
+describe('verdictOf: what a job does after one run, in every inbox', () => {
+  const policy: RetryPolicy = { attempts: 3, backoffMs: 1_000 };
+
+  it('is done with the outcome of a run that succeeded', () => {
+    const result = { outcome: 'processed', ok: true, retry: false } as const;
+    expect(verdictOf(result, policy, 3)).toEqual({ done: true, outcome: 'processed' });
+  });
+
+  it('waits as the policy says after a failure a retry may mend, until the last run', () => {
+    const failed = {
+      outcome: 'handler_failed',
+      ok: false,
+      retry: true,
+      reason: 'handler_failed: x',
+    } as const;
+    expect(verdictOf(failed, policy, 1)).toEqual({
+      done: false,
+      reason: 'handler_failed: x',
+      retryInMs: 1_000,
+    });
+    expect(verdictOf(failed, policy, 2)).toEqual({
+      done: false,
+      reason: 'handler_failed: x',
+      retryInMs: 2_000,
+    });
+    expect(verdictOf(failed, policy, 3)).toEqual({
+      done: false,
+      reason: 'handler_failed: x',
+      retryInMs: undefined,
+    });
+  });
+
+  it('dead-letters at once what no retry can mend, naming the outcome when there is no message', () => {
+    const invalid = { outcome: 'invalid_payload', ok: false, retry: false } as const;
+    expect(verdictOf(invalid, policy, 1)).toEqual({
+      done: false,
+      reason: 'invalid_payload',
+      retryInMs: undefined,
+    });
   });
 });

@@ -21,6 +21,7 @@ import {
   type InboxWorker,
   type InboxWorkOptions,
   type ManagedInbox,
+  verdictOf,
 } from './managed.js';
 import type { StoredDelivery } from './types.js';
 
@@ -250,14 +251,16 @@ export function bullmqInbox({
       const worker = new Worker<StoredDelivery, string>(
         queueName,
         async (job) => {
-          const result = await receiver.processStored(job.data, {
-            attempt: job.attemptsMade + 1,
-          });
-          if (result.ok) return result.outcome;
-          const reason = result.reason ?? result.outcome;
-          // Retrying cannot help (an invalid payload): a dead letter now, for retryFailed later.
-          if (!result.retry) throw new UnrecoverableError(reason);
-          throw new Error(reason);
+          const attempt = job.attemptsMade + 1;
+          const result = await receiver.processStored(job.data, { attempt });
+          // The job's own runs, as the inbox that stored it set them. BullMQ waits as the
+          // backoff strategy below says, on the same curve.
+          const policy = { attempts: job.opts.attempts ?? attempts, backoffMs };
+          const verdict = verdictOf(result, policy, attempt);
+          if (verdict.done) return verdict.outcome;
+          // A dead letter now (for retryFailed later), or a failure BullMQ retries.
+          if (verdict.retryInMs === undefined) throw new UnrecoverableError(verdict.reason);
+          throw new Error(verdict.reason);
         },
         {
           connection: template,

@@ -4,8 +4,10 @@
  */
 
 import { ConfigError } from '../errors.js';
+import type { Outcome } from '../outcome.js';
 import type { Receiver } from '../receiver.js';
-import type { Inbox } from './types.js';
+import { nextRetry, type RetryPolicy } from '../retry-policy.js';
+import type { Inbox, StoredRunResult } from './types.js';
 
 /** Where a job is: waiting or delayed for a run, running, done, or a dead letter (`failed`). */
 export type InboxJobState = 'waiting' | 'delayed' | 'active' | 'completed' | 'failed';
@@ -72,4 +74,27 @@ export function checkConcurrency(factory: string, concurrency: number): void {
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new ConfigError(`${factory}: concurrency must be a positive integer`);
   }
+}
+
+/**
+ * What a job does after one run: done with its outcome, or failed with a reason and the wait
+ * before its next run (`undefined`: a dead letter now).
+ */
+export type RunVerdict =
+  | { readonly done: true; readonly outcome: Outcome }
+  | { readonly done: false; readonly reason: string; readonly retryInMs: number | undefined };
+
+/**
+ * The one rule every inbox applies to a run's result (run number `attempt`, 1-based): a failure
+ * a retry cannot mend (an invalid payload), or the job's last run, is a dead letter now; any
+ * other failure waits as the retry policy says. The reason is `outcome: message`.
+ */
+export function verdictOf(
+  result: StoredRunResult,
+  policy: RetryPolicy,
+  attempt: number,
+): RunVerdict {
+  if (result.ok) return { done: true, outcome: result.outcome };
+  const retryInMs = result.retry ? nextRetry(policy, attempt) : undefined;
+  return { done: false, reason: result.reason ?? result.outcome, retryInMs };
 }

@@ -5,7 +5,7 @@
  */
 
 import type { Receiver } from '../receiver.js';
-import { DEFAULT_RETRY_POLICY, nextRetry } from '../retry-policy.js';
+import { DEFAULT_RETRY_POLICY } from '../retry-policy.js';
 import {
   checkConcurrency,
   checkInboxOptions,
@@ -14,6 +14,7 @@ import {
   type InboxWorker,
   type InboxWorkOptions,
   type ManagedInbox,
+  verdictOf,
 } from './managed.js';
 import type { StoredDelivery } from './types.js';
 
@@ -112,15 +113,16 @@ export function memoryInbox({
     try {
       const attempt = job.attemptsMade + 1;
       const result = await worker.receiver.processStored(job.delivery, { attempt });
+      const verdict = verdictOf(result, { attempts, backoffMs }, attempt);
       job.attemptsMade = attempt;
-      if (result.ok) {
+      if (verdict.done) {
         job.state = 'completed';
         job.completedAt = Date.now();
         delete job.reason;
         pending--;
       } else {
-        job.reason = result.reason ?? result.outcome;
-        const wait = result.retry ? nextRetry({ attempts, backoffMs }, attempt) : undefined;
+        job.reason = verdict.reason;
+        const wait = verdict.retryInMs;
         if (wait === undefined) {
           job.state = 'failed';
           pending--;

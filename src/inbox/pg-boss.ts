@@ -10,7 +10,7 @@ import { BoundedCalls } from '../bounded-calls.js';
 import { ConfigError } from '../errors.js';
 import { messageOf } from '../message-of.js';
 import type { Logger, Receiver } from '../receiver.js';
-import { DEFAULT_RETRY_POLICY, nextRetry } from '../retry-policy.js';
+import { DEFAULT_RETRY_POLICY } from '../retry-policy.js';
 import {
   checkConcurrency,
   checkInboxOptions,
@@ -19,6 +19,7 @@ import {
   type InboxWorker,
   type InboxWorkOptions,
   type ManagedInbox,
+  verdictOf,
 } from './managed.js';
 import {
   PgBossTables,
@@ -292,17 +293,12 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
         run: async ({ boss: ready, tables }, job) => {
           const attempt = job.retryCount + 1;
           const result = await receiver.processStored(job.data as StoredDelivery, { attempt });
-          if (result.ok) {
-            await ready.complete(queueName, job.id, { outcome: result.outcome });
-            return;
-          }
-          const reason = result.reason ?? result.outcome;
           // The job's own runs, as the inbox that stored it set them.
-          const wait = result.retry
-            ? nextRetry({ attempts: job.retryLimit + 1, backoffMs }, attempt)
-            : undefined;
-          if (wait === undefined) await tables.deadLetter(job.id, reason, keepFailedMs);
-          else await tables.retryLater(job.id, reason, wait);
+          const verdict = verdictOf(result, { attempts: job.retryLimit + 1, backoffMs }, attempt);
+          if (verdict.done) await ready.complete(queueName, job.id, { outcome: verdict.outcome });
+          else if (verdict.retryInMs === undefined) {
+            await tables.deadLetter(job.id, verdict.reason, keepFailedMs);
+          } else await tables.retryLater(job.id, verdict.reason, verdict.retryInMs);
         },
       });
       workers.add(worker);
