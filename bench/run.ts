@@ -17,16 +17,10 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BODY_KINDS, FIXTURE_OF, type BodyKind } from './bodies.js';
+import { OFFLINE_BINARIES, offlineRun } from '../scripts/offline-runtimes.mjs';
 import { formatInProcess, type InProcessResult } from './in-process.js';
 import type { LoadRequest, LoadResult } from './load.js';
-import {
-  DIAGNOSTIC_IDS,
-  SERVER_IDS,
-  SERVERS,
-  type ServerId,
-  type ServerSpec,
-  type WebRuntime,
-} from './servers.js';
+import { DIAGNOSTIC_IDS, SERVER_IDS, SERVERS, type ServerId, type ServerSpec } from './servers.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 /** Rounds: each server is measured once per round, and the median round is reported. */
@@ -45,13 +39,8 @@ const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 
 /** The binary of each runtime that serves the Fetch rows (Bun and Deno from node_modules/.bin). */
-const RUNTIME_BINARY: Record<WebRuntime, string> = {
-  node: process.execPath,
-  bun: join(root, 'node_modules', '.bin', 'bun'),
-  deno: join(root, 'node_modules', '.bin', 'deno'),
-};
 const missingRuntimes = (['bun', 'deno'] as const).filter(
-  (runtime) => !existsSync(RUNTIME_BINARY[runtime]),
+  (runtime) => !existsSync(OFFLINE_BINARIES[runtime]),
 );
 const runs = (id: ServerId) => {
   const runtime = SERVERS[id].web?.runtime;
@@ -123,31 +112,24 @@ async function startWeb(
   profileDir: string | undefined,
 ): Promise<{ child: ChildProcess; port: number }> {
   const script = join(built, 'server-web.mjs');
-  const args: Record<WebRuntime, string[]> = {
-    node: [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), script, handler],
-    bun: [
-      '--no-install',
-      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
-      script,
-      handler,
-    ],
-    deno: [
-      'run',
-      '--allow-read',
-      '--allow-env',
-      '--allow-net=127.0.0.1',
-      '--cached-only',
-      '--no-lock',
-      script,
-      handler,
-    ],
-  };
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   denoDir ??= mkdtempSync(join(tmpdir(), 'schoolhooks-bench-deno-'));
-  const [command, argv] = pinned(core, RUNTIME_BINARY[runtime], args[runtime]);
+  const {
+    command: binary,
+    args,
+    env,
+  } = runtime === 'node'
+    ? { command: process.execPath, args: [...profile, script, handler], env: {} }
+    : offlineRun(runtime, script, {
+        denoDir,
+        scriptArgs: [handler],
+        runtimeFlags: runtime === 'bun' ? profile : [],
+      });
+  const [command, argv] = pinned(core, binary, args);
   const child = spawn(command, argv, {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
+    env: { ...process.env, ...env },
   });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
@@ -643,7 +625,7 @@ async function main(): Promise<void> {
   );
   if (!hasTaskset) console.log('note: no taskset here, so servers and load share every core');
   for (const runtime of missingRuntimes) {
-    console.log(`note: no ${RUNTIME_BINARY[runtime]}, so the ${runtime} rows are left out`);
+    console.log(`note: no ${OFFLINE_BINARIES[runtime]}, so the ${runtime} rows are left out`);
   }
   await buildBench();
   const loader = start(LOAD_CORE, 'load.ts', []);

@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { REPORT_PREFIX } from '../test/runtimes/smoke.mjs';
+import { offlineRun } from './offline-runtimes.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = (name) => join(root, 'node_modules', '.bin', name);
@@ -64,22 +65,8 @@ const runtimes = [
     args: ['test/runtimes/entry.mjs'],
     crypto: /** @type {const} */ ('node:crypto'),
   })),
-  { name: 'bun', command: bin('bun'), args: ['--no-install', 'test/runtimes/entry.mjs'] },
-  {
-    name: 'deno',
-    command: bin('deno'),
-    args: [
-      'run',
-      '--allow-read',
-      '--allow-env',
-      // http-smoke.mjs serves on loopback and connects to itself.
-      '--allow-net=127.0.0.1',
-      '--cached-only',
-      '--no-lock',
-      'test/runtimes/entry.mjs',
-    ],
-    env: { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
-  },
+  { name: 'bun', ...offlineRun('bun', 'test/runtimes/entry.mjs', { denoDir }) },
+  { name: 'deno', ...offlineRun('deno', 'test/runtimes/entry.mjs', { denoDir }) },
   {
     name: 'workerd',
     command: process.execPath,
