@@ -4,7 +4,6 @@
  * @module
  */
 
-import { noop } from '../noop.js';
 import { createHash } from 'node:crypto';
 // Types only: importing this entry never loads ioredis; the caller passes their own client.
 import type { Cluster, Redis } from 'ioredis';
@@ -223,9 +222,12 @@ export function redisStore({
           }
         },
         (late) => {
-          // Redis ran the claim in time but answered after the caller had given up: the lease
-          // is nobody's, so hand it back rather than block the key for leaseMs.
-          if (late.state === 'claimed') store.release(key, token).catch(noop);
+          // Redis answered after the caller had given up, so the release kept below is due:
+          // sent now if Redis gave us the lease (it is nobody's), dropped if it gave none.
+          const pending = unfinished.get(redisKey);
+          if (pending?.script !== RELEASE || pending.args[0] !== lease) return;
+          if (late.state === 'claimed') void retryUnfinished(redisKey, pending);
+          else forget(redisKey, pending);
         },
       );
       return claimed.catch((error: unknown) => {

@@ -162,11 +162,39 @@ describe('redisStore when Redis takes a claim and its answer never comes', () =>
   });
 });
 
+describe('redisStore when Redis takes a claim and answers after the call gave up', () => {
+  it('hands the lease back as soon as the late answer comes, not a timeout later', async () => {
+    const proxy = await startProxy(server.port);
+    try {
+      const client = new Redis(proxy.url);
+      client.on('error', () => {});
+      clients.push(client);
+      await readyAgain(client);
+      // The kept release is otherwise sent again commandTimeoutMs after the claim failed (at
+      // about 2 000 ms); the late answer comes at about 1 300 ms.
+      const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 1000 });
+      const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+      const key = `late-${randomUUID()}`;
+      proxy.replyDelayMs = 1300;
+      const startedAt = Date.now();
+      await expect(store.claim(key, 60_000)).rejects.toThrow(StoreUnavailableError);
+      expect(await other.claim(key, 60_000)).toEqual({ state: 'in_flight' });
+      await sleep(1600 - (Date.now() - startedAt));
+      expect(await other.claim(key, 60_000)).toMatchObject({ state: 'claimed' });
+      expect(Date.now() - startedAt).toBeLessThan(1900);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
 /** A TCP proxy in front of Redis that can drop what goes either way, and cut every connection. */
 interface Proxy {
   readonly url: string;
   dropRequests: boolean;
   dropReplies: boolean;
+  /** How long each reply is held before it is passed on. */
+  replyDelayMs: number;
   cut(): void;
   close(): Promise<void>;
 }
@@ -177,6 +205,7 @@ async function startProxy(port: number): Promise<Proxy> {
     url: '',
     dropRequests: false,
     dropReplies: false,
+    replyDelayMs: 0,
     cut: () => {
       for (const socket of sockets) socket.destroy();
     },
@@ -197,7 +226,11 @@ async function startProxy(port: number): Promise<Proxy> {
       });
     }
     downstream.on('data', (chunk) => proxy.dropRequests || upstream.write(chunk));
-    upstream.on('data', (chunk) => proxy.dropReplies || downstream.write(chunk));
+    upstream.on('data', (chunk) => {
+      if (proxy.dropReplies) return;
+      if (proxy.replyDelayMs === 0) downstream.write(chunk);
+      else setTimeout(() => downstream.write(chunk), proxy.replyDelayMs);
+    });
   });
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
   const { port: listening } = listener.address() as AddressInfo;
