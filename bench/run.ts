@@ -497,6 +497,8 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   );
   compare('express', 'express-hand', 'express adapter / (e) hand-written express', 0.9);
   compare('hono', 'hono-hand', 'hono adapter / (e) hand-written hono', 0.9);
+  compare('fastify', 'fastify-hand', 'fastify plugin / (e) hand-written fastify', 0.9);
+  compare('koa', 'koa-hand', 'koa middleware / (e) hand-written koa', 0.9);
   // The Fetch adapter against a hand-written Fetch handler on the same server, on each runtime.
   compare(
     'fetch-request',

@@ -81,6 +81,36 @@ async function expressHandWritten(): Promise<Server> {
   return createServer(app);
 }
 
+/**
+ * Fastify's own way to a raw body: a content-type parser that keeps the bytes as a Buffer
+ * (`parseAs: 'buffer'`), then the same check in the route.
+ */
+async function fastifyHandWritten(): Promise<Server> {
+  const { default: Fastify } = await import('fastify');
+  const app = Fastify();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) =>
+    done(null, body),
+  );
+  app.post(BENCH_PATH, async (request, reply) => {
+    const ok = verifyAndParse(request.body as Buffer, request.headers['signature']);
+    return reply.code(ok ? 200 : 401).send(ok ? { ok: true } : { ok: false });
+  });
+  await app.ready();
+  return app.server;
+}
+
+async function koaHandWritten(): Promise<Server> {
+  const { default: Koa } = await import('koa');
+  const app = new Koa();
+  app.use(async (ctx, next) => {
+    if (ctx.method !== 'POST' || ctx.path !== BENCH_PATH) return next();
+    const ok = verifyAndParse(await readBody(ctx.req), ctx.get('signature'));
+    ctx.status = ok ? 200 : 401;
+    ctx.body = ok ? { ok: true } : { ok: false };
+  });
+  return createServer(app.callback());
+}
+
 async function honoHandWritten(): Promise<Server> {
   const { Hono } = await import('hono');
   const app = new Hono();
@@ -315,6 +345,26 @@ async function expressAdapter(): Promise<Server> {
   return createServer(app);
 }
 
+async function fastifyAdapter(): Promise<Server> {
+  const { default: Fastify } = await import('fastify');
+  const { schoolhooksPlugin } = await import('../adapters/fastify.js');
+  const app = Fastify();
+  await app.register(schoolhooksPlugin, {
+    receiver: await schoolhooksReceiver('memory'),
+    path: BENCH_PATH,
+  });
+  await app.ready();
+  return app.server;
+}
+
+async function koaAdapter(): Promise<Server> {
+  const { default: Koa } = await import('koa');
+  const { koaMiddleware } = await import('../adapters/koa.js');
+  const app = new Koa();
+  app.use(koaMiddleware(await schoolhooksReceiver('memory'), { path: BENCH_PATH }));
+  return createServer(app.callback());
+}
+
 async function honoAdapter(): Promise<Server> {
   const { Hono } = await import('hono');
   const { honoHandler } = await import('../adapters/hono.js');
@@ -340,6 +390,8 @@ const factories: Record<NodeServerId, () => Promise<Server>> = {
   minimal: minimalServer,
   node: () => nodeAdapter('memory'),
   express: expressAdapter,
+  fastify: fastifyAdapter,
+  koa: koaAdapter,
   hono: honoAdapter,
   fetch: fetchAdapter,
   'node-redis': () => nodeAdapter('redis'),
@@ -350,6 +402,8 @@ const factories: Record<NodeServerId, () => Promise<Server>> = {
   octokit: octokitServer,
   'octokit-web': octokitWebServer,
   'express-hand': expressHandWritten,
+  'fastify-hand': fastifyHandWritten,
+  'koa-hand': koaHandWritten,
   'hono-hand': honoHandWritten,
   core: coreOnly,
   'hono-floor': honoFloor,

@@ -10,6 +10,8 @@ export const SERVER_IDS = [
   'minimal',
   'node',
   'express',
+  'fastify',
+  'koa',
   'hono',
   'fetch',
   'node-redis',
@@ -20,6 +22,8 @@ export const SERVER_IDS = [
   'octokit',
   'octokit-web',
   'express-hand',
+  'fastify-hand',
+  'koa-hand',
   'hono-hand',
   'hono-floor',
   'fetch-floor',
@@ -78,6 +82,8 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
   },
   node: { label: '(b) schoolhooks node adapter + memoryStore', style: 'schoolhooks' },
   express: { label: '(b) schoolhooks Express adapter + memoryStore', style: 'schoolhooks' },
+  fastify: { label: '(b) schoolhooks Fastify plugin + memoryStore', style: 'schoolhooks' },
+  koa: { label: '(b) schoolhooks Koa middleware + memoryStore', style: 'schoolhooks' },
   hono: { label: '(b) schoolhooks Hono adapter + memoryStore', style: 'schoolhooks' },
   fetch: {
     label: '(b) schoolhooks Fetch adapter (on @hono/node-server) + memoryStore',
@@ -106,6 +112,11 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
     style: 'octokit',
   },
   'express-hand': { label: '(e) hand-written Express 5 (same HMAC check)', style: 'schoolhooks' },
+  'fastify-hand': {
+    label: '(e) hand-written Fastify 5 (a Buffer body parser, same HMAC check)',
+    style: 'schoolhooks',
+  },
+  'koa-hand': { label: '(e) hand-written Koa 3 (same HMAC check)', style: 'schoolhooks' },
   'hono-hand': {
     label: '(e) hand-written Hono on @hono/node-server (same HMAC check)',
     style: 'schoolhooks',
