@@ -14,7 +14,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BODY_KINDS, FIXTURE_OF, type BodyKind } from './bodies.js';
 import { OFFLINE_BINARIES, offlineRun } from '../scripts/offline-runtimes.mjs';
@@ -94,9 +94,25 @@ function start(
   args: string[],
   nodeFlags: string[] = [],
 ): ChildProcess {
-  const node = [...nodeFlags, join(built, script.replace(/\.ts$/, '.mjs')), ...args];
+  const file = isAbsolute(script) ? script : join(built, script.replace(/\.ts$/, '.mjs'));
+  const node = [...nodeFlags, file, ...args];
   const [command, argv] = pinned(core, process.execPath, node);
   return spawn(command, argv, { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+}
+
+/**
+ * The bench server bundle of the baseline build: `BENCH_BASELINE` names another checkout (the
+ * last release, say) that carries this bench/ and has run it once, so that its bundle holds
+ * this harness around that build's code (bench/README.md, "Comparing two builds").
+ */
+function baselineBundle(): string {
+  const dir = process.env.BENCH_BASELINE;
+  const bundle =
+    dir && join(resolve(dir), 'node_modules', '.cache', 'schoolhooks-bench', 'server.mjs');
+  if (!bundle || !existsSync(bundle)) {
+    throw new Error('node-baseline needs BENCH_BASELINE: a checkout whose bench bundle is built');
+  }
+  return bundle;
 }
 
 /** Deno's cache for the run: empty, so that it resolves everything from node_modules, offline. */
@@ -290,11 +306,12 @@ async function startServer(
     ({ child, port } = await startWeb(SERVER_CORE, web, profileDir));
     control = httpControl(child, port);
   } else {
+    const baseline = id === 'node-baseline';
     child = start(
       SERVER_CORE,
-      'server.ts',
+      baseline ? baselineBundle() : 'server.ts',
       // A namespace per server: each server's keys start over, and two on Redis must not meet.
-      [id, `${runTag}-${kind}-${id}`],
+      [baseline ? 'node' : id, `${runTag}-${kind}-${id}`],
       // One file per thread (tsx's loader runs on its own); the largest is the main thread's.
       profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
     );

@@ -36,14 +36,16 @@ export const SERVER_IDS = [
 ] as const;
 /**
  * Diagnostic servers, measured only when named in `BENCH_ONLY`: `core` is the minimal receiver's
- * body reading around `receiver.handle()`, to tell the core's cost from an adapter's.
+ * body reading around `receiver.handle()`, to tell the core's cost from an adapter's;
+ * `node-baseline` is the node adapter of another build (`BENCH_BASELINE`, see bench/README.md),
+ * measured in the same rounds as this one's, to tell whether a change lost speed.
  */
-export const DIAGNOSTIC_IDS = ['core'] as const;
+export const DIAGNOSTIC_IDS = ['core', 'node-baseline'] as const;
 export type ServerId = (typeof SERVER_IDS)[number] | (typeof DIAGNOSTIC_IDS)[number];
 /** The rows served by bench/server-web.ts (see {@link ServerSpec.web}); every other is bench/server.ts's. */
 export type WebServerId = 'fetch-request' | 'fetch-hand' | `${'bun' | 'deno'}-${'fetch' | 'hand'}`;
-/** The rows bench/server.ts starts. */
-export type NodeServerId = Exclude<ServerId, WebServerId>;
+/** The rows bench/server.ts starts (`node-baseline` is another build's `node`). */
+export type NodeServerId = Exclude<ServerId, WebServerId | 'node-baseline'>;
 
 /** How a server expects a delivery to be signed. */
 export type SignatureStyle = 'schoolhooks' | 'octokit';
@@ -119,6 +121,10 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
   'koa-hand': { label: '(e) hand-written Koa 3 (same HMAC check)', style: 'schoolhooks' },
   'hono-hand': {
     label: '(e) hand-written Hono on @hono/node-server (same HMAC check)',
+    style: 'schoolhooks',
+  },
+  'node-baseline': {
+    label: '(b) the node adapter + memoryStore of the baseline build (BENCH_BASELINE)',
     style: 'schoolhooks',
   },
   core: {
