@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 
 /**
  * The headers of an answer with `status`. After a 413 the connection ends (`connection: close`):
@@ -26,6 +26,9 @@ export function answerHeaders(status: number): Record<string, string> {
  */
 export function sendJson(res: ServerResponse, status: number, body: object): void {
   const json = JSON.stringify(body);
-  res.writeHead(status, { ...answerHeaders(status), 'content-length': Buffer.byteLength(json) });
+  // answerHeaders gives a fresh object: adding the length to it spares a copy per answer.
+  const headers: OutgoingHttpHeaders = answerHeaders(status);
+  headers['content-length'] = Buffer.byteLength(json);
+  res.writeHead(status, headers);
   res.end(json);
 }
