@@ -501,6 +501,10 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   for (const id of ['node', 'hono', 'fetch'] as const) {
     compare(id, 'octokit', `${id} adapter / (d) octokit`, 1);
   }
+  // Issue 23's "no speed lost": this build's node adapter against another build's, same rounds.
+  compare('node', 'node-baseline', "node adapter / the baseline build's node adapter", 1);
+  compare('node-baseline', 'minimal', "the baseline build's node adapter / (a)");
+  compare('node-baseline', 'octokit', "the baseline build's node adapter / (d) octokit");
   // Like for like: octokit's own Fetch middleware on the same server as the Fetch and Hono adapters.
   for (const id of ['hono', 'fetch'] as const) {
     compare(id, 'octokit-web', `${id} adapter / (d) octokit's Fetch middleware, same server`, 1);
