@@ -9,6 +9,7 @@ import type { Pool, PoolClient } from 'pg';
 import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
+import { noop } from '../noop.js';
 import { storeUnavailable } from './unavailable.js';
 import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './types.js';
 
@@ -379,5 +380,3 @@ function isDuplicateObject(error: unknown): boolean {
 function unavailable(operation: string, error: unknown): StoreUnavailableError {
   return storeUnavailable('Postgres', operation, error);
 }
-
-function noop(): void {}
