@@ -10,6 +10,7 @@ import {
   STATUS_CODES,
   type IncomingHttpHeaders,
   type IncomingMessage,
+  type Server,
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -127,140 +128,245 @@ export async function createMockSchoolApi({
   apiClient = true,
   port = 0,
 }: MockSchoolApiOptions = {}): Promise<MockSchoolApi> {
-  const userSchools = new Map<number, number>();
-  for (const user of users ?? []) {
-    if (typeof user === 'number') userSchools.set(user, schoolId);
-    else userSchools.set(user.id, user.schoolId ?? schoolId);
-  }
-  for (const id of admins) userSchools.set(id, schoolId);
-  const adminIds = new Set(admins);
-  const sessionsByUser = new Map<number, Session[]>();
+  const access: Access = { apiKey, sellerId, schoolId, permissions, banned, apiClient };
+  const directory = new UserDirectory(schoolId, users, admins);
+  const sessions = new SessionBook();
   const requests: MockSchoolApiRequest[] = [];
-  const faults: Fault[] = [];
-  const timers = new Set<NodeJS.Timeout>();
-  let lastSessionId = 0;
+  const faults = new FaultQueue();
+
+  /** The platform's answer to a request that meets no fault. */
+  function serve(method: string, path: string, headers: Record<string, string>, text: string) {
+    if (path.split('?')[0] !== ENDPOINT_PATH) return errorAnswer(404, 'NotFound', 'Not Found');
+    if (method !== 'POST') return errorAnswer(405, 'MethodNotAllowed', 'Method Not Allowed');
+    const refused = refusal(access, headers);
+    if (refused !== undefined) return refused;
+    const input = sessionInput(text);
+    if ('status' in input) return input;
+    const userRefused = directory.refusal(input.userId);
+    if (userRefused !== undefined) return userRefused;
+    return sessions.createOrGet(input.userId, input.forceCreate);
+  }
+
+  /** Records the request, applies the next fault, and answers. */
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readBody(req);
+    const headers = flattenHeaders(req.headers);
+    requests.push({ method: req.method ?? '', path: req.url ?? '', headers, body });
+    const fault = faults.next();
+    if (fault?.kind === 'delay') await faults.wait(fault.ms);
+    if (fault?.kind === 'fail') return send(res, fault.status, fault.body, fault.headers);
+    const answer = serve(req.method ?? '', req.url ?? '', headers, body);
+    if (fault?.kind === 'drop') return void res.socket?.destroy();
+    send(res, answer.status, answer.body);
+  }
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       res.destroy(error instanceof Error ? error : undefined);
     });
   });
+  const url = await listen(server, port);
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readBody(req);
-    const headers = flattenHeaders(req.headers);
-    requests.push({ method: req.method ?? '', path: req.url ?? '', headers, body });
-    const fault = faults.shift();
-    if (fault?.kind === 'delay') await wait(fault.ms);
-    if (fault?.kind === 'fail') {
-      send(res, fault.status, fault.body, fault.headers);
-      return;
+  return {
+    url,
+    requests,
+    sessions: (userId) => sessions.copies(userId),
+    failNext(status, body = defaultErrorBody(status), headers = {}) {
+      faults.add({ kind: 'fail', status, body, headers });
+    },
+    dropNext() {
+      faults.add({ kind: 'drop' });
+    },
+    delayNext(ms) {
+      faults.add({ kind: 'delay', ms });
+    },
+    close() {
+      // A delayed request is abandoned: its timer would otherwise keep the process alive.
+      faults.clear();
+      return new Promise((resolve, reject) => {
+        server.close((closeError) => (closeError ? reject(closeError) : resolve()));
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+/** What the mock's API key may do, from {@link MockSchoolApiOptions}. */
+interface Access {
+  readonly apiKey: string;
+  readonly sellerId: number;
+  readonly schoolId: number;
+  readonly permissions: readonly string[];
+  readonly banned: boolean;
+  readonly apiClient: boolean;
+}
+
+/**
+ * The platform's refusal of a request's key, seller, school or content type, checked in the
+ * order of the error table of docs/platform.md#api-errors; undefined when it passes.
+ */
+function refusal(access: Access, headers: Record<string, string>): Answer | undefined {
+  if (headers['authorization'] !== `Bearer ${access.apiKey}`) {
+    return errorAnswer(401, 'Unauthorized', 'Unauthorized');
+  }
+  if (access.banned) return errorAnswer(401, 'Blocked', 'User is blocked');
+  if (!access.apiClient) return errorAnswer(403, 'Forbidden', NO_API_CLIENT);
+  const headerSellerId = headers['seller-id'];
+  const headerSchoolId = headers['school-id'];
+  // A missing or foreign Seller-Id: the key's permissions are checked against it (docs/platform.md#authentication).
+  if (headerSellerId === undefined) return errorAnswer(401, 'Forbidden', FOREIGN_SELLER);
+  if (!isDigits(headerSellerId)) return validationAnswer('Seller-Id must be an integer number');
+  if (Number(headerSellerId) !== access.sellerId) {
+    return errorAnswer(401, 'Forbidden', FOREIGN_SELLER);
+  }
+  if (!access.permissions.includes('SchoolManageUsers')) {
+    return errorAnswer(401, 'Forbidden', `${FOREIGN_SELLER} - permissions SchoolManageUsers`);
+  }
+  if (!isDigits(headerSchoolId)) return validationAnswer('School-Id must be an integer number');
+  if (Number(headerSchoolId) !== access.schoolId) {
+    return errorAnswer(400, 'ForbiddenSchoolMismatch', 'Forbidden school mismatch');
+  }
+  if (!(headers['content-type'] ?? '').toLowerCase().startsWith('application/json')) {
+    return validationAnswer('Content-Type must be application/json');
+  }
+  return undefined;
+}
+
+/** The body's `userId` and `forceCreate`, or the platform's validation answer. */
+function sessionInput(text: string): { userId: number; forceCreate: boolean } | Answer {
+  let input: unknown;
+  try {
+    input = JSON.parse(text);
+  } catch {
+    return validationAnswer('body must be a JSON object');
+  }
+  if (!isRecord(input)) return validationAnswer('body must be a JSON object');
+  const { userId, forceCreate = false } = input;
+  if (typeof userId !== 'number' || !Number.isInteger(userId)) {
+    return validationAnswer('userId must be an integer number');
+  }
+  if (typeof forceCreate !== 'boolean') {
+    return validationAnswer('forceCreate must be a boolean value');
+  }
+  return { userId, forceCreate };
+}
+
+/** The school's users: whose school each one is, and who has admin-panel permissions. */
+class UserDirectory {
+  readonly #schoolId: number;
+  /** Undefined: every id is a student of the seller's school. */
+  readonly #schools: Map<number, number> | undefined;
+  readonly #admins: ReadonlySet<number>;
+
+  constructor(schoolId: number, users: MockSchoolApiOptions['users'], admins: readonly number[]) {
+    this.#schoolId = schoolId;
+    this.#admins = new Set(admins);
+    if (users === undefined) return;
+    const schools = new Map<number, number>();
+    for (const user of users) {
+      if (typeof user === 'number') schools.set(user, schoolId);
+      else schools.set(user.id, user.schoolId ?? schoolId);
     }
-    const answer = serve(req.method ?? '', req.url ?? '', headers, body);
-    if (fault?.kind === 'drop') {
-      res.socket?.destroy();
-      return;
-    }
-    send(res, answer.status, answer.body);
+    for (const id of admins) schools.set(id, schoolId);
+    this.#schools = schools;
   }
 
-  function serve(
-    method: string,
-    path: string,
-    headers: Record<string, string>,
-    text: string,
-  ): Answer {
-    if (path.split('?')[0] !== ENDPOINT_PATH) return errorAnswer(404, 'NotFound', 'Not Found');
-    if (method !== 'POST') return errorAnswer(405, 'MethodNotAllowed', 'Method Not Allowed');
-    // The order and the answers of the error table of docs/platform.md#api-errors.
-    if (headers['authorization'] !== `Bearer ${apiKey}`) {
-      return errorAnswer(401, 'Unauthorized', 'Unauthorized');
-    }
-    if (banned) return errorAnswer(401, 'Blocked', 'User is blocked');
-    if (!apiClient) return errorAnswer(403, 'Forbidden', NO_API_CLIENT);
-    const headerSellerId = headers['seller-id'];
-    const headerSchoolId = headers['school-id'];
-    // A missing or foreign Seller-Id: the key's permissions are checked against it (docs/platform.md#authentication).
-    if (headerSellerId === undefined) return errorAnswer(401, 'Forbidden', FOREIGN_SELLER);
-    if (!isDigits(headerSellerId)) return validationAnswer('Seller-Id must be an integer number');
-    if (Number(headerSellerId) !== sellerId) return errorAnswer(401, 'Forbidden', FOREIGN_SELLER);
-    if (!permissions.includes('SchoolManageUsers')) {
-      return errorAnswer(401, 'Forbidden', `${FOREIGN_SELLER} - permissions SchoolManageUsers`);
-    }
-    if (!isDigits(headerSchoolId)) return validationAnswer('School-Id must be an integer number');
-    if (Number(headerSchoolId) !== schoolId) {
-      return errorAnswer(400, 'ForbiddenSchoolMismatch', 'Forbidden school mismatch');
-    }
-    if (!(headers['content-type'] ?? '').toLowerCase().startsWith('application/json')) {
-      return validationAnswer('Content-Type must be application/json');
-    }
-    let input: unknown;
-    try {
-      input = JSON.parse(text);
-    } catch {
-      return validationAnswer('body must be a JSON object');
-    }
-    if (!isRecord(input)) return validationAnswer('body must be a JSON object');
-    const { userId, forceCreate = false } = input;
-    if (typeof userId !== 'number' || !Number.isInteger(userId)) {
-      return validationAnswer('userId must be an integer number');
-    }
-    if (typeof forceCreate !== 'boolean') {
-      return validationAnswer('forceCreate must be a boolean value');
-    }
-    const home = userSchools.get(userId) ?? (users === undefined ? schoolId : undefined);
-    if (home !== schoolId) return errorAnswer(401, 'Forbidden', FOREIGN_USER);
-    if (adminIds.has(userId)) return errorAnswer(400, 'Forbidden', ADMIN_USER);
+  /** The platform's refusal of a session for this user (foreign, or an admin), if any. */
+  refusal(userId: number): Answer | undefined {
+    const home = this.#schools === undefined ? this.#schoolId : this.#schools.get(userId);
+    if (home !== this.#schoolId) return errorAnswer(401, 'Forbidden', FOREIGN_USER);
+    if (this.#admins.has(userId)) return errorAnswer(400, 'Forbidden', ADMIN_USER);
+    return undefined;
+  }
+}
 
-    const sessions = sessionsByUser.get(userId) ?? [];
-    sessionsByUser.set(userId, sessions);
+/** The sessions the mock keeps, per user: create-or-get, as the platform does. */
+class SessionBook {
+  readonly #byUser = new Map<number, Session[]>();
+  #lastId = 0;
+
+  /** The user's latest live session, or a new one (always a new one with `forceCreate`). */
+  createOrGet(userId: number, forceCreate: boolean): Answer {
+    const sessions = this.#byUser.get(userId) ?? [];
+    this.#byUser.set(userId, sessions);
     const active = sessions.filter(
       (session) => session.alive && Date.parse(session.expireAt) > Date.now(),
     );
     const latest = active[active.length - 1];
     if (latest && !forceCreate) return createdAnswer(false, latest);
-    const session = newSession(userId);
+    this.#lastId += 1;
+    const session = newSession(this.#lastId, userId);
     sessions.push(session);
     return createdAnswer(true, session);
   }
 
-  function newSession(userId: number): Session {
-    const now = new Date();
-    const expireAt = new Date(now);
-    expireAt.setUTCFullYear(expireAt.getUTCFullYear() + 2);
-    lastSessionId += 1;
-    return {
-      id: lastSessionId,
-      createdAt: now.toISOString(),
-      updatedAt: now.toISOString(),
-      archivedAt: null,
-      userId,
-      uuid: randomUUID(),
-      deviceUuid: randomUUID(),
-      token: randomBytes(32).toString('base64url'),
-      alive: true,
-      isOnline: false,
-      appLocation: null,
-      appLocationParams: {},
-      language: null,
-      timezone: null,
-      appVersion: null,
-      launcher: 'api',
-      lastActivityAt: now.toISOString(),
-      expireAt: expireAt.toISOString(),
-    };
+  /** Copies of the user's sessions, oldest first. */
+  copies(userId: number): Session[] {
+    return structuredClone(this.#byUser.get(userId) ?? []);
+  }
+}
+
+/** A session as the platform makes one: a fresh token, alive for two years. */
+function newSession(id: number, userId: number): Session {
+  const now = new Date();
+  const expireAt = new Date(now);
+  expireAt.setUTCFullYear(expireAt.getUTCFullYear() + 2);
+  return {
+    id,
+    createdAt: now.toISOString(),
+    updatedAt: now.toISOString(),
+    archivedAt: null,
+    userId,
+    uuid: randomUUID(),
+    deviceUuid: randomUUID(),
+    token: randomBytes(32).toString('base64url'),
+    alive: true,
+    isOnline: false,
+    appLocation: null,
+    appLocationParams: {},
+    language: null,
+    timezone: null,
+    appVersion: null,
+    launcher: 'api',
+    lastActivityAt: now.toISOString(),
+    expireAt: expireAt.toISOString(),
+  };
+}
+
+/** The faults queued for the next requests, and the timers of the delayed ones. */
+class FaultQueue {
+  readonly #queue: Fault[] = [];
+  readonly #timers = new Set<NodeJS.Timeout>();
+
+  add(fault: Fault): void {
+    this.#queue.push(fault);
   }
 
-  function wait(ms: number): Promise<void> {
+  /** The fault for the request at hand, if one is queued. */
+  next(): Fault | undefined {
+    return this.#queue.shift();
+  }
+
+  /** Waits `ms`, on a timer {@link clear} cancels. */
+  wait(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
-        timers.delete(timer);
+        this.#timers.delete(timer);
         resolve();
       }, ms);
-      timers.add(timer);
+      this.#timers.add(timer);
     });
   }
 
+  /** Cancels every delay in progress (its request is abandoned). */
+  clear(): void {
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+  }
+}
+
+/** Listens on 127.0.0.1 and gives the server's URL. */
+async function listen(server: Server, port: number): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => {
@@ -268,31 +374,7 @@ export async function createMockSchoolApi({
       resolve();
     });
   });
-  const address = server.address() as AddressInfo;
-
-  return {
-    url: `http://127.0.0.1:${address.port}`,
-    requests,
-    sessions: (userId) => structuredClone(sessionsByUser.get(userId) ?? []),
-    failNext(status, body = defaultErrorBody(status), headers = {}) {
-      faults.push({ kind: 'fail', status, body, headers });
-    },
-    dropNext() {
-      faults.push({ kind: 'drop' });
-    },
-    delayNext(ms) {
-      faults.push({ kind: 'delay', ms });
-    },
-    close() {
-      // A delayed request is abandoned: its timer would otherwise keep the process alive.
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
-      return new Promise((resolve, reject) => {
-        server.close((closeError) => (closeError ? reject(closeError) : resolve()));
-        server.closeAllConnections();
-      });
-    },
-  };
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 function createdAnswer(isCreated: boolean, session: Session): Answer {
