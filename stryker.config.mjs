@@ -23,6 +23,7 @@ const critical = [
   'src/run-handlers.ts',
   'src/stores/memory.ts',
   'src/stores/redis.ts',
+  'src/stores/postgres.ts',
   'src/inbox/*.ts',
   'adapters/*.ts',
 ];

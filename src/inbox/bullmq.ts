@@ -164,8 +164,87 @@ export function inboxJobId(idempotencyKey: string): string {
  * await inbox.close();
  * ```
  */
-export function bullmqInbox({
-  connection,
+export function bullmqInbox(options: BullmqInboxOptions): BullmqInbox {
+  const settings = checkOptions(options);
+  const { queueName, prefix, logger } = settings;
+  const onConnectionError = (error: unknown): void => {
+    logger?.warn({ err: messageOf(error), queue: queueName }, 'inbox connection error');
+  };
+  const { client, owned } = inboxClient(options.connection, onConnectionError);
+  const queue = new Queue<StoredDelivery, string>(queueName, { connection: client, prefix });
+  queue.on('error', onConnectionError);
+  const enqueue = enqueuer(client, queue, settings);
+  const workers = new Set<InboxWorker>();
+  let closed = false;
+
+  const inbox: BullmqInbox = {
+    queue,
+
+    enqueue(delivery) {
+      if (closed) return Promise.reject(new Error('the inbox is closed'));
+      return enqueue(delivery);
+    },
+
+    work(receiver, workOptions = {}) {
+      if (closed) throw new ConfigError('bullmqInbox: the inbox is closed');
+      const handle = startWorker(client, receiver, settings, workOptions, onConnectionError, () =>
+        workers.delete(handle),
+      );
+      workers.add(handle);
+      return handle;
+    },
+
+    async retryFailed({ event }: { event?: string } = {}) {
+      let count = 0;
+      for (const job of await allJobs(queue, ['failed'])) {
+        if (event !== undefined && job.data.event !== event) continue;
+        if (await retryOne(job)) count++;
+      }
+      return count;
+    },
+
+    async jobs({ state }: { state?: InboxJobState } = {}) {
+      const list: InboxJob[] = [];
+      for (const one of state === undefined ? STATES : [state]) {
+        for (const job of await allJobs(queue, JOB_TYPES[one])) list.push(listed(job, one));
+      }
+      return list;
+    },
+
+    async getJob(idOrKey) {
+      const job = await findJob(queue, idOrKey);
+      return job === undefined ? undefined : shown(job);
+    },
+
+    async retryJob(idOrKey) {
+      const job = await findJob(queue, idOrKey);
+      return job !== undefined && (await retryOne(job));
+    },
+
+    async close() {
+      closed = true;
+      await Promise.all([...workers].map((worker) => worker.close()));
+      await queue.close();
+      if (owned) await quit(client);
+    },
+  };
+  return inbox;
+}
+
+/** {@link BullmqInboxOptions} with every default filled in, checked. */
+interface InboxSettings {
+  readonly queueName: string;
+  readonly prefix: string;
+  readonly attempts: number;
+  readonly backoffMs: number;
+  readonly keepCompletedMs: number;
+  readonly keepFailedMs: number;
+  readonly enqueueTimeoutMs: number;
+  readonly logger: Logger | undefined;
+}
+
+/** The options with their defaults, or a `ConfigError` naming the first that cannot work. */
+function checkOptions({
   queueName = 'schoolhooks',
   prefix = 'bull',
   attempts = DEFAULT_RETRY_POLICY.attempts,
@@ -174,7 +253,7 @@ export function bullmqInbox({
   keepFailedMs = 30 * DAY,
   enqueueTimeoutMs = 2000,
   logger,
-}: BullmqInboxOptions): BullmqInbox {
+}: BullmqInboxOptions): InboxSettings {
   if (queueName === '' || queueName.includes(':')) {
     throw new ConfigError('bullmqInbox: queueName must be a non-empty name without ":"');
   }
@@ -182,20 +261,38 @@ export function bullmqInbox({
   if (!(enqueueTimeoutMs > 0) || !Number.isFinite(enqueueTimeoutMs)) {
     throw new ConfigError('bullmqInbox: enqueueTimeoutMs must be a positive number of ms');
   }
-
-  const owned = !isClient(connection);
-  const client: Redis | Cluster = isClient(connection)
-    ? connection
-    : typeof connection === 'string'
-      ? new Redis(connection)
-      : new Redis(connection);
-  const onConnectionError = (error: unknown): void => {
-    logger?.warn({ err: messageOf(error), queue: queueName }, 'inbox connection error');
+  return {
+    queueName,
+    prefix,
+    attempts,
+    backoffMs,
+    keepCompletedMs,
+    keepFailedMs,
+    enqueueTimeoutMs,
+    logger,
   };
-  if (owned) client.on('error', onConnectionError);
+}
 
-  const queue = new Queue<StoredDelivery, string>(queueName, { connection: client, prefix });
-  queue.on('error', onConnectionError);
+/** The client given, or one made from options or a URL (`owned`: the inbox closes it). */
+function inboxClient(
+  connection: BullmqInboxOptions['connection'],
+  onError: (error: unknown) => void,
+): { client: Redis | Cluster; owned: boolean } {
+  if (isClient(connection)) return { client: connection, owned: false };
+  const client = typeof connection === 'string' ? new Redis(connection) : new Redis(connection);
+  client.on('error', onError);
+  return { client, owned: true };
+}
+
+/**
+ * The inbox's `enqueue`: the delivery as a job whose id is {@link inboxJobId} of its key, with
+ * the inbox's attempts, backoff and retention, bounded by `enqueueTimeoutMs`.
+ */
+function enqueuer(
+  client: Redis | Cluster,
+  queue: Queue<StoredDelivery, string>,
+  { attempts, backoffMs, keepCompletedMs, keepFailedMs, enqueueTimeoutMs }: InboxSettings,
+): (delivery: StoredDelivery) => Promise<void> {
   const jobOptions = {
     attempts,
     // The one retry policy, as a custom strategy every worker of this inbox is given (work()).
@@ -209,15 +306,11 @@ export function bullmqInbox({
     timedOut: () => new Error(`Redis did not store the job within ${enqueueTimeoutMs} ms`),
     failed: (_name, error) => (error instanceof Error ? error : new Error(String(error))),
   });
-  const workers = new Set<InboxWorker>();
-  let closed = false;
-
   // Waits while the client connects, fails at once while it reconnects (never queues an add).
-  const connected = readinessOf(client, notReady);
-
-  function notReady(): Error {
-    return new Error(`the Redis client of the inbox is not ready (status: ${client.status})`);
-  }
+  const connected = readinessOf(
+    client,
+    () => new Error(`the Redis client of the inbox is not ready (status: ${client.status})`),
+  );
 
   async function add(delivery: StoredDelivery, call: BoundedCall): Promise<void> {
     if (client.status !== 'ready') await connected(call);
@@ -228,128 +321,120 @@ export function bullmqInbox({
       jobId: inboxJobId(delivery.idempotencyKey),
     });
   }
+  return (delivery) => enqueues.run('enqueue', (call) => add(delivery, call));
+}
 
-  async function findJob(idOrKey: string): Promise<Job<StoredDelivery, string> | undefined> {
-    const job = await queue.getJob(idOrKey);
-    if (job !== undefined) return job;
-    const derived = inboxJobId(idOrKey);
-    return derived === idOrKey ? undefined : queue.getJob(derived);
-  }
-
-  const inbox: BullmqInbox = {
-    queue,
-
-    enqueue(delivery) {
-      if (closed) return Promise.reject(new Error('the inbox is closed'));
-      return enqueues.run('enqueue', (call) => add(delivery, call));
+/**
+ * A BullMQ worker running {@link jobRunner} on connections copied from the inbox's client, with
+ * the one retry policy as its backoff strategy; `forget` is called once it has closed.
+ */
+function startWorker(
+  client: Redis | Cluster,
+  receiver: Receiver,
+  { queueName, prefix, attempts, backoffMs }: InboxSettings,
+  { concurrency = 1, lockDurationMs, stalledIntervalMs }: BullmqWorkOptions,
+  onError: (error: unknown) => void,
+  forget: () => void,
+): InboxWorker {
+  checkConcurrency('bullmqInbox', concurrency);
+  const template = blockingTemplate(client);
+  const worker = new Worker<StoredDelivery, string>(
+    queueName,
+    jobRunner(receiver, attempts, backoffMs),
+    {
+      connection: template,
+      prefix,
+      concurrency,
+      // The policy's curve from the job's own backoffMs: the inbox that stored the job set
+      // it, and a worker in another process may have been made with another default.
+      settings: {
+        backoffStrategy: (attemptsMade, _type, _error, job) =>
+          exponentialDelay(backoffOf(job?.opts.backoff) ?? backoffMs, attemptsMade),
+      },
+      ...(lockDurationMs === undefined ? {} : { lockDuration: lockDurationMs }),
+      ...(stalledIntervalMs === undefined ? {} : { stalledInterval: stalledIntervalMs }),
     },
-
-    work(receiver, { concurrency = 1, lockDurationMs, stalledIntervalMs } = {}) {
-      if (closed) throw new ConfigError('bullmqInbox: the inbox is closed');
-      checkConcurrency('bullmqInbox', concurrency);
-      const template = blockingTemplate(client);
-      const worker = new Worker<StoredDelivery, string>(
-        queueName,
-        async (job) => {
-          const attempt = job.attemptsMade + 1;
-          const result = await receiver.processStored(job.data, { attempt });
-          // The job's own runs, as the inbox that stored it set them. BullMQ waits as the
-          // backoff strategy below says, on the same curve.
-          const policy = { attempts: job.opts.attempts ?? attempts, backoffMs };
-          const verdict = verdictOf(result, policy, attempt);
-          if (verdict.done) return verdict.outcome;
-          // A dead letter now (for retryFailed later), or a failure BullMQ retries.
-          if (verdict.retryInMs === undefined) throw new UnrecoverableError(verdict.reason);
-          throw new Error(verdict.reason);
-        },
-        {
-          connection: template,
-          prefix,
-          concurrency,
-          // The policy's curve from the job's own backoffMs: the inbox that stored the job set
-          // it, and a worker in another process may have been made with another default.
-          settings: {
-            backoffStrategy: (attemptsMade, _type, _error, job) =>
-              exponentialDelay(backoffOf(job?.opts.backoff) ?? backoffMs, attemptsMade),
-          },
-          ...(lockDurationMs === undefined ? {} : { lockDuration: lockDurationMs }),
-          ...(stalledIntervalMs === undefined ? {} : { stalledInterval: stalledIntervalMs }),
-        },
-      );
-      worker.on('error', onConnectionError);
-      let closing: Promise<void> | undefined;
-      const handle: InboxWorker = {
-        close() {
-          closing ??= worker.close().finally(() => {
-            workers.delete(handle);
-            template.disconnect();
-          });
-          return closing;
-        },
-      };
-      workers.add(handle);
-      return handle;
-    },
-
-    async retryFailed({ event }: { event?: string } = {}) {
-      let count = 0;
-      for (const job of await allJobs(['failed'])) {
-        if (event !== undefined && job.data.event !== event) continue;
-        if (await retryOne(job)) count++;
-      }
-      return count;
-    },
-
-    async jobs({ state }: { state?: InboxJobState } = {}) {
-      const list: InboxJob[] = [];
-      for (const one of state === undefined ? STATES : [state]) {
-        for (const job of await allJobs(JOB_TYPES[one])) list.push(listed(job, one));
-      }
-      return list;
-    },
-
-    async getJob(idOrKey) {
-      const job = await findJob(idOrKey);
-      if (job === undefined) return undefined;
-      const state = stateOf(await job.getState());
-      if (state === undefined) return undefined;
-      const shown: BullmqInboxJob = listed(job, state);
-      if (state === 'completed' && typeof job.returnvalue === 'string') {
-        shown.outcome = job.returnvalue;
-      }
-      if (job.finishedOn) shown.finishedAt = new Date(job.finishedOn).toISOString();
-      return shown;
-    },
-
-    async retryJob(idOrKey) {
-      const job = await findJob(idOrKey);
-      return job !== undefined && (await retryOne(job));
-    },
-
-    async close() {
-      closed = true;
-      await Promise.all([...workers].map((worker) => worker.close()));
-      await queue.close();
-      if (owned) {
-        try {
-          await client.quit();
-        } catch {
-          client.disconnect();
-        }
-      }
+  );
+  worker.on('error', onError);
+  let closing: Promise<void> | undefined;
+  return {
+    close() {
+      closing ??= worker.close().finally(() => {
+        forget();
+        template.disconnect();
+      });
+      return closing;
     },
   };
-  return inbox;
+}
 
-  /** Every job of some BullMQ types, oldest first, read a page at a time. */
-  async function allJobs(types: JobType[]): Promise<Job<StoredDelivery, string>[]> {
-    const found: Job<StoredDelivery, string>[] = [];
-    for (let start = 0; ; start += PAGE) {
-      const page = await queue.getJobs(types, start, start + PAGE - 1, true);
-      // A job removed between the range read and the fetch comes back empty.
-      for (const job of page) if (job) found.push(job);
-      if (page.length < PAGE) return found;
-    }
+/**
+ * One run of a job: the receiver's handlers on the stored delivery, and the policy's verdict as
+ * BullMQ understands it (a return completes the job, `UnrecoverableError` makes it a dead letter
+ * at once, any other error is retried).
+ */
+function jobRunner(
+  receiver: Receiver,
+  attempts: number,
+  backoffMs: number,
+): (job: Job<StoredDelivery, string>) => Promise<string> {
+  return async (job) => {
+    const attempt = job.attemptsMade + 1;
+    const result = await receiver.processStored(job.data, { attempt });
+    // The job's own runs, as the inbox that stored it set them. BullMQ waits as the
+    // backoff strategy says, on the same curve.
+    const policy = { attempts: job.opts.attempts ?? attempts, backoffMs };
+    const verdict = verdictOf(result, policy, attempt);
+    if (verdict.done) return verdict.outcome;
+    // A dead letter now (for retryFailed later), or a failure BullMQ retries.
+    if (verdict.retryInMs === undefined) throw new UnrecoverableError(verdict.reason);
+    throw new Error(verdict.reason);
+  };
+}
+
+/** Every job of some BullMQ types, oldest first, read a page at a time. */
+async function allJobs(
+  queue: Queue<StoredDelivery, string>,
+  types: JobType[],
+): Promise<Job<StoredDelivery, string>[]> {
+  const found: Job<StoredDelivery, string>[] = [];
+  for (let start = 0; ; start += PAGE) {
+    const page = await queue.getJobs(types, start, start + PAGE - 1, true);
+    // A job removed between the range read and the fetch comes back empty.
+    for (const job of page) if (job) found.push(job);
+    if (page.length < PAGE) return found;
+  }
+}
+
+/** A job by its id, or by the id {@link inboxJobId} derives from an idempotencyKey. */
+async function findJob(
+  queue: Queue<StoredDelivery, string>,
+  idOrKey: string,
+): Promise<Job<StoredDelivery, string> | undefined> {
+  const job = await queue.getJob(idOrKey);
+  if (job !== undefined) return job;
+  const derived = inboxJobId(idOrKey);
+  return derived === idOrKey ? undefined : queue.getJob(derived);
+}
+
+/** A job as {@link BullmqInbox.getJob} shows it, or undefined in a state no inbox lists. */
+async function shown(job: Job<StoredDelivery, string>): Promise<BullmqInboxJob | undefined> {
+  const state = stateOf(await job.getState());
+  if (state === undefined) return undefined;
+  const view: BullmqInboxJob = listed(job, state);
+  if (state === 'completed' && typeof job.returnvalue === 'string') {
+    view.outcome = job.returnvalue;
+  }
+  if (job.finishedOn) view.finishedAt = new Date(job.finishedOn).toISOString();
+  return view;
+}
+
+/** Closes a client the inbox made: QUIT, or a plain disconnect if it cannot be sent. */
+async function quit(client: Redis | Cluster): Promise<void> {
+  try {
+    await client.quit();
+  } catch {
+    client.disconnect();
   }
 }
 
