@@ -168,98 +168,19 @@ const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
  * ```
  */
 export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
-  const {
-    boss: given,
-    connectionString,
-    schema = 'pgboss',
-    queueName = 'schoolhooks',
-    attempts = DEFAULT_RETRY_POLICY.attempts,
-    backoffMs = DEFAULT_RETRY_POLICY.backoffMs,
-    keepCompletedMs = DAY,
-    keepFailedMs = 30 * DAY,
-    expireInMs = 15 * 60_000,
-    enqueueTimeoutMs = 2000,
-    logger,
-  } = options;
-  if ((given === undefined) === (connectionString === undefined)) {
-    throw new ConfigError('pgBossInbox: pass either boss or connectionString');
-  }
-  if (connectionString !== undefined && !/^postgres(?:ql)?:\/\//.test(connectionString)) {
-    throw new ConfigError('pgBossInbox: connectionString must be a postgres:// URL');
-  }
-  if (!QUEUE_NAME.test(queueName)) {
-    throw new ConfigError('pgBossInbox: queueName must be letters, digits, "_", "-" or "."');
-  }
-  checkInboxOptions('pgBossInbox', { attempts, backoffMs, keepCompletedMs, keepFailedMs });
-  for (const [name, value] of Object.entries({ expireInMs, enqueueTimeoutMs })) {
-    if (!(value > 0) || !Number.isFinite(value)) {
-      throw new ConfigError(`pgBossInbox: ${name} must be a positive number of ms`);
-    }
-  }
-
-  const onBossError = (error: Error): void => {
-    logger?.warn({ err: messageOf(error), queue: queueName }, 'inbox database error');
-  };
+  const settings = checkOptions(options);
+  const { queueName, keepCompletedMs, enqueueTimeoutMs } = settings;
   const enqueues = new BoundedCalls(enqueueTimeoutMs, {
     timedOut: () => new Error(`Postgres did not store the job within ${enqueueTimeoutMs} ms`),
     failed: (_name, error) => (error instanceof Error ? error : new Error(String(error))),
   });
+  const boss = new BossStarter(settings);
+  const started = () => boss.started();
   const workers = new Set<PgBossWorker>();
+  const wakeWorkers = () => {
+    for (const worker of workers) worker.wake();
+  };
   let closed = false;
-  let boss: PgBossLike | undefined = given;
-
-  // Started once, on first use. A setup mistake (a version we do not know) is every later
-  // caller's error; a database that did not answer is tried again by the next caller.
-  let starting: Promise<{ boss: PgBossLike; tables: PgBossTables }> | undefined;
-  let listening = false;
-  function started(): Promise<{ boss: PgBossLike; tables: PgBossTables }> {
-    starting ??= start().catch((error: unknown) => {
-      if (error instanceof ConfigError) throw error;
-      starting = undefined;
-      if (given === undefined && boss !== undefined) {
-        // pg-boss does not start twice: the next caller makes a new one (this one keeps its
-        // error listener, so a late error of it is logged, never thrown).
-        const failed = boss;
-        boss = undefined;
-        listening = false;
-        failed.stop({ graceful: false, wait: false }).catch(() => {});
-      }
-      throw error;
-    });
-    return starting;
-  }
-  async function start(): Promise<{ boss: PgBossLike; tables: PgBossTables }> {
-    boss ??= await createBoss(connectionString!, {
-      schema,
-      keepCompletedMs,
-      keepFailedMs,
-      expireInMs,
-    });
-    if (!listening) boss.on('error', onBossError);
-    listening = true;
-    await boss.start();
-    const tables = await PgBossTables.open(
-      boss.getDb(),
-      schema,
-      queueName,
-      numberOrNull(await boss.schemaVersion()),
-    );
-    await boss.createQueue(queueName);
-    return { boss, tables };
-  }
-
-  /** Per-job options pg-boss stores with the row (names pg-boss 10, 11 and 12 share). */
-  function sendOptions(tables: PgBossTables, id: string): object {
-    return {
-      id,
-      // pg-boss retries only a run whose worker died (it expired); every other retry is ours.
-      retryLimit: attempts - 1,
-      retryDelay: 0,
-      retryBackoff: false,
-      expireInSeconds: seconds(expireInMs),
-      ...(tables.layout === 'pg-boss 10' ? {} : { deleteAfterSeconds: seconds(keepCompletedMs) }),
-    };
-  }
 
   const inbox: PgBossInbox = {
     async start() {
@@ -273,8 +194,8 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
         if (call.aborted) return;
         const id = pgBossJobId(delivery.idempotencyKey);
         // null when a job with this id is already there (a retry of the same event).
-        await ready.send(queueName, delivery, sendOptions(tables, id));
-        for (const worker of workers) worker.wake();
+        await ready.send(queueName, delivery, sendOptions(settings, tables, id));
+        wakeWorkers();
       });
     },
 
@@ -289,17 +210,8 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
         concurrency,
         pollIntervalMs,
         started,
-        logger,
-        run: async ({ boss: ready, tables }, job) => {
-          const attempt = job.retryCount + 1;
-          const result = await receiver.processStored(job.data as StoredDelivery, { attempt });
-          // The job's own runs, as the inbox that stored it set them.
-          const verdict = verdictOf(result, { attempts: job.retryLimit + 1, backoffMs }, attempt);
-          if (verdict.done) await ready.complete(queueName, job.id, { outcome: verdict.outcome });
-          else if (verdict.retryInMs === undefined) {
-            await tables.deadLetter(job.id, verdict.reason, keepFailedMs);
-          } else await tables.retryLater(job.id, verdict.reason, verdict.retryInMs);
-        },
+        logger: settings.logger,
+        run: jobRunner(receiver, settings),
       });
       workers.add(worker);
       worker.closed.finally(() => workers.delete(worker)).catch(() => {});
@@ -309,7 +221,7 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
     async retryFailed({ event }: { event?: string } = {}) {
       const { tables } = await started();
       const count = await tables.retryFailed({ event }, keepCompletedMs);
-      for (const worker of workers) worker.wake();
+      wakeWorkers();
       return count;
     },
 
@@ -326,22 +238,185 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
     async retryJob(idOrKey) {
       const { tables } = await started();
       const count = await tables.retryFailed({ idOrKey }, keepCompletedMs);
-      for (const worker of workers) worker.wake();
+      wakeWorkers();
       return count > 0;
     },
 
     async close() {
       closed = true;
       await Promise.all([...workers].map((worker) => worker.close()));
-      await starting?.catch(() => {});
-      // A boss it was given is its owner's to stop.
-      if (given === undefined && boss !== undefined) {
-        await boss.stop({ graceful: true, wait: true }).catch(() => {});
-      }
-      if (listening) boss?.off('error', onBossError);
+      await boss.stop();
     },
   };
   return inbox;
+}
+
+/** {@link PgBossInboxOptions} with every default filled in, checked. */
+interface InboxSettings {
+  readonly given: PgBossLike | undefined;
+  readonly connectionString: string | undefined;
+  readonly schema: string;
+  readonly queueName: string;
+  readonly attempts: number;
+  readonly backoffMs: number;
+  readonly keepCompletedMs: number;
+  readonly keepFailedMs: number;
+  readonly expireInMs: number;
+  readonly enqueueTimeoutMs: number;
+  readonly logger: Logger | undefined;
+}
+
+/** The options with their defaults, or a `ConfigError` naming the first that cannot work. */
+function checkOptions({
+  boss: given,
+  connectionString,
+  schema = 'pgboss',
+  queueName = 'schoolhooks',
+  attempts = DEFAULT_RETRY_POLICY.attempts,
+  backoffMs = DEFAULT_RETRY_POLICY.backoffMs,
+  keepCompletedMs = DAY,
+  keepFailedMs = 30 * DAY,
+  expireInMs = 15 * 60_000,
+  enqueueTimeoutMs = 2000,
+  logger,
+}: PgBossInboxOptions): InboxSettings {
+  if ((given === undefined) === (connectionString === undefined)) {
+    throw new ConfigError('pgBossInbox: pass either boss or connectionString');
+  }
+  if (connectionString !== undefined && !/^postgres(?:ql)?:\/\//.test(connectionString)) {
+    throw new ConfigError('pgBossInbox: connectionString must be a postgres:// URL');
+  }
+  if (!QUEUE_NAME.test(queueName)) {
+    throw new ConfigError('pgBossInbox: queueName must be letters, digits, "_", "-" or "."');
+  }
+  checkInboxOptions('pgBossInbox', { attempts, backoffMs, keepCompletedMs, keepFailedMs });
+  for (const [name, value] of Object.entries({ expireInMs, enqueueTimeoutMs })) {
+    if (!(value > 0) || !Number.isFinite(value)) {
+      throw new ConfigError(`pgBossInbox: ${name} must be a positive number of ms`);
+    }
+  }
+  return {
+    given,
+    connectionString,
+    schema,
+    queueName,
+    attempts,
+    backoffMs,
+    keepCompletedMs,
+    keepFailedMs,
+    expireInMs,
+    enqueueTimeoutMs,
+    logger,
+  };
+}
+
+/** A started pg-boss and the tables of its schema version. */
+interface Started {
+  readonly boss: PgBossLike;
+  readonly tables: PgBossTables;
+}
+
+/**
+ * pg-boss, started once on first use, and stopped by the inbox that made it. A setup mistake (a
+ * version we do not know) is every later caller's error; a database that did not answer is
+ * tried again by the next caller, with a new pg-boss (pg-boss does not start twice).
+ */
+class BossStarter {
+  readonly #settings: InboxSettings;
+  #boss: PgBossLike | undefined;
+  #starting: Promise<Started> | undefined;
+  #listening = false;
+  readonly #onError = (error: Error): void => {
+    this.#settings.logger?.warn(
+      { err: messageOf(error), queue: this.#settings.queueName },
+      'inbox database error',
+    );
+  };
+
+  constructor(settings: InboxSettings) {
+    this.#settings = settings;
+    this.#boss = settings.given;
+  }
+
+  started(): Promise<Started> {
+    this.#starting ??= this.#start().catch((error: unknown) => {
+      if (error instanceof ConfigError) throw error;
+      this.#starting = undefined;
+      if (this.#settings.given === undefined && this.#boss !== undefined) {
+        // The next caller makes a new one (this one keeps its error listener, so a late
+        // error of it is logged, never thrown).
+        const failed = this.#boss;
+        this.#boss = undefined;
+        this.#listening = false;
+        failed.stop({ graceful: false, wait: false }).catch(() => {});
+      }
+      throw error;
+    });
+    return this.#starting;
+  }
+
+  /** After a start in progress: stops the pg-boss it made (a boss it was given is its owner's). */
+  async stop(): Promise<void> {
+    await this.#starting?.catch(() => {});
+    if (this.#settings.given === undefined && this.#boss !== undefined) {
+      await this.#boss.stop({ graceful: true, wait: true }).catch(() => {});
+    }
+    if (this.#listening) this.#boss?.off('error', this.#onError);
+  }
+
+  async #start(): Promise<Started> {
+    const { connectionString, schema, queueName } = this.#settings;
+    this.#boss ??= await createBoss(connectionString!, this.#settings);
+    const boss = this.#boss;
+    if (!this.#listening) boss.on('error', this.#onError);
+    this.#listening = true;
+    await boss.start();
+    const tables = await PgBossTables.open(
+      boss.getDb(),
+      schema,
+      queueName,
+      numberOrNull(await boss.schemaVersion()),
+    );
+    await boss.createQueue(queueName);
+    return { boss, tables };
+  }
+}
+
+/** Per-job options pg-boss stores with the row (names pg-boss 10, 11 and 12 share). */
+function sendOptions(
+  { attempts, expireInMs, keepCompletedMs }: InboxSettings,
+  tables: PgBossTables,
+  id: string,
+): object {
+  return {
+    id,
+    // pg-boss retries only a run whose worker died (it expired); every other retry is ours.
+    retryLimit: attempts - 1,
+    retryDelay: 0,
+    retryBackoff: false,
+    expireInSeconds: seconds(expireInMs),
+    ...(tables.layout === 'pg-boss 10' ? {} : { deleteAfterSeconds: seconds(keepCompletedMs) }),
+  };
+}
+
+/**
+ * One run of a job: the receiver's handlers on the stored delivery, then the policy's verdict
+ * written to the job's row (completed, a dead letter, or waiting for its retry).
+ */
+function jobRunner(
+  receiver: Receiver,
+  { queueName, backoffMs, keepFailedMs }: InboxSettings,
+): WorkerSettings['run'] {
+  return async ({ boss, tables }, job) => {
+    const attempt = job.retryCount + 1;
+    const result = await receiver.processStored(job.data as StoredDelivery, { attempt });
+    // The job's own runs, as the inbox that stored it set them.
+    const verdict = verdictOf(result, { attempts: job.retryLimit + 1, backoffMs }, attempt);
+    if (verdict.done) await boss.complete(queueName, job.id, { outcome: verdict.outcome });
+    else if (verdict.retryInMs === undefined) {
+      await tables.deadLetter(job.id, verdict.reason, keepFailedMs);
+    } else await tables.retryLater(job.id, verdict.reason, verdict.retryInMs);
+  };
 }
 
 /** What a worker needs of its inbox. */
@@ -349,12 +424,9 @@ interface WorkerSettings {
   readonly queueName: string;
   readonly concurrency: number;
   readonly pollIntervalMs: number;
-  readonly started: () => Promise<{ boss: PgBossLike; tables: PgBossTables }>;
+  readonly started: () => Promise<Started>;
   readonly logger: Logger | undefined;
-  readonly run: (
-    ready: { boss: PgBossLike; tables: PgBossTables },
-    job: PgBossFetchedJob,
-  ) => Promise<void>;
+  readonly run: (ready: Started, job: PgBossFetchedJob) => Promise<void>;
 }
 
 /**
@@ -389,7 +461,7 @@ class PgBossWorker implements InboxWorker {
 
   async #loop(): Promise<void> {
     const { queueName, concurrency, pollIntervalMs, started, logger, run } = this.#settings;
-    let ready: { boss: PgBossLike; tables: PgBossTables };
+    let ready: Started;
     try {
       ready = await started();
     } catch (error) {
