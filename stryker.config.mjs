@@ -36,7 +36,11 @@ function runName(argv) {
   const at = argv.findIndex((arg) => arg === '--mutate' || arg === '-m');
   const value = at === -1 ? undefined : argv[at + 1];
   if (value === undefined) return 'all';
-  return value
+  // Ranges (`file.ts:12:1-14:500`) name their files only, so the name stays a short file name.
+  const entries = value.split(',');
+  const files = [...new Set(entries.map((entry) => entry.replace(/:\d.*$/, '')))];
+  const ranged = entries.some((entry) => /:\d/.test(entry));
+  return `${files.join(',')}${ranged ? ',ranges' : ''}`
     .replace(/\.ts\b/g, '')
     .replace(/[^A-Za-z0-9]+/g, '-')
     .replace(/^-|-$/g, '');
@@ -64,7 +68,10 @@ const config = {
   dryRunTimeoutMinutes: 20,
   // A mutant of a module-level constant is only seen by reloading every test file: on this
   // machine that is minutes per mutant. `--ignoreStatic false` tests them too.
-  ignoreStatic: true,
+  // With `--coverageAnalysis all` (every test for every mutant: for code that runs outside the
+  // test that caused it, such as a server's request handler, which per-test coverage can
+  // misattribute) Stryker refuses ignoreStatic, so it is off there.
+  ignoreStatic: !process.argv.includes('all'),
   incremental: true,
   incrementalFile: `reports/mutation/${name}.incremental.json`,
   reporters: ['clear-text', 'progress', 'html', 'json'],

@@ -207,4 +207,40 @@ describe('lambdaHandler called with events', () => {
       { ok: false, outcome: 'malformed' },
     ]);
   });
+
+  it.each([
+    ['no requestContext', {}],
+    ['a null requestContext', { requestContext: null }],
+  ])(
+    'answers a REST-shaped event with multi-value headers and %s in `headers` (not an ALB)',
+    async (_what, context) => {
+      const request: Received = {
+        method: 'POST',
+        path: '/webhooks',
+        rawHeaders: Object.entries(delivery.headers).flat(),
+        body: Buffer.from(delivery.body),
+      };
+      const { requestContext: _dropped, ...rest } = eventOf('rest', request, false) as {
+        requestContext: unknown;
+      };
+      const result = await handler()({ ...rest, ...context } as unknown as LambdaEvent);
+      expect(result.statusCode).toBe(200);
+      expect(headersOf('rest', result)).toEqual({ 'content-type': 'application/json' });
+    },
+  );
+
+  it('reads a body as text when the event has no isBase64Encoded flag', async () => {
+    const request: Received = {
+      method: 'POST',
+      path: '/webhooks',
+      rawHeaders: Object.entries(delivery.headers).flat(),
+      body: Buffer.from(delivery.body),
+    };
+    const { isBase64Encoded: _flag, ...event } = eventOf('http-api', request, false);
+    const result = await handler()(event as LambdaEvent);
+    expect([result.statusCode, JSON.parse(result.body)]).toMatchObject([
+      200,
+      { outcome: 'processed' },
+    ]);
+  });
 });

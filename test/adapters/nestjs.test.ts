@@ -211,6 +211,87 @@ for (const platform of ['express', 'fastify'] as const) {
       expect(app.get(Audit).seen).toEqual(['config']);
       expect(logger.lines.join('\n')).toContain('NestFactory.create(AppModule, { rawBody: true })');
     });
+
+    it('reads a body Nest did not parse without rawBody: true, and answers its 415', async () => {
+      const { origin } = await start(
+        SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }),
+        { rawBody: false },
+      );
+      const delivery = createTestDelivery();
+      const headers = { ...delivery.headers, 'content-type': 'text/plain' };
+      expectAnswer(await post(`${origin}/webhooks/school`, { body: delivery.body, headers }), 415, {
+        ok: false,
+        outcome: 'unsupported_media_type',
+      });
+    });
+
+    it('logs the rawBody fix only for body_unavailable, not for a delivery or a GET', async () => {
+      const logger = new Recorded();
+      const { origin } = await start(
+        SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }),
+        { logger },
+      );
+      const delivery = fixtureDelivery('PaymentCompleted');
+      expectAnswer(await post(`${origin}/webhooks/school`, delivery), 200, {
+        ok: true,
+        outcome: 'processed',
+        idempotencyKey: delivery.idempotencyKey,
+      });
+      const get = await fetch(`${origin}/webhooks/school`);
+      expect(get.status).toBe(405);
+      expect(logger.lines.join('\n')).not.toContain('rawBody: true');
+    });
+
+    it('registers @OnSchoolEvent methods of a class decorated while the app starts', async () => {
+      // Decorated here, not at import: the decorator's own work is part of this test.
+      @Injectable()
+      class Late {
+        readonly seen: string[] = [];
+        @OnSchoolEvent('PaymentCompleted')
+        one(event: WebhookEvent<'PaymentCompleted'>) {
+          this.seen.push(`one:${event.event}`);
+        }
+        @OnSchoolEvent(['UserSignedUp', 'CourseCompleted'])
+        many(event: WebhookEvent<'UserSignedUp' | 'CourseCompleted'>) {
+          this.seen.push(`many:${event.event}`);
+        }
+      }
+      const module = appModule(
+        SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }),
+        [Late],
+      );
+      const started = await startNest({ platform, module });
+      server = started.server;
+      for (const name of ['PaymentCompleted', 'UserSignedUp', 'CourseCompleted'] as const) {
+        const delivery = fixtureDelivery(name);
+        expectAnswer(await post(`${server.url}/webhooks/school`, delivery), 200, {
+          ok: true,
+          outcome: 'processed',
+          idempotencyKey: delivery.idempotencyKey,
+        });
+      }
+      expect(started.app.get(Late).seen).toEqual([
+        'one:PaymentCompleted',
+        'many:UserSignedUp',
+        'many:CourseCompleted',
+      ]);
+    });
+
+    it('gives the receiver to providers of modules that do not import SchoolhooksModule', async () => {
+      @Injectable()
+      class Elsewhere {
+        constructor(@Inject(SchoolhooksReceiver) readonly receiver: SchoolhooksReceiver) {}
+      }
+      @Module({ providers: [Elsewhere] })
+      class Feature {}
+      @Module({
+        imports: [SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }), Feature],
+      })
+      class App {}
+      const started = await startNest({ platform, module: App });
+      server = started.server;
+      expect(started.app.get(Elsewhere).receiver).toBe(started.app.get(SchoolhooksReceiver));
+    });
   });
 }
 
