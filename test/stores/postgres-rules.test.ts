@@ -268,7 +268,7 @@ describe('postgresStore failures', () => {
     const store = postgresStore({ pool, table: name });
     await store.release('a', claimed(await store.claim('a', 10_000)).token);
     await pool.query(`DROP TABLE "${name}"`);
-    const failure = await store.claim('b', 10_000).then(
+    const failure = await Promise.resolve(store.claim('b', 10_000)).then(
       () => undefined,
       (error: unknown) => error,
     );
