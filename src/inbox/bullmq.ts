@@ -12,10 +12,10 @@ import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { ConfigError } from '../errors.js';
 import { readinessOf } from '../stores/client-readiness.js';
 import type { Logger, Receiver } from '../receiver.js';
-import { DEFAULT_RETRY_POLICY, exponentialDelay } from '../retry-policy.js';
+import { exponentialDelay } from '../retry-policy.js';
 import {
   checkConcurrency,
-  checkInboxOptions,
+  inboxPolicy,
   type InboxJob,
   type InboxJobState,
   type InboxWorker,
@@ -24,8 +24,6 @@ import {
   verdictOf,
 } from './managed.js';
 import type { StoredDelivery } from './types.js';
-
-const DAY = 24 * 3_600_000;
 
 /** The name of the backoff strategy bullmqInbox gives BullMQ (its jobs' `backoff.type`). */
 export const BACKOFF_STRATEGY = 'schoolhooks';
@@ -244,33 +242,16 @@ interface InboxSettings {
 }
 
 /** The options with their defaults, or a `ConfigError` naming the first that cannot work. */
-function checkOptions({
-  queueName = 'schoolhooks',
-  prefix = 'bull',
-  attempts = DEFAULT_RETRY_POLICY.attempts,
-  backoffMs = DEFAULT_RETRY_POLICY.backoffMs,
-  keepCompletedMs = DAY,
-  keepFailedMs = 30 * DAY,
-  enqueueTimeoutMs = 2000,
-  logger,
-}: BullmqInboxOptions): InboxSettings {
+function checkOptions(options: BullmqInboxOptions): InboxSettings {
+  const { queueName = 'schoolhooks', prefix = 'bull', enqueueTimeoutMs = 2000, logger } = options;
   if (queueName === '' || queueName.includes(':')) {
     throw new ConfigError('bullmqInbox: queueName must be a non-empty name without ":"');
   }
-  checkInboxOptions('bullmqInbox', { attempts, backoffMs, keepCompletedMs, keepFailedMs });
+  const policy = inboxPolicy('bullmqInbox', options);
   if (!(enqueueTimeoutMs > 0) || !Number.isFinite(enqueueTimeoutMs)) {
     throw new ConfigError('bullmqInbox: enqueueTimeoutMs must be a positive number of ms');
   }
-  return {
-    queueName,
-    prefix,
-    attempts,
-    backoffMs,
-    keepCompletedMs,
-    keepFailedMs,
-    enqueueTimeoutMs,
-    logger,
-  };
+  return { queueName, prefix, ...policy, enqueueTimeoutMs, logger };
 }
 
 /** The client given, or one made from options or a URL (`owned`: the inbox closes it). */

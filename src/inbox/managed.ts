@@ -6,7 +6,7 @@
 import { ConfigError } from '../errors.js';
 import type { Outcome } from '../outcome.js';
 import type { Receiver } from '../receiver.js';
-import { nextRetry, type RetryPolicy } from '../retry-policy.js';
+import { DEFAULT_RETRY_POLICY, nextRetry, type RetryPolicy } from '../retry-policy.js';
 import type { Inbox, StoredRunResult } from './types.js';
 
 /** Where a job is: waiting or delayed for a run, running, done, or a dead letter (`failed`). */
@@ -67,6 +67,40 @@ export function checkInboxOptions(
       throw new ConfigError(`${factory}: ${name} must be a number of ms, 0 or more`);
     }
   }
+}
+
+const DAY = 24 * 3_600_000;
+
+/** How many runs a job gets, the first retry's wait, and how long finished jobs are kept. */
+export interface InboxPolicy extends RetryPolicy {
+  /** How long a completed job is kept, in ms. */
+  keepCompletedMs: number;
+  /** How long a dead letter is kept for `retryFailed`, in ms. */
+  keepFailedMs: number;
+}
+
+/** Every inbox's defaults: the one retry policy, completed jobs kept a day, dead letters 30 days. */
+export const INBOX_DEFAULTS: Readonly<InboxPolicy> = {
+  ...DEFAULT_RETRY_POLICY,
+  keepCompletedMs: DAY,
+  keepFailedMs: 30 * DAY,
+};
+
+/**
+ * An inbox's policy from its options, each one given or {@link INBOX_DEFAULTS}', checked as
+ * {@link checkInboxOptions} checks them.
+ */
+export function inboxPolicy(factory: string, options: Partial<InboxPolicy>): InboxPolicy {
+  const given = <K extends keyof InboxPolicy>(key: K): InboxPolicy[K] =>
+    options[key] === undefined ? INBOX_DEFAULTS[key] : options[key];
+  const policy: InboxPolicy = {
+    attempts: given('attempts'),
+    backoffMs: given('backoffMs'),
+    keepCompletedMs: given('keepCompletedMs'),
+    keepFailedMs: given('keepFailedMs'),
+  };
+  checkInboxOptions(factory, { ...policy });
+  return policy;
 }
 
 /** Check a worker's `concurrency`, naming `factory` in the {@link ConfigError}. */

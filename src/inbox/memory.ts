@@ -5,10 +5,9 @@
  */
 
 import type { Receiver } from '../receiver.js';
-import { DEFAULT_RETRY_POLICY } from '../retry-policy.js';
 import {
   checkConcurrency,
-  checkInboxOptions,
+  inboxPolicy,
   type InboxJob,
   type InboxJobState,
   type InboxWorker,
@@ -64,12 +63,8 @@ interface Worker {
  * const worker = inbox.work(receiver, { concurrency: 4 });
  * ```
  */
-export function memoryInbox({
-  attempts = DEFAULT_RETRY_POLICY.attempts,
-  backoffMs = DEFAULT_RETRY_POLICY.backoffMs,
-  keepCompletedMs = 24 * 3_600_000,
-}: MemoryInboxOptions = {}): MemoryInbox {
-  checkInboxOptions('memoryInbox', { attempts, backoffMs, keepCompletedMs });
+export function memoryInbox(options: MemoryInboxOptions = {}): MemoryInbox {
+  const { attempts, backoffMs, keepCompletedMs } = inboxPolicy('memoryInbox', options);
   const jobs = new Map<string, Job>();
   const waiting: Job[] = [];
   const workers = new Set<Worker>();

@@ -10,10 +10,9 @@ import { BoundedCalls } from '../bounded-calls.js';
 import { ConfigError } from '../errors.js';
 import { messageOf } from '../message-of.js';
 import type { Logger, Receiver } from '../receiver.js';
-import { DEFAULT_RETRY_POLICY } from '../retry-policy.js';
 import {
   checkConcurrency,
-  checkInboxOptions,
+  inboxPolicy,
   type InboxJob,
   type InboxJobState,
   type InboxWorker,
@@ -29,8 +28,6 @@ import {
   type PgBossJobRow,
 } from './pg-boss-tables.js';
 import type { StoredDelivery } from './types.js';
-
-const DAY = 24 * 3_600_000;
 
 /** One job as pg-boss's `fetch` hands it out with its metadata (pg-boss 10, 11 and 12). */
 export interface PgBossFetchedJob {
@@ -267,19 +264,16 @@ interface InboxSettings {
 }
 
 /** The options with their defaults, or a `ConfigError` naming the first that cannot work. */
-function checkOptions({
-  boss: given,
-  connectionString,
-  schema = 'pgboss',
-  queueName = 'schoolhooks',
-  attempts = DEFAULT_RETRY_POLICY.attempts,
-  backoffMs = DEFAULT_RETRY_POLICY.backoffMs,
-  keepCompletedMs = DAY,
-  keepFailedMs = 30 * DAY,
-  expireInMs = 15 * 60_000,
-  enqueueTimeoutMs = 2000,
-  logger,
-}: PgBossInboxOptions): InboxSettings {
+function checkOptions(options: PgBossInboxOptions): InboxSettings {
+  const {
+    boss: given,
+    connectionString,
+    schema = 'pgboss',
+    queueName = 'schoolhooks',
+    expireInMs = 15 * 60_000,
+    enqueueTimeoutMs = 2000,
+    logger,
+  } = options;
   if ((given === undefined) === (connectionString === undefined)) {
     throw new ConfigError('pgBossInbox: pass either boss or connectionString');
   }
@@ -289,7 +283,7 @@ function checkOptions({
   if (!QUEUE_NAME.test(queueName)) {
     throw new ConfigError('pgBossInbox: queueName must be letters, digits, "_", "-" or "."');
   }
-  checkInboxOptions('pgBossInbox', { attempts, backoffMs, keepCompletedMs, keepFailedMs });
+  const policy = inboxPolicy('pgBossInbox', options);
   for (const [name, value] of Object.entries({ expireInMs, enqueueTimeoutMs })) {
     if (!(value > 0) || !Number.isFinite(value)) {
       throw new ConfigError(`pgBossInbox: ${name} must be a positive number of ms`);
@@ -300,10 +294,7 @@ function checkOptions({
     connectionString,
     schema,
     queueName,
-    attempts,
-    backoffMs,
-    keepCompletedMs,
-    keepFailedMs,
+    ...policy,
     expireInMs,
     enqueueTimeoutMs,
     logger,

@@ -153,16 +153,21 @@ describe('lambdaHandler called with events', () => {
     return lambdaHandler(receiver);
   }
 
+  /** The delivery as the trigger received it, signed. */
+  function signedRequest(): Received {
+    return {
+      method: 'POST',
+      path: '/webhooks',
+      rawHeaders: Object.entries(delivery.headers).flat(),
+      body: Buffer.from(delivery.body),
+    };
+  }
+
   it.each(TRIGGERS.flatMap((trigger) => [false, true].map((base64) => [trigger, base64] as const)))(
     'answers %s (base64: %s) 200 processed, then duplicate to the retry, in its shape',
     async (trigger, base64) => {
       const handle = handler();
-      const request: Received = {
-        method: 'POST',
-        path: '/webhooks',
-        rawHeaders: Object.entries(delivery.headers).flat(),
-        body: Buffer.from(delivery.body),
-      };
+      const request = signedRequest();
       const event = eventOf(trigger, request, base64);
       const first = await handle(event);
       expect(first.statusCode).toBe(200);
@@ -194,12 +199,7 @@ describe('lambdaHandler called with events', () => {
   });
 
   it('answers 400 malformed to a body flagged base64 that is not', async () => {
-    const request: Received = {
-      method: 'POST',
-      path: '/webhooks',
-      rawHeaders: Object.entries(delivery.headers).flat(),
-      body: Buffer.from(delivery.body),
-    };
+    const request = signedRequest();
     const event = { ...eventOf('http-api', request, false), isBase64Encoded: true };
     const result = await handler()(event);
     expect([result.statusCode, JSON.parse(result.body)]).toEqual([
@@ -214,12 +214,7 @@ describe('lambdaHandler called with events', () => {
   ])(
     'answers a REST-shaped event with multi-value headers and %s in `headers` (not an ALB)',
     async (_what, context) => {
-      const request: Received = {
-        method: 'POST',
-        path: '/webhooks',
-        rawHeaders: Object.entries(delivery.headers).flat(),
-        body: Buffer.from(delivery.body),
-      };
+      const request = signedRequest();
       const { requestContext: _dropped, ...rest } = eventOf('rest', request, false) as {
         requestContext: unknown;
       };
@@ -230,12 +225,7 @@ describe('lambdaHandler called with events', () => {
   );
 
   it('reads a body as text when the event has no isBase64Encoded flag', async () => {
-    const request: Received = {
-      method: 'POST',
-      path: '/webhooks',
-      rawHeaders: Object.entries(delivery.headers).flat(),
-      body: Buffer.from(delivery.body),
-    };
+    const request = signedRequest();
     const { isBase64Encoded: _flag, ...event } = eventOf('http-api', request, false);
     const result = await handler()(event as LambdaEvent);
     expect([result.statusCode, JSON.parse(result.body)]).toMatchObject([

@@ -12,6 +12,7 @@ import { chmod, chown, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { freePort } from './redis.js';
 
 /** A Postgres the tests may use, and how to let go of it. */
@@ -169,4 +170,52 @@ function capture(command: string, args: readonly string[]): Promise<string> {
       code === 0 ? resolve(output) : reject(new Error(`${command} exited with ${code}: ${output}`)),
     );
   });
+}
+
+/** A pool on the test database for one test file, and tables of its own, dropped at its end. */
+export interface TestPostgresPool {
+  /** The pool (made in beforeAll). */
+  readonly pool: pg.Pool;
+  /** The database's URL. */
+  readonly url: string;
+  /** A table name of this file's own (`<prefix>_<random>`), dropped in afterAll. */
+  table(prefix?: string): string;
+}
+
+/**
+ * Registers this file's beforeAll and afterAll: the test database (`DATABASE_URL`, or a throwaway
+ * cluster), a pool of `max` connections, and the tables handed out dropped at the end.
+ */
+export function usePostgresPool(prefix: string, max = 20): TestPostgresPool {
+  let database: TestPostgres | undefined;
+  let pool: pg.Pool | undefined;
+  const tables: string[] = [];
+  beforeAll(async () => {
+    database = await useTestPostgres();
+    pool = new pg.Pool({ connectionString: database.url, max });
+    pool.on('error', () => {});
+  }, 60_000);
+  afterAll(async () => {
+    if (pool) {
+      await dropTables(pool, tables);
+      // Claims a test left open end with their lease: no need to wait for them.
+      await Promise.race([pool.end(), new Promise((resolve) => setTimeout(resolve, 1000))]);
+    }
+    await database?.close();
+  });
+  return {
+    get pool() {
+      if (pool === undefined) throw new Error('the pool is made in beforeAll');
+      return pool;
+    },
+    get url() {
+      if (database === undefined) throw new Error('the database is opened in beforeAll');
+      return database.url;
+    },
+    table(tablePrefix = prefix) {
+      const name = uniqueTable(tablePrefix);
+      tables.push(name);
+      return name;
+    },
+  };
 }

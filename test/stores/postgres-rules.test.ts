@@ -6,41 +6,15 @@
  */
 
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError, StoreUnavailableError } from '../../src/errors.js';
 import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';
 import type { ClaimResult } from '../../src/stores/types.js';
 import { sleep } from '../helpers/redis.js';
-import {
-  dropTables,
-  uniqueTable,
-  useTestPostgres,
-  type TestPostgres,
-} from '../helpers/postgres.js';
+import { usePostgresPool } from '../helpers/postgres.js';
 
-let database: TestPostgres;
-let pool: pg.Pool;
-const tables: string[] = [];
-
-function table(): string {
-  const name = uniqueTable('sh_rules');
-  tables.push(name);
-  return name;
-}
-
-beforeAll(async () => {
-  database = await useTestPostgres();
-  pool = new pg.Pool({ connectionString: database.url, max: 20 });
-  pool.on('error', () => {});
-}, 60_000);
-
-afterAll(async () => {
-  if (pool) {
-    await dropTables(pool, tables);
-    await Promise.race([pool.end(), sleep(1000)]);
-  }
-  await database?.close();
-});
+const postgres = usePostgresPool('sh_rules');
+const table = () => postgres.table();
 
 function claimed(result: ClaimResult): Extract<ClaimResult, { state: 'claimed' }> {
   if (result.state !== 'claimed') throw new Error(`expected a claim, got ${result.state}`);
@@ -48,13 +22,13 @@ function claimed(result: ClaimResult): Extract<ClaimResult, { state: 'claimed' }
 }
 
 async function count(name: string): Promise<number> {
-  const { rows } = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM "${name}"`);
+  const { rows } = await postgres.pool.query<{ n: string }>(`SELECT count(*) AS n FROM "${name}"`);
   return Number(rows[0]!.n);
 }
 
 /** `n` keys that expired an hour ago, written straight into the table. */
 async function insertExpired(name: string, n: number, prefix: string): Promise<void> {
-  await pool.query(
+  await postgres.pool.query(
     `INSERT INTO "${name}" (key, fingerprint, expires_at) ` +
       `SELECT $1 || g, 'fp', now() - interval '1 hour' FROM generate_series(1, $2::int) g`,
     [prefix, n],
@@ -78,7 +52,7 @@ describe('postgresStore table names', () => {
       expect(() => postgresStoreSql({ table: bad }), bad).toThrow(
         /^postgresStoreSql: table must be a name or schema\.name/,
       );
-      expect(() => postgresStore({ pool, table: bad }), bad).toThrow(
+      expect(() => postgresStore({ pool: postgres.pool, table: bad }), bad).toThrow(
         /^postgresStore: table must be a name or schema\.name/,
       );
     }
@@ -96,9 +70,9 @@ describe('postgresStore table names', () => {
 
   it('creates the expiry index with the table', async () => {
     const name = table();
-    const store = postgresStore({ pool, table: name });
+    const store = postgresStore({ pool: postgres.pool, table: name });
     await store.release('k', claimed(await store.claim('k', 10_000)).token);
-    const { rows } = await pool.query<{ indexname: string }>(
+    const { rows } = await postgres.pool.query<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE tablename = $1',
       [name],
     );
@@ -107,7 +81,9 @@ describe('postgresStore table names', () => {
 
   it('lets stores made at once create one table: none of them fails', async () => {
     const name = table();
-    const stores = Array.from({ length: 8 }, () => postgresStore({ pool, table: name }));
+    const stores = Array.from({ length: 8 }, () =>
+      postgresStore({ pool: postgres.pool, table: name }),
+    );
     const results = await Promise.all(stores.map((store, i) => store.claim(`k${i}`, 10_000)));
     expect(results.map((result) => result.state)).toEqual(Array(8).fill('claimed'));
     await Promise.all(stores.map((store, i) => store.release(`k${i}`, claimed(results[i]!).token)));
@@ -116,7 +92,7 @@ describe('postgresStore table names', () => {
 
 describe('postgresStore settings', () => {
   it('refuses a lease that is not a positive finite number of ms, and takes 1 ms', async () => {
-    const store = postgresStore({ pool, table: table() });
+    const store = postgresStore({ pool: postgres.pool, table: table() });
     for (const leaseMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
       await expect(store.claim('k', leaseMs), String(leaseMs)).rejects.toThrow(
         /^postgresStore: leaseMs must be a positive number of milliseconds/,
@@ -129,7 +105,7 @@ describe('postgresStore settings', () => {
 
   it('names connectTimeoutMs in its setup error', () => {
     for (const connectTimeoutMs of [0, -5, Number.NaN, Number.POSITIVE_INFINITY]) {
-      expect(() => postgresStore({ pool, connectTimeoutMs })).toThrow(
+      expect(() => postgresStore({ pool: postgres.pool, connectTimeoutMs })).toThrow(
         /^postgresStore: connectTimeoutMs must be a positive number/,
       );
     }
@@ -139,15 +115,15 @@ describe('postgresStore settings', () => {
 describe('postgresStore sweep', () => {
   it('deletes expired keys in batches of 500 until fewer are left, up to 10 batches a sweep', async () => {
     const name = table();
-    await pool.query(postgresStoreSql({ table: name }));
+    await postgres.pool.query(postgresStoreSql({ table: name }));
     await insertExpired(name, 1200, 'a');
     // A new store sweeps on its first claim: three batches (500, 500, 200) take them all.
-    const store = postgresStore({ pool, table: name });
+    const store = postgresStore({ pool: postgres.pool, table: name });
     await store.release('live', claimed(await store.claim('live', 10_000)).token);
     expect(await settledCount(name)).toBe(0);
 
     await insertExpired(name, 5600, 'b');
-    const next = postgresStore({ pool, table: name });
+    const next = postgresStore({ pool: postgres.pool, table: name });
     await next.release('live', claimed(await next.claim('live', 10_000)).token);
     // Ten batches of 500 at the most: 600 wait for the next sweep.
     expect(await settledCount(name)).toBe(600);
@@ -155,7 +131,7 @@ describe('postgresStore sweep', () => {
 
   it('sweeps at most once a minute per store', async () => {
     const name = table();
-    const store = postgresStore({ pool, table: name });
+    const store = postgresStore({ pool: postgres.pool, table: name });
     await store.release('a', claimed(await store.claim('a', 10_000)).token);
     await settledCount(name);
     await insertExpired(name, 10, 'late');
@@ -166,8 +142,8 @@ describe('postgresStore sweep', () => {
 
 describe('postgresStore claims', () => {
   it('keeps the locks of two tables apart: one key claimed in each at once', async () => {
-    const first = postgresStore({ pool, table: table() });
-    const second = postgresStore({ pool, table: table() });
+    const first = postgresStore({ pool: postgres.pool, table: table() });
+    const second = postgresStore({ pool: postgres.pool, table: table() });
     const a = claimed(await first.claim('same-key', 10_000));
     const b = await second.claim('same-key', 10_000);
     expect(b.state).toBe('claimed');
@@ -177,17 +153,17 @@ describe('postgresStore claims', () => {
 
   it('completes only the key a token was given for', async () => {
     const name = table();
-    const store = postgresStore({ pool, table: name });
+    const store = postgresStore({ pool: postgres.pool, table: name });
     const result = claimed(await store.claim('mine', 10_000));
     await store.complete('other', result.token, 60_000, 'fp');
     expect(await count(name)).toBe(0);
     await store.complete('mine', result.token, 60_000, 'fp');
-    const { rows } = await pool.query<{ key: string }>(`SELECT key FROM "${name}"`);
+    const { rows } = await postgres.pool.query<{ key: string }>(`SELECT key FROM "${name}"`);
     expect(rows).toEqual([{ key: 'mine' }]);
   });
 
   it('ignores the abandon of a claim that was completed already', async () => {
-    const store = postgresStore({ pool, table: table() });
+    const store = postgresStore({ pool: postgres.pool, table: table() });
     const result = claimed(await store.claim('k', 10_000));
     await store.complete('k', result.token, 60_000, 'fp');
     expect(() => result.transaction?.abandon()).not.toThrow();
@@ -195,7 +171,7 @@ describe('postgresStore claims', () => {
   });
 
   it('waits for the session of an abandoned claim to end, then claims the key', async () => {
-    const store = postgresStore({ pool, table: table(), connectTimeoutMs: 4000 });
+    const store = postgresStore({ pool: postgres.pool, table: table(), connectTimeoutMs: 4000 });
     await store.release('warm', claimed(await store.claim('warm', 10_000)).token);
     const first = claimed(await store.claim('k', 60_000));
     first.transaction?.abandon();
@@ -209,7 +185,7 @@ describe('postgresStore claims', () => {
   });
 
   it('returns a pooled client without the listeners it added, claim after claim', async () => {
-    const one = new pg.Pool({ connectionString: database.url, max: 1 });
+    const one = new pg.Pool({ connectionString: postgres.url, max: 1 });
     const warnings: string[] = [];
     const onWarning = (warning: Error) => void warnings.push(warning.name);
     process.on('warning', onWarning);
@@ -234,14 +210,14 @@ describe('postgresStore claims', () => {
 describe('postgresStore failures', () => {
   it('sends nothing more once the caller was told the claim timed out', async () => {
     const name = table();
-    await pool.query(postgresStoreSql({ table: name }));
+    await postgres.pool.query(postgresStoreSql({ table: name }));
     const sent: string[] = [];
     // A pool whose connections come late: the claim's deadline passes while it waits.
     const slow = {
-      query: pool.query.bind(pool),
+      query: postgres.pool.query.bind(postgres.pool),
       async connect() {
         await sleep(300);
-        const client = await pool.connect();
+        const client = await postgres.pool.connect();
         const query = client.query.bind(client) as (...args: unknown[]) => unknown;
         (client as unknown as { query: (...args: unknown[]) => unknown }).query = (
           ...args: unknown[]
@@ -259,15 +235,15 @@ describe('postgresStore failures', () => {
     await sleep(600);
     expect(sent).toEqual([]);
     // And the key is free: nothing holds its lock.
-    const other = postgresStore({ pool, table: name });
+    const other = postgresStore({ pool: postgres.pool, table: name });
     await other.release('k', claimed(await other.claim('k', 10_000)).token);
   });
 
   it('fails a claim whose statement fails, closing its client rather than pooling it', async () => {
     const name = table();
-    const store = postgresStore({ pool, table: name });
+    const store = postgresStore({ pool: postgres.pool, table: name });
     await store.release('a', claimed(await store.claim('a', 10_000)).token);
-    await pool.query(`DROP TABLE "${name}"`);
+    await postgres.pool.query(`DROP TABLE "${name}"`);
     const failure = await Promise.resolve(store.claim('b', 10_000)).then(
       () => undefined,
       (error: unknown) => error,
@@ -275,24 +251,24 @@ describe('postgresStore failures', () => {
     expect(failure).toBeInstanceOf(StoreUnavailableError);
     expect((failure as Error).message).toMatch(/^Postgres claim failed: /);
     // The pool still serves clean clients: none is left inside a failed transaction.
-    for (let i = 0; i < 5; i++) await pool.query('SELECT 1');
+    for (let i = 0; i < 5; i++) await postgres.pool.query('SELECT 1');
   });
 
   it('names the commit in the error of a completion whose connection died', async () => {
-    const store = postgresStore({ pool, table: table() });
+    const store = postgresStore({ pool: postgres.pool, table: table() });
     const result = claimed(await store.claim('k', 10_000));
     const pid = (result.transaction!.client as unknown as { processID: number }).processID;
-    await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
     await expect(store.complete('k', result.token, 60_000, 'fp')).rejects.toThrow(
       /^Postgres commit failed: /,
     );
   });
 
   it('names the rollback in the error of a release whose connection died', async () => {
-    const store = postgresStore({ pool, table: table() });
+    const store = postgresStore({ pool: postgres.pool, table: table() });
     const result = claimed(await store.claim('k', 10_000));
     const pid = (result.transaction!.client as unknown as { processID: number }).processID;
-    await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
     await expect(store.release('k', result.token)).rejects.toThrow(/^Postgres rollback failed: /);
   });
 });
