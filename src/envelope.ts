@@ -74,6 +74,58 @@ const TIMESTAMP = new RegExp(TIMESTAMP_PATTERN);
  * {@link TIMESTAMP_PATTERN} and names a day of its month (no 30 February).
  */
 export function timestampMsOf(text: string): number | undefined {
+  return commonFormMsOf(text) ?? patternMsOf(text);
+}
+
+/** `2026-11-01T10:00:00.000Z`, the form the platform sends: position by position, no pattern. */
+const COMMON_FORM_LENGTH = 24;
+
+/**
+ * The instant of a timestamp in the platform's own form (`YYYY-MM-DDTHH:MM:SS.sssZ`), read
+ * character by character: a quarter of the pattern's cost on every delivery. Undefined for
+ * anything else, which {@link patternMsOf} then reads; it accepts nothing the pattern refuses.
+ */
+function commonFormMsOf(text: string): number | undefined {
+  if (text.length !== COMMON_FORM_LENGTH) return undefined;
+  if (
+    text.charCodeAt(4) !== 45 || // -
+    text.charCodeAt(7) !== 45 ||
+    text.charCodeAt(13) !== 58 || // :
+    text.charCodeAt(16) !== 58 ||
+    text.charCodeAt(19) !== 46 // .
+  ) {
+    return undefined;
+  }
+  const t = text.charCodeAt(10); // T, t or a space
+  const z = text.charCodeAt(23); // Z or z
+  if ((t !== 84 && t !== 116 && t !== 32) || (z !== 90 && z !== 122)) return undefined;
+  const year = digits(text, 0, 4);
+  const month = digits(text, 5, 2);
+  const day = digits(text, 8, 2);
+  const hours = digits(text, 11, 2);
+  const minutes = digits(text, 14, 2);
+  const seconds = digits(text, 17, 2);
+  const ms = digits(text, 20, 3);
+  if (year < 100 || month < 1 || month > 12) return undefined;
+  if (day < 1 || day > daysIn(year, month)) return undefined;
+  if (hours < 0 || hours > 23 || minutes < 0 || minutes > 59) return undefined;
+  if (seconds < 0 || seconds > 59 || ms < 0) return undefined;
+  return Date.UTC(year, month - 1, day, hours, minutes, seconds, ms);
+}
+
+/** The number written by `length` ASCII digits at `at`; -1 if any is not a digit. */
+function digits(text: string, at: number, length: number): number {
+  let value = 0;
+  for (let i = at; i < at + length; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+/** {@link timestampMsOf} for any form {@link TIMESTAMP_PATTERN} accepts. */
+function patternMsOf(text: string): number | undefined {
   const match = TIMESTAMP.exec(text);
   if (match === null) return undefined;
   const [, year, month, day, hours, minutes, seconds, fraction = '', zone = 'Z'] = match;
@@ -105,8 +157,10 @@ export function timestampMsOf(text: string): number | undefined {
   );
 }
 
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31] as const;
+
 function daysIn(year: number, month: number): number {
-  if (month !== 2) return [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]!;
+  if (month !== 2) return DAYS_IN_MONTH[month - 1]!;
   return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
 }
 

@@ -6,10 +6,11 @@
 
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { eventSchema } from '../src/cli/schema.js';
-import { parseEnvelope, timestampMsOf } from '../src/envelope.js';
+import { parseEnvelope, TIMESTAMP_PATTERN, timestampMsOf } from '../src/envelope.js';
 import { envelopeSchema } from '../src/events/index.js';
 
 const ajv = new Ajv2020({ allowUnionTypes: true });
@@ -128,4 +129,60 @@ describe('one envelope rule: the published JSON Schema and the receiver', () => 
     expect(timestampMsOf('2026-11-01 10:00:00.1239z')).toBe(Date.UTC(2026, 10, 1, 10, 0, 0, 123));
     expect(timestampMsOf('0001-01-01T00:00:00Z')).toBe(Date.parse('0001-01-01T00:00:00.000Z'));
   });
+
+  it("reads the platform's own form (YYYY-MM-DDTHH:MM:SS.sssZ) as the pattern does, near misses too", () => {
+    const pattern = new RegExp(TIMESTAMP_PATTERN);
+    /** The rule written plainly: the pattern, a day of its month, and Date.parse of the ISO form. */
+    const expected = (text: string): number | undefined => {
+      const match = pattern.exec(text);
+      if (match === null) return undefined;
+      const [year, month, day] = [match[1], match[2], match[3]].map(Number) as [
+        number,
+        number,
+        number,
+      ];
+      const daysInMonth = new Date(Date.UTC(2001, month, 0)).getUTCDate();
+      if (day > daysInMonth + (month === 2 && isLeap(year) ? 1 : 0)) return undefined;
+      return Date.parse(`${text.slice(0, 10)}T${text.slice(11, 23)}Z`);
+    };
+    // Fields around their bounds, the separators mostly right, and now and then one character
+    // anywhere replaced by a near miss.
+    const pad = (n: number, width: number) => String(n).padStart(width, '0');
+    const form = fc
+      .record({
+        year: fc.oneof(fc.integer({ min: 0, max: 120 }), fc.integer({ min: 1890, max: 2110 })),
+        month: fc.integer({ min: 0, max: 13 }),
+        day: fc.integer({ min: 0, max: 32 }),
+        hour: fc.integer({ min: 0, max: 25 }),
+        minute: fc.integer({ min: 0, max: 61 }),
+        second: fc.integer({ min: 0, max: 61 }),
+        ms: fc.integer({ min: 0, max: 999 }),
+        t: fc.constantFrom('T', 't', ' ', 'x'),
+        z: fc.constantFrom('Z', 'z', 'Z', '+', 'Q'),
+        swap: fc.option(
+          fc.tuple(fc.nat(23), fc.constantFrom(...'0123456789/:-.TtZz a'.split(''))),
+          {
+            freq: 4,
+          },
+        ),
+      })
+      .map(({ year, month, day, hour, minute, second, ms, t, z, swap }) => {
+        const text = (
+          `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}${t}` +
+          `${pad(hour, 2)}:${pad(minute, 2)}:${pad(second, 2)}.${pad(ms, 3)}${z}`
+        ).split('');
+        if (swap !== null) text[swap[0]] = swap[1];
+        return text.join('');
+      });
+    fc.assert(
+      fc.property(form, (text) => {
+        expect(timestampMsOf(text)).toBe(expected(text));
+      }),
+      { numRuns: 20_000 },
+    );
+  });
 });
+
+function isLeap(year: number): boolean {
+  return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+}
