@@ -92,4 +92,19 @@ describe('koaMiddleware in a Koa app', () => {
     const { origin } = await start((app, middleware) => app.use(bodyParser()).use(middleware));
     expect(await postOrder(origin)).toEqual({ parsed: { id: 7 } });
   });
+
+  it('answers deliveries on every path when given no path', async () => {
+    const receiver = createReceiver({ secret: SECRET }).onAny(() => {});
+    const app = new Koa();
+    app.use(koaMiddleware(receiver));
+    server = await serveApp(app, '');
+    for (const path of ['/', '/anything/else']) {
+      const delivery = createTestDelivery();
+      expectAnswer(await post(`${server.url}${path}`, delivery), 200, {
+        ok: true,
+        outcome: 'processed',
+        idempotencyKey: delivery.idempotencyKey,
+      });
+    }
+  });
 });

@@ -44,14 +44,19 @@ function appModule(schoolhooks: DynamicModule, providers: Provider[] = []) {
 /** Lines the app logged, for the test to read. */
 class Recorded implements LoggerService {
   readonly lines: string[] = [];
-  log(message: unknown) {
-    this.lines.push(String(message));
+  /** Each line as `[context] message`: Nest passes the logger's context last. */
+  #record(message: unknown, rest: unknown[]) {
+    const context = rest.at(-1);
+    this.lines.push(`[${typeof context === 'string' ? context : ''}] ${String(message)}`);
   }
-  error(message: unknown) {
-    this.lines.push(String(message));
+  log(message: unknown, ...rest: unknown[]) {
+    this.#record(message, rest);
   }
-  warn(message: unknown) {
-    this.lines.push(String(message));
+  error(message: unknown, ...rest: unknown[]) {
+    this.#record(message, rest);
+  }
+  warn(message: unknown, ...rest: unknown[]) {
+    this.#record(message, rest);
   }
 }
 
@@ -209,7 +214,10 @@ for (const platform of ['express', 'fastify'] as const) {
         outcome: 'body_unavailable',
       });
       expect(app.get(Audit).seen).toEqual(['config']);
-      expect(logger.lines.join('\n')).toContain('NestFactory.create(AppModule, { rawBody: true })');
+      expect(logger.lines.join('\n')).toContain(
+        '[SchoolhooksModule] the raw request body is not available: create the app with ' +
+          'NestFactory.create(AppModule, { rawBody: true })',
+      );
     });
 
     it('reads a body Nest did not parse without rawBody: true, and answers its 415', async () => {
@@ -305,5 +313,10 @@ it('refuses @OnSchoolEvent on a request-scoped provider, at start-up', async () 
   const module = appModule(SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks' }), [
     PerRequest,
   ]);
-  await expect(startNest({ platform: 'express', module })).rejects.toThrow(ConfigError);
+  const failure = startNest({ platform: 'express', module });
+  await expect(failure).rejects.toThrow(ConfigError);
+  await expect(failure).rejects.toThrow(
+    '@OnSchoolEvent on PerRequest.grant: the provider is request- or transient-scoped, so no ' +
+      'single instance can handle deliveries; make it a singleton',
+  );
 });
