@@ -21,6 +21,20 @@ function claimed(result: ClaimResult): Extract<ClaimResult, { state: 'claimed' }
   return result;
 }
 
+/**
+ * What `work` rejects with, required to be an Error: `rejects.toThrow(pattern)` also passes for
+ * a promise that rejects with `undefined`, which would hide an error that lost its message.
+ */
+async function failureOf(work: unknown): Promise<Error> {
+  try {
+    await work;
+  } catch (error) {
+    if (error instanceof Error) return error;
+    throw new Error(`rejected with a non-Error: ${String(error)}`);
+  }
+  throw new Error('expected a rejection');
+}
+
 async function count(name: string): Promise<number> {
   const { rows } = await postgres.pool.query<{ n: string }>(`SELECT count(*) AS n FROM "${name}"`);
   return Number(rows[0]!.n);
@@ -90,14 +104,55 @@ describe('postgresStore table names', () => {
   });
 });
 
+describe('postgresStore table creation', () => {
+  /** The test pool, but the table's DDL answers with `fail()` (an error, or undefined: run it). */
+  function creatingPool(fail: () => Error | undefined): pg.Pool {
+    return {
+      query: (text: unknown, ...rest: unknown[]) => {
+        const error = typeof text === 'string' && text.startsWith('CREATE') ? fail() : undefined;
+        if (error !== undefined) return Promise.reject(error);
+        return (postgres.pool.query as (...args: unknown[]) => unknown)(text, ...rest);
+      },
+      connect: () => postgres.pool.connect(),
+    } as unknown as pg.Pool;
+  }
+
+  it.each(['23505', '42P07'])(
+    'takes a creation that lost a race to another session (%s) as the table made',
+    async (code) => {
+      const name = table();
+      await postgres.pool.query(postgresStoreSql({ table: name }));
+      const lost = Object.assign(new Error('duplicate'), { code });
+      const store = postgresStore({ pool: creatingPool(() => lost), table: name });
+      await store.release('k', claimed(await store.claim('k', 10_000)).token);
+    },
+  );
+
+  it('tries the creation again on the next claim after one that failed', async () => {
+    const name = table();
+    let creations = 0;
+    const down = Object.assign(new Error('the database is starting up'), { code: '57P03' });
+    const store = postgresStore({
+      pool: creatingPool(() => (++creations === 1 ? down : undefined)),
+      table: name,
+    });
+    const failure = await failureOf(store.claim('k', 10_000));
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect(failure.message).toMatch(/^Postgres claim failed: the database is starting up/);
+    await store.release('k', claimed(await store.claim('k', 10_000)).token);
+    expect(creations).toBe(2);
+  });
+});
+
 describe('postgresStore settings', () => {
   it('refuses a lease that is not a positive finite number of ms, and takes 1 ms', async () => {
     const store = postgresStore({ pool: postgres.pool, table: table() });
     for (const leaseMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
-      await expect(store.claim('k', leaseMs), String(leaseMs)).rejects.toThrow(
+      const failure = await failureOf(store.claim('k', leaseMs));
+      expect(failure, String(leaseMs)).toBeInstanceOf(ConfigError);
+      expect(failure.message).toMatch(
         /^postgresStore: leaseMs must be a positive number of milliseconds/,
       );
-      await expect(store.claim('k', leaseMs)).rejects.toBeInstanceOf(ConfigError);
     }
     const result = claimed(await store.claim('k', 1));
     await store.release('k', result.token);
@@ -229,9 +284,9 @@ describe('postgresStore failures', () => {
       },
     } as unknown as pg.Pool;
     const store = postgresStore({ pool: slow, table: name, connectTimeoutMs: 100 });
-    await expect(store.claim('k', 10_000)).rejects.toThrow(
-      /^Postgres did not answer claim within 100 ms/,
-    );
+    const failure = await failureOf(store.claim('k', 10_000));
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect(failure.message).toMatch(/^Postgres did not answer claim within 100 ms/);
     await sleep(600);
     expect(sent).toEqual([]);
     // And the key is free: nothing holds its lock.
@@ -244,12 +299,9 @@ describe('postgresStore failures', () => {
     const store = postgresStore({ pool: postgres.pool, table: name });
     await store.release('a', claimed(await store.claim('a', 10_000)).token);
     await postgres.pool.query(`DROP TABLE "${name}"`);
-    const failure = await Promise.resolve(store.claim('b', 10_000)).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
+    const failure = await failureOf(store.claim('b', 10_000));
     expect(failure).toBeInstanceOf(StoreUnavailableError);
-    expect((failure as Error).message).toMatch(/^Postgres claim failed: /);
+    expect(failure.message).toMatch(/^Postgres claim failed: /);
     // The pool still serves clean clients: none is left inside a failed transaction.
     for (let i = 0; i < 5; i++) await postgres.pool.query('SELECT 1');
   });
@@ -259,9 +311,9 @@ describe('postgresStore failures', () => {
     const result = claimed(await store.claim('k', 10_000));
     const pid = (result.transaction!.client as unknown as { processID: number }).processID;
     await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
-    await expect(store.complete('k', result.token, 60_000, 'fp')).rejects.toThrow(
-      /^Postgres commit failed: /,
-    );
+    const failure = await failureOf(store.complete('k', result.token, 60_000, 'fp'));
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect(failure.message).toMatch(/^Postgres commit failed: /);
   });
 
   it('names the rollback in the error of a release whose connection died', async () => {
@@ -269,6 +321,8 @@ describe('postgresStore failures', () => {
     const result = claimed(await store.claim('k', 10_000));
     const pid = (result.transaction!.client as unknown as { processID: number }).processID;
     await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
-    await expect(store.release('k', result.token)).rejects.toThrow(/^Postgres rollback failed: /);
+    const failure = await failureOf(store.release('k', result.token));
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect(failure.message).toMatch(/^Postgres rollback failed: /);
   });
 });
