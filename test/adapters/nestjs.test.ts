@@ -13,7 +13,7 @@ import {
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { Server } from 'node:http';
+import { request as httpRequest, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OnSchoolEvent, SchoolhooksModule, SchoolhooksReceiver } from '../../adapters/nestjs.js';
 import {
@@ -22,6 +22,7 @@ import {
   type SchoolhooksError,
   type WebhookEvent,
 } from '../../src/index.js';
+import { createReceiver } from '../../src/receiver.js';
 import { createTestDelivery, fixtureDelivery, SECRET, sign } from '../helpers/deliveries.js';
 import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
 
@@ -283,6 +284,59 @@ for (const platform of ['express', 'fastify'] as const) {
         'many:UserSignedUp',
         'many:CourseCompleted',
       ]);
+    });
+
+    it('registers @OnSchoolEvent methods of an instance given with useValue', async () => {
+      @Injectable()
+      class Given {
+        readonly seen: string[] = [];
+        @OnSchoolEvent('PaymentCompleted')
+        grant(event: WebhookEvent<'PaymentCompleted'>) {
+          this.seen.push(event.event);
+        }
+      }
+      const given = new Given();
+      const module = appModule(
+        SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }),
+        [{ provide: 'GIVEN', useValue: given }],
+      );
+      const started = await startNest({ platform, module });
+      server = started.server;
+      const delivery = fixtureDelivery('PaymentCompleted');
+      expectAnswer(await post(`${server.url}/webhooks/school`, delivery), 200, {
+        ok: true,
+        outcome: 'processed',
+        idempotencyKey: delivery.idempotencyKey,
+      });
+      expect(given.seen).toEqual(['PaymentCompleted']);
+    });
+
+    it("closes the connection after the receiver's own 413", async () => {
+      const receiver = createReceiver({ secret: SECRET, maxBodyBytes: 1024 });
+      const module = appModule(SchoolhooksModule.forRoot({ receiver, path: '/webhooks/school' }));
+      const started = await startNest({ platform, module });
+      server = started.server;
+      const body = JSON.stringify({ padding: 'x'.repeat(4096) });
+      const answer = await new Promise<{
+        status: number | undefined;
+        connection: string | undefined;
+      }>((resolve, reject) => {
+        const req = httpRequest(`${server!.url}/webhooks/school`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
+          agent: false,
+        });
+        req.on('response', (res) => {
+          res.resume();
+          resolve({ status: res.statusCode, connection: res.headers.connection });
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+      expect(answer).toEqual({ status: 413, connection: 'close' });
     });
 
     it('gives the receiver to providers of modules that do not import SchoolhooksModule', async () => {
