@@ -224,6 +224,43 @@ describe('lambdaHandler called with events', () => {
     },
   );
 
+  it.each(
+    (['rest', 'http-api'] as const).flatMap((trigger) =>
+      [false, true].map((base64) => [trigger, base64] as const),
+    ),
+  )(
+    'reads an event from %s (base64: %s) without a body as zero bytes, as one with body ""',
+    async (trigger, base64) => {
+      // REST sends body: null for an empty request, payload 2.0 no body key at all. Zero bytes
+      // are verified like any body: a signature of nothing passes, and the empty envelope is
+      // malformed; any other signature is refused (not a decoding failure, for base64).
+      const cases = [
+        [sign(''), 400, 'malformed'],
+        [sign(delivery.body, 'other'), 401, 'invalid_signature'],
+      ] as const;
+      for (const [signature, status, outcome] of cases) {
+        const request: Received = {
+          method: 'POST',
+          path: '/webhooks',
+          rawHeaders: Object.entries({ ...delivery.headers, signature }).flat(),
+          body: Buffer.alloc(0),
+        };
+        const event = eventOf(trigger, request, base64);
+        expect(event.body ?? undefined).toBeUndefined();
+        const answers = await Promise.all(
+          [event, { ...event, body: '' }].map(async (each) => {
+            const result = await handler()(each);
+            return [result.statusCode, JSON.parse(result.body)] as unknown;
+          }),
+        );
+        expect(answers).toEqual([
+          [status, { ok: false, outcome }],
+          [status, { ok: false, outcome }],
+        ]);
+      }
+    },
+  );
+
   it('reads a body as text when the event has no isBase64Encoded flag', async () => {
     const request = signedRequest();
     const { isBase64Encoded: _flag, ...event } = eventOf('http-api', request, false);

@@ -11,9 +11,10 @@ import {
   type Provider,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import express from 'express';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { request as httpRequest, type Server } from 'node:http';
+import { Agent, request as httpRequest, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OnSchoolEvent, SchoolhooksModule, SchoolhooksReceiver } from '../../adapters/nestjs.js';
 import {
@@ -192,6 +193,27 @@ for (const platform of ['express', 'fastify'] as const) {
       expect(app.get<Receiver>(SchoolhooksReceiver).maxBodyBytes).toBe(1024 * 1024);
     });
 
+    it('builds the receiver with forRootAsync from a factory that injects nothing', async () => {
+      // Without imports or inject the module imports nothing more and the factory gets no argument.
+      let given: unknown[] | undefined;
+      const { origin } = await start(
+        SchoolhooksModule.forRootAsync({
+          path: '/webhooks/school',
+          useFactory: async (...args: never[]) => {
+            given = args;
+            return { secret: SECRET };
+          },
+        }),
+      );
+      expect(given).toEqual([]);
+      const delivery = fixtureDelivery('PaymentCompleted');
+      expectAnswer(await post(`${origin}/webhooks/school`, delivery), 200, {
+        ok: true,
+        outcome: 'processed',
+        idempotencyKey: delivery.idempotencyKey,
+      });
+    });
+
     it("leaves the app's own JSON routes parsed", async () => {
       const { origin } = await start(
         SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }),
@@ -311,32 +333,70 @@ for (const platform of ['express', 'fastify'] as const) {
       expect(given.seen).toEqual(['PaymentCompleted']);
     });
 
-    it("closes the connection after the receiver's own 413", async () => {
+    it("closes the connection after the receiver's own 413, and keeps it after other answers", async () => {
       const receiver = createReceiver({ secret: SECRET, maxBodyBytes: 1024 });
       const module = appModule(SchoolhooksModule.forRoot({ receiver, path: '/webhooks/school' }));
       const started = await startNest({ platform, module });
       server = started.server;
-      const body = JSON.stringify({ padding: 'x'.repeat(4096) });
-      const answer = await new Promise<{
-        status: number | undefined;
-        connection: string | undefined;
-      }>((resolve, reject) => {
-        const req = httpRequest(`${server!.url}/webhooks/school`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(body),
+      // A keep-alive client, so the connection stays open unless the answer says otherwise (a
+      // client without one asks for close itself). Nest's parser has read the whole body: only
+      // the adapter's header can close it.
+      const agent = new Agent({ keepAlive: true });
+      const send = (body: string, headers: Record<string, string> = {}) =>
+        new Promise<{ status: number | undefined; connection: string | undefined }>(
+          (resolve, reject) => {
+            const req = httpRequest(`${server!.url}/webhooks/school`, {
+              method: 'POST',
+              headers: {
+                'content-type': 'application/json',
+                'content-length': Buffer.byteLength(body),
+                ...headers,
+              },
+              agent,
+            });
+            req.on('response', (res) => {
+              res.resume();
+              resolve({ status: res.statusCode, connection: res.headers.connection });
+            });
+            req.on('error', reject);
+            req.end(body);
           },
-          agent: false,
+        );
+      try {
+        const delivery = createTestDelivery();
+        expect(await send(delivery.body, delivery.headers)).toEqual({
+          status: 200,
+          connection: 'keep-alive',
         });
-        req.on('response', (res) => {
-          res.resume();
-          resolve({ status: res.statusCode, connection: res.headers.connection });
+        expect(await send(JSON.stringify({ padding: 'x'.repeat(4096) }))).toEqual({
+          status: 413,
+          connection: 'close',
         });
-        req.on('error', reject);
-        req.end(body);
+      } finally {
+        agent.destroy();
+      }
+    });
+
+    it('scans providers whose value is not an object: undefined, null, text, a function', async () => {
+      const module = appModule(
+        SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }),
+        [
+          Payments,
+          { provide: 'NOTHING', useFactory: () => undefined },
+          { provide: 'NULL', useValue: null },
+          { provide: 'TEXT', useValue: 'text' },
+          { provide: 'FUNCTION', useValue: () => 'called' },
+        ],
+      );
+      const started = await startNest({ platform, module });
+      server = started.server;
+      const delivery = fixtureDelivery('PaymentCompleted');
+      expectAnswer(await post(`${server.url}/webhooks/school`, delivery), 200, {
+        ok: true,
+        outcome: 'processed',
+        idempotencyKey: delivery.idempotencyKey,
       });
-      expect(answer).toEqual({ status: 413, connection: 'close' });
+      expect(started.app.get(Payments).granted).toHaveLength(1);
     });
 
     it('gives the receiver to providers of modules that do not import SchoolhooksModule', async () => {
@@ -373,4 +433,38 @@ it('refuses @OnSchoolEvent on a request-scoped provider, at start-up', async () 
     '@OnSchoolEvent on PerRequest.grant: the provider is request- or transient-scoped, so no ' +
       'single instance can handle deliveries; make it a singleton',
   );
+});
+
+it('refuses a body an Express app kept as text, without the advice to turn rawBody on', async () => {
+  // A common Express set-up: the JSON parser's verify keeps the body decoded, as req.rawBody. Text
+  // is not the bytes the platform signed, so the delivery is refused (500 body_unavailable); the
+  // app does keep a raw body, so the log does not tell it to create the app with rawBody: true.
+  const logger = new Recorded();
+  const module = appModule(SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }));
+  const app = await NestFactory.create<NestExpressApplication>(module, {
+    rawBody: false,
+    logger,
+    abortOnError: false,
+  });
+  // Nest's useBodyParser reserves verify: the app adds its own parser, which Nest then keeps.
+  app.use(
+    express.json({
+      verify: (req: { rawBody?: unknown }, _res: unknown, buf: Buffer) => {
+        req.rawBody = buf.toString('utf8');
+      },
+    }),
+  );
+  await app.listen(0, '127.0.0.1');
+  const server = await listen(app.getHttpServer() as Server, '');
+  try {
+    const delivery = fixtureDelivery('PaymentCompleted');
+    expectAnswer(await post(`${server.url}/webhooks/school`, delivery), 500, {
+      ok: false,
+      outcome: 'body_unavailable',
+    });
+    expect(logger.lines.join('\n')).not.toContain('rawBody: true');
+  } finally {
+    (app.getHttpServer() as Server).closeAllConnections();
+    await app.close();
+  }
 });
