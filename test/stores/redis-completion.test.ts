@@ -188,6 +188,56 @@ describe('redisStore when Redis takes a claim and answers after the call gave up
   });
 });
 
+describe('redisStore when Redis refuses writes (maxmemory reached) while a completion is kept', () => {
+  it('keeps the completion through a resend that fails too, and finishes it before the next resend', async () => {
+    const client = connect();
+    await readyAgain(client);
+    // Long enough that the kept completion's own timed retry (commandTimeoutMs after it failed)
+    // does not come before the resends below.
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 2000 });
+    const key = `full-${randomUUID()}`;
+    const claim = tokenOf(await store.claim(key, 30_000));
+    await refusingWrites(async () => {
+      // The handlers ran; Redis refuses the completion's write: it is kept.
+      const completion = await failureOf(store.complete(key, claim, 60_000, 'fp'));
+      expect(completion.message).toMatch(/^Redis complete failed: OOM /);
+      // The platform's resend: the kept completion is tried first and refused again, then the
+      // claim itself is refused. Neither loses the completion.
+      const resend = await failureOf(store.claim(key, 30_000));
+      expect(resend.message).toMatch(/^Redis claim failed: OOM /);
+    });
+    // Memory again: the next resend finishes the completion first, so it is a duplicate, not
+    // in_flight for the rest of the lease (and processed again after it).
+    expect(await store.claim(key, 30_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+  });
+});
+
+/**
+ * Runs `work` while the test server is out of memory (`maxmemory` 1 byte, no eviction): every
+ * command that would add data is refused with OOM; reads and DEL still run.
+ */
+async function refusingWrites(work: () => Promise<void>): Promise<void> {
+  const admin = connect();
+  await admin.config('SET', 'maxmemory', '1');
+  try {
+    await work();
+  } finally {
+    await admin.config('SET', 'maxmemory', '0');
+    admin.disconnect();
+  }
+}
+
+/** The error `work` rejects with (an `Error`: a rejection with anything else fails the test). */
+async function failureOf(work: Promise<unknown>): Promise<Error> {
+  try {
+    await work;
+  } catch (error) {
+    if (error instanceof StoreUnavailableError) return error;
+    throw new Error(`expected a StoreUnavailableError, got ${String(error)}`);
+  }
+  throw new Error('expected a rejection');
+}
+
 /** A TCP proxy in front of Redis that can drop what goes either way, and cut every connection. */
 interface Proxy {
   readonly url: string;
