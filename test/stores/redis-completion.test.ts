@@ -212,17 +212,131 @@ describe('redisStore when Redis refuses writes (maxmemory reached) while a compl
   });
 });
 
+describe('redisStore when one kept call goes through and another is refused again', () => {
+  it('still sends the refused one on the next ready, and only then lets go of the client', async () => {
+    const proxy = await startProxy(server.port);
+    const admin = connect();
+    try {
+      const client = new Redis(proxy.url, {
+        retryStrategy: (attempt) => Math.min(attempt * 20, 100),
+      });
+      client.on('error', () => {});
+      clients.push(client);
+      await readyAgain(client);
+      const listeners = client.listenerCount('ready');
+      const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
+      const failedKey = `failed-${randomUUID()}`;
+      const doneKey = `done-${randomUUID()}`;
+      const failedToken = tokenOf(await store.claim(failedKey, 30_000));
+      const doneToken = tokenOf(await store.claim(doneKey, 30_000));
+      // The connection drops and stays down: a release and a completion fail, and are kept.
+      proxy.refuse = true;
+      proxy.cut();
+      while (client.status === 'ready') await sleep(5);
+      await expect(store.release(failedKey, failedToken)).rejects.toThrow(StoreUnavailableError);
+      await expect(store.complete(doneKey, doneToken, 60_000, 'fp')).rejects.toThrow(
+        StoreUnavailableError,
+      );
+      // It comes back to a Redis out of memory: the release goes through (DEL needs none), the
+      // completion is refused again.
+      await outOfMemory(admin, true);
+      await admin.config('RESETSTAT');
+      proxy.refuse = false;
+      await vi.waitFor(
+        async () => {
+          expect(await admin.exists(`${PREFIX}{${failedKey}}`)).toBe(0);
+          expect(await errorCount(admin, 'OOM')).toBeGreaterThan(0);
+        },
+        { timeout: 5000, interval: 20 },
+      );
+      // Both answers have reached the store (the PING's comes after them on this connection).
+      await client.ping();
+      await sleep(0);
+      await outOfMemory(admin, false);
+      // The next ready sends the completion again: another process then sees it done.
+      proxy.cut();
+      const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+      expect(await claimSoon(other, doneKey)).toEqual({ state: 'done', fingerprint: 'fp' });
+      await vi.waitFor(() => expect(client.listenerCount('ready')).toBe(listeners));
+    } finally {
+      await outOfMemory(admin, false);
+      await proxy.close();
+    }
+  });
+});
+
+describe('redisStore with two calls kept for one key', () => {
+  it('does not drop the newer when the retry of the older one ends', async () => {
+    const client = connect();
+    await readyAgain(client);
+    const admin = connect();
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 2000 });
+    // Redis knows the three scripts: each call below is one command, sent at once, in order.
+    const warm = [`warm-${randomUUID()}`, `warm-${randomUUID()}`];
+    await store.complete(warm[0]!, tokenOf(await store.claim(warm[0]!, 30_000)), 60_000, 'fp');
+    await store.release(warm[1]!, tokenOf(await store.claim(warm[1]!, 30_000)));
+    const key = `twice-${randomUUID()}`;
+    // A BLPOP on the store's own connection holds back whatever the store sends after it.
+    const gate = `${PREFIX}gate-${randomUUID()}`;
+    const held = (): Promise<unknown> => client.blpop(gate, 10).catch(() => null);
+    try {
+      // Redis is out of memory: a delivery's claim is refused, and the release of its lease is
+      // kept. A second delivery of the same key, sent just after it, is held back until Redis
+      // has memory again, and takes the key.
+      await outOfMemory(admin, true);
+      const first = store.claim(key, 30_000);
+      const firstGate = held();
+      const second = store.claim(key, 30_000);
+      expect((await failureOf(first)).message).toMatch(/^Redis claim failed: OOM /);
+      await outOfMemory(admin, false);
+      await admin.lpush(gate, 'open');
+      await firstGate;
+      const token = tokenOf(await second);
+      // Out of memory again: the second delivery's completion is refused, and kept in place of
+      // the release. The release is meanwhile being sent again (a resend's claim sends it
+      // first), held back until the completion was kept.
+      await outOfMemory(admin, true);
+      const completion = store.complete(key, token, 60_000, 'fp');
+      const secondGate = held();
+      const resend = store.claim(key, 30_000);
+      expect((await failureOf(completion)).message).toMatch(/^Redis complete failed: OOM /);
+      await outOfMemory(admin, false);
+      await admin.lpush(gate, 'open');
+      await secondGate;
+      // The release is done (it freed nothing: the key holds the second lease)...
+      expect(await resend).toEqual({ state: 'in_flight' });
+      // ...and the completion kept after it is still there: the next resend sends it first.
+      expect(await store.claim(key, 30_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+    } finally {
+      await outOfMemory(admin, false);
+      admin.disconnect();
+    }
+  });
+});
+
+/** Turns the test server's memory limit to 1 byte (no eviction: every write refused) or off. */
+async function outOfMemory(admin: Redis, full: boolean): Promise<void> {
+  await admin.config('SET', 'maxmemory', full ? '1' : '0');
+}
+
+/** How many errors of this kind Redis answered since its stats were reset. */
+async function errorCount(admin: Redis, kind: string): Promise<number> {
+  const stats = await admin.info('errorstats');
+  const match = new RegExp(`^errorstat_${kind}:count=(\\d+)`, 'm').exec(stats);
+  return match ? Number(match[1]) : 0;
+}
+
 /**
  * Runs `work` while the test server is out of memory (`maxmemory` 1 byte, no eviction): every
  * command that would add data is refused with OOM; reads and DEL still run.
  */
 async function refusingWrites(work: () => Promise<void>): Promise<void> {
   const admin = connect();
-  await admin.config('SET', 'maxmemory', '1');
+  await outOfMemory(admin, true);
   try {
     await work();
   } finally {
-    await admin.config('SET', 'maxmemory', '0');
+    await outOfMemory(admin, false);
     admin.disconnect();
   }
 }
@@ -245,6 +359,8 @@ interface Proxy {
   dropReplies: boolean;
   /** How long each reply is held before it is passed on. */
   replyDelayMs: number;
+  /** Close every new connection at once (Redis unreachable through the proxy). */
+  refuse: boolean;
   cut(): void;
   close(): Promise<void>;
 }
@@ -256,6 +372,7 @@ async function startProxy(port: number): Promise<Proxy> {
     dropRequests: false,
     dropReplies: false,
     replyDelayMs: 0,
+    refuse: false,
     cut: () => {
       for (const socket of sockets) socket.destroy();
     },
@@ -265,6 +382,10 @@ async function startProxy(port: number): Promise<Proxy> {
     },
   };
   const listener = createServer((downstream) => {
+    if (proxy.refuse) {
+      downstream.destroy();
+      return;
+    }
     const upstream = createConnection(port, '127.0.0.1');
     for (const socket of [downstream, upstream]) {
       sockets.add(socket);
