@@ -160,6 +160,41 @@ describe('redisStore when Redis takes a claim and its answer never comes', () =>
       await proxy.close();
     }
   });
+
+  it('still takes it back after a resend that failed while the connection was down', async () => {
+    const proxy = await startProxy(server.port);
+    try {
+      const client = new Redis(proxy.url, {
+        retryStrategy: (attempt) => Math.min(attempt * 20, 100),
+      });
+      client.on('error', () => {});
+      clients.push(client);
+      await readyAgain(client);
+      // The kept release is sent again commandTimeoutMs after the claim failed if the client is
+      // still ready then: the connection is cut long before.
+      const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 1000 });
+      const key = `resend-down-${randomUUID()}`;
+      // Redis knows the claim script, so the claim below runs there at once (no NOSCRIPT).
+      await store.claim(`warm-${randomUUID()}`, 1000);
+      proxy.dropReplies = true;
+      await expect(store.claim(key, 60_000)).rejects.toThrow(StoreUnavailableError);
+      proxy.dropRequests = true;
+      // The connection drops and stays down; the platform's resend reaches this process then.
+      proxy.refuse = true;
+      proxy.cut();
+      proxy.dropReplies = false;
+      proxy.dropRequests = false;
+      while (client.status === 'ready') await sleep(5);
+      await expect(store.claim(key, 60_000)).rejects.toThrow(StoreUnavailableError);
+      const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+      expect(await other.claim(key, 60_000)).toEqual({ state: 'in_flight' });
+      // Back: the lease Redis took is released, not the one of the resend, which it never saw.
+      proxy.refuse = false;
+      expect((await claimSoon(other, key)).state).toBe('claimed');
+    } finally {
+      await proxy.close();
+    }
+  });
 });
 
 describe('redisStore when Redis takes a claim and answers after the call gave up', () => {
@@ -209,6 +244,24 @@ describe('redisStore when Redis refuses writes (maxmemory reached) while a compl
     // Memory again: the next resend finishes the completion first, so it is a duplicate, not
     // in_flight for the rest of the lease (and processed again after it).
     expect(await store.claim(key, 30_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+  });
+
+  it('sends the completion again commandTimeoutMs later on its own, since no ready comes', async () => {
+    const client = connect();
+    await readyAgain(client);
+    // Long enough that Redis has memory again before the store tries again.
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 2000 });
+    const key = `connected-${randomUUID()}`;
+    const claim = tokenOf(await store.claim(key, 30_000));
+    await refusingWrites(async () => {
+      const completion = await failureOf(store.complete(key, claim, 60_000, 'fp'));
+      expect(completion.message).toMatch(/^Redis complete failed: OOM /);
+    });
+    // The connection never dropped, so no 'ready' will send it.
+    expect(client.status).toBe('ready');
+    // A resend that reaches another process finds the key done.
+    const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+    expect(await claimSoon(other, key)).toEqual({ state: 'done', fingerprint: 'fp' });
   });
 });
 
