@@ -2,6 +2,8 @@
  * A completion that Redis did not receive (it was killed mid-delivery) is not lost: the store
  * sends it again once Redis is back, so the platform's resend is a duplicate, not a 409 or a
  * second run. Redis is persistent here (AOF, fsync always), as production Redis must be.
+ * Some cases make it refuse writes instead (`maxmemory` of 1 byte): a completion then fails
+ * while the connection stays up, and its retries can be made to fail again on purpose.
  */
 
 import { randomUUID } from 'node:crypto';
