@@ -232,8 +232,13 @@ export function redisStore({
       );
       return claimed.catch((error: unknown) => {
         // No answer in time, or none at all (Redis died): Redis may hold our lease, and keep it
-        // for leaseMs (a persistent one, across its restart). Take it back once it is back.
-        if (unanswered) keepUnfinished(redisKey, RELEASE, [lease]);
+        // for leaseMs (a persistent one, across its restart). Take it back once it is back;
+        // but never in place of a completion kept for this key (its retry failed above): that
+        // lease holds the key, so this claim took nothing, and losing the completion would run
+        // the event again once its lease ends.
+        if (unanswered && unfinished.get(redisKey)?.script !== COMPLETE) {
+          keepUnfinished(redisKey, RELEASE, [lease]);
+        }
         throw error;
       });
     },

@@ -2,6 +2,8 @@
  * A completion that Redis did not receive (it was killed mid-delivery) is not lost: the store
  * sends it again once Redis is back, so the platform's resend is a duplicate, not a 409 or a
  * second run. Redis is persistent here (AOF, fsync always), as production Redis must be.
+ * Some cases make it refuse writes instead (`maxmemory` of 1 byte): a completion then fails
+ * while the connection stays up, and its retries can be made to fail again on purpose.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -160,6 +162,41 @@ describe('redisStore when Redis takes a claim and its answer never comes', () =>
       await proxy.close();
     }
   });
+
+  it('still takes it back after a resend that failed while the connection was down', async () => {
+    const proxy = await startProxy(server.port);
+    try {
+      const client = new Redis(proxy.url, {
+        retryStrategy: (attempt) => Math.min(attempt * 20, 100),
+      });
+      client.on('error', () => {});
+      clients.push(client);
+      await readyAgain(client);
+      // The kept release is sent again commandTimeoutMs after the claim failed if the client is
+      // still ready then: the connection is cut long before.
+      const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 1000 });
+      const key = `resend-down-${randomUUID()}`;
+      // Redis knows the claim script, so the claim below runs there at once (no NOSCRIPT).
+      await store.claim(`warm-${randomUUID()}`, 1000);
+      proxy.dropReplies = true;
+      await expect(store.claim(key, 60_000)).rejects.toThrow(StoreUnavailableError);
+      proxy.dropRequests = true;
+      // The connection drops and stays down; the platform's resend reaches this process then.
+      proxy.refuse = true;
+      proxy.cut();
+      proxy.dropReplies = false;
+      proxy.dropRequests = false;
+      while (client.status === 'ready') await sleep(5);
+      await expect(store.claim(key, 60_000)).rejects.toThrow(StoreUnavailableError);
+      const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+      expect(await other.claim(key, 60_000)).toEqual({ state: 'in_flight' });
+      // Back: the lease Redis took is released, not the one of the resend, which it never saw.
+      proxy.refuse = false;
+      expect((await claimSoon(other, key)).state).toBe('claimed');
+    } finally {
+      await proxy.close();
+    }
+  });
 });
 
 describe('redisStore when Redis takes a claim and answers after the call gave up', () => {
@@ -188,6 +225,188 @@ describe('redisStore when Redis takes a claim and answers after the call gave up
   });
 });
 
+describe('redisStore when Redis refuses writes (maxmemory reached) while a completion is kept', () => {
+  it('keeps the completion through a resend that fails too, and finishes it before the next resend', async () => {
+    const client = connect();
+    await readyAgain(client);
+    // Long enough that the kept completion's own timed retry (commandTimeoutMs after it failed)
+    // does not come before the resends below.
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 2000 });
+    const key = `full-${randomUUID()}`;
+    const claim = tokenOf(await store.claim(key, 30_000));
+    await refusingWrites(async () => {
+      // The handlers ran; Redis refuses the completion's write: it is kept.
+      const completion = await failureOf(store.complete(key, claim, 60_000, 'fp'));
+      expect(completion.message).toMatch(/^Redis complete failed: OOM /);
+      // The platform's resend: the kept completion is tried first and refused again, then the
+      // claim itself is refused. Neither loses the completion.
+      const resend = await failureOf(store.claim(key, 30_000));
+      expect(resend.message).toMatch(/^Redis claim failed: OOM /);
+    });
+    // Memory again: the next resend finishes the completion first, so it is a duplicate, not
+    // in_flight for the rest of the lease (and processed again after it).
+    expect(await store.claim(key, 30_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+  });
+
+  it('sends the completion again commandTimeoutMs later on its own, since no ready comes', async () => {
+    const client = connect();
+    await readyAgain(client);
+    // Long enough that Redis has memory again before the store tries again.
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 2000 });
+    const key = `connected-${randomUUID()}`;
+    const claim = tokenOf(await store.claim(key, 30_000));
+    await refusingWrites(async () => {
+      const completion = await failureOf(store.complete(key, claim, 60_000, 'fp'));
+      expect(completion.message).toMatch(/^Redis complete failed: OOM /);
+    });
+    // The connection never dropped, so no 'ready' will send it.
+    expect(client.status).toBe('ready');
+    // A resend that reaches another process finds the key done.
+    const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+    expect(await claimSoon(other, key)).toEqual({ state: 'done', fingerprint: 'fp' });
+  });
+});
+
+describe('redisStore when one kept call goes through and another is refused again', () => {
+  it('still sends the refused one on the next ready, and only then lets go of the client', async () => {
+    const proxy = await startProxy(server.port);
+    const admin = connect();
+    try {
+      const client = new Redis(proxy.url, {
+        retryStrategy: (attempt) => Math.min(attempt * 20, 100),
+      });
+      client.on('error', () => {});
+      clients.push(client);
+      await readyAgain(client);
+      const listeners = client.listenerCount('ready');
+      const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
+      const failedKey = `failed-${randomUUID()}`;
+      const doneKey = `done-${randomUUID()}`;
+      const failedToken = tokenOf(await store.claim(failedKey, 30_000));
+      const doneToken = tokenOf(await store.claim(doneKey, 30_000));
+      // The connection drops and stays down: a release and a completion fail, and are kept.
+      proxy.refuse = true;
+      proxy.cut();
+      while (client.status === 'ready') await sleep(5);
+      await expect(store.release(failedKey, failedToken)).rejects.toThrow(StoreUnavailableError);
+      await expect(store.complete(doneKey, doneToken, 60_000, 'fp')).rejects.toThrow(
+        StoreUnavailableError,
+      );
+      // It comes back to a Redis out of memory: the release goes through (DEL needs none), the
+      // completion is refused again.
+      await outOfMemory(admin, true);
+      await admin.config('RESETSTAT');
+      proxy.refuse = false;
+      await vi.waitFor(
+        async () => {
+          expect(await admin.exists(`${PREFIX}{${failedKey}}`)).toBe(0);
+          expect(await errorCount(admin, 'OOM')).toBeGreaterThan(0);
+        },
+        { timeout: 5000, interval: 20 },
+      );
+      // Both answers have reached the store (the PING's comes after them on this connection).
+      await client.ping();
+      await sleep(0);
+      await outOfMemory(admin, false);
+      // The next ready sends the completion again: another process then sees it done.
+      proxy.cut();
+      const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+      expect(await claimSoon(other, doneKey)).toEqual({ state: 'done', fingerprint: 'fp' });
+      await vi.waitFor(() => expect(client.listenerCount('ready')).toBe(listeners));
+    } finally {
+      await outOfMemory(admin, false);
+      await proxy.close();
+    }
+  });
+});
+
+describe('redisStore with two calls kept for one key', () => {
+  it('does not drop the newer when the retry of the older one ends', async () => {
+    const client = connect();
+    await readyAgain(client);
+    const admin = connect();
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 2000 });
+    // Redis knows the three scripts: each call below is one command, sent at once, in order.
+    const warm = [`warm-${randomUUID()}`, `warm-${randomUUID()}`];
+    await store.complete(warm[0]!, tokenOf(await store.claim(warm[0]!, 30_000)), 60_000, 'fp');
+    await store.release(warm[1]!, tokenOf(await store.claim(warm[1]!, 30_000)));
+    const key = `twice-${randomUUID()}`;
+    // A BLPOP on the store's own connection holds back whatever the store sends after it.
+    const gate = `${PREFIX}gate-${randomUUID()}`;
+    const held = (): Promise<unknown> => client.blpop(gate, 10).catch(() => null);
+    try {
+      // Redis is out of memory: a delivery's claim is refused, and the release of its lease is
+      // kept. A second delivery of the same key, sent just after it, is held back until Redis
+      // has memory again, and takes the key.
+      await outOfMemory(admin, true);
+      const first = store.claim(key, 30_000);
+      const firstGate = held();
+      const second = store.claim(key, 30_000);
+      expect((await failureOf(first)).message).toMatch(/^Redis claim failed: OOM /);
+      await outOfMemory(admin, false);
+      await admin.lpush(gate, 'open');
+      await firstGate;
+      const token = tokenOf(await second);
+      // Out of memory again: the second delivery's completion is refused, and kept in place of
+      // the release. The release is meanwhile being sent again (a resend's claim sends it
+      // first), held back until the completion was kept.
+      await outOfMemory(admin, true);
+      const completion = store.complete(key, token, 60_000, 'fp');
+      const secondGate = held();
+      const resend = store.claim(key, 30_000);
+      expect((await failureOf(completion)).message).toMatch(/^Redis complete failed: OOM /);
+      await outOfMemory(admin, false);
+      await admin.lpush(gate, 'open');
+      await secondGate;
+      // The release is done (it freed nothing: the key holds the second lease)...
+      expect(await resend).toEqual({ state: 'in_flight' });
+      // ...and the completion kept after it is still there: the next resend sends it first.
+      expect(await store.claim(key, 30_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+    } finally {
+      await outOfMemory(admin, false);
+      admin.disconnect();
+    }
+  });
+});
+
+/** Turns the test server's memory limit to 1 byte (no eviction: every write refused) or off. */
+async function outOfMemory(admin: Redis, full: boolean): Promise<void> {
+  await admin.config('SET', 'maxmemory', full ? '1' : '0');
+}
+
+/** How many errors of this kind Redis answered since its stats were reset. */
+async function errorCount(admin: Redis, kind: string): Promise<number> {
+  const stats = await admin.info('errorstats');
+  const match = new RegExp(`^errorstat_${kind}:count=(\\d+)`, 'm').exec(stats);
+  return match ? Number(match[1]) : 0;
+}
+
+/**
+ * Runs `work` while the test server is out of memory (`maxmemory` 1 byte, no eviction): every
+ * command that would add data is refused with OOM; reads and DEL still run.
+ */
+async function refusingWrites(work: () => Promise<void>): Promise<void> {
+  const admin = connect();
+  await outOfMemory(admin, true);
+  try {
+    await work();
+  } finally {
+    await outOfMemory(admin, false);
+    admin.disconnect();
+  }
+}
+
+/** The error `work` rejects with (an `Error`: a rejection with anything else fails the test). */
+async function failureOf(work: Promise<unknown>): Promise<Error> {
+  try {
+    await work;
+  } catch (error) {
+    if (error instanceof StoreUnavailableError) return error;
+    throw new Error(`expected a StoreUnavailableError, got ${String(error)}`);
+  }
+  throw new Error('expected a rejection');
+}
+
 /** A TCP proxy in front of Redis that can drop what goes either way, and cut every connection. */
 interface Proxy {
   readonly url: string;
@@ -195,6 +414,8 @@ interface Proxy {
   dropReplies: boolean;
   /** How long each reply is held before it is passed on. */
   replyDelayMs: number;
+  /** Close every new connection at once (Redis unreachable through the proxy). */
+  refuse: boolean;
   cut(): void;
   close(): Promise<void>;
 }
@@ -206,6 +427,7 @@ async function startProxy(port: number): Promise<Proxy> {
     dropRequests: false,
     dropReplies: false,
     replyDelayMs: 0,
+    refuse: false,
     cut: () => {
       for (const socket of sockets) socket.destroy();
     },
@@ -215,6 +437,10 @@ async function startProxy(port: number): Promise<Proxy> {
     },
   };
   const listener = createServer((downstream) => {
+    if (proxy.refuse) {
+      downstream.destroy();
+      return;
+    }
     const upstream = createConnection(port, '127.0.0.1');
     for (const socket of [downstream, upstream]) {
       sockets.add(socket);

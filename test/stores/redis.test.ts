@@ -112,6 +112,33 @@ describe('redisStore', () => {
     }
   });
 
+  it('waits for a client connecting again to complete or release, rather than failing', async () => {
+    const own = new Redis(redis.url);
+    try {
+      const store = redisStore({ client: own, prefix: PREFIX });
+      const keys = [`again-done-${randomUUID()}`, `again-free-${randomUUID()}`] as const;
+      const tokens: string[] = [];
+      for (const key of keys) {
+        const claim = await store.claim(key, 10_000);
+        if (claim.state !== 'claimed') throw new Error(`expected a claim, got ${claim.state}`);
+        tokens.push(claim.token);
+      }
+      // The application closes its connection and opens it again while the deliveries end.
+      own.disconnect();
+      await vi.waitFor(() => expect(own.status).toBe('end'));
+      own.connect().catch(() => {});
+      expect(own.status).toBe('connecting');
+      await Promise.all([
+        store.complete(keys[0], tokens[0]!, 60_000, 'fp'),
+        store.release(keys[1], tokens[1]!),
+      ]);
+      expect(await client.get(`${PREFIX}{${keys[0]}}`)).toBe('D:fp');
+      expect(await client.exists(`${PREFIX}{${keys[1]}}`)).toBe(0);
+    } finally {
+      own.disconnect();
+    }
+  });
+
   it.each([
     ['behind', -5_000],
     ['ahead of', 5_000],
