@@ -260,7 +260,8 @@ function inboxClient(
   onError: (error: unknown) => void,
 ): { client: Redis | Cluster; owned: boolean } {
   if (isClient(connection)) return { client: connection, owned: false };
-  const client = typeof connection === 'string' ? new Redis(connection) : new Redis(connection);
+  // ioredis reads a URL or options alike; the cast only picks one of its overloads for the union.
+  const client = new Redis(connection as RedisOptions);
   client.on('error', onError);
   return { client, owned: true };
 }
@@ -294,8 +295,8 @@ function enqueuer(
   );
 
   async function add(delivery: StoredDelivery, call: BoundedCall): Promise<void> {
+    // connected() returns only for a call not aborted, and no timer runs before the add is sent.
     if (client.status !== 'ready') await connected(call);
-    if (call.aborted) return;
     // A job with this id already there (a retry of the same event) is left as it is.
     await queue.add(delivery.event, delivery, {
       ...jobOptions,
