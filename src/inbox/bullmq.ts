@@ -319,6 +319,9 @@ function startWorker(
   forget: () => void,
 ): InboxWorker {
   checkConcurrency('bullmqInbox', concurrency);
+  // Checked before any connection: BullMQ refuses some (after connecting) and runs with others.
+  checkWorkMs('lockDurationMs', lockDurationMs);
+  checkWorkMs('stalledIntervalMs', stalledIntervalMs);
   const template = blockingTemplate(client);
   const worker = new Worker<StoredDelivery, string>(
     queueName,
@@ -348,6 +351,13 @@ function startWorker(
       return closing;
     },
   };
+}
+
+/** A time of BullMQ's stalled detection: left to BullMQ, or a positive integer of ms. */
+function checkWorkMs(name: 'lockDurationMs' | 'stalledIntervalMs', ms: number | undefined): void {
+  if (ms !== undefined && !(Number.isInteger(ms) && ms > 0)) {
+    throw new ConfigError(`bullmqInbox: ${name} must be a positive integer of ms`);
+  }
 }
 
 /**

@@ -199,6 +199,26 @@ describe('bullmqInbox options', () => {
     await inbox.close();
     expect(() => inbox.work(receiver)).toThrow(new ConfigError('bullmqInbox: the inbox is closed'));
   });
+  it('refuses a lockDurationMs or stalledIntervalMs BullMQ cannot work with, before connecting a worker', async () => {
+    const inbox = newInbox();
+    const { receiver } = newReceiver(inbox);
+    await inbox.jobs(); // connected
+    // BullMQ itself refused 0 only after connecting (leaving the connections open), and ran
+    // with NaN (a stalled check every millisecond), a negative lock or a fraction Redis refuses.
+    for (const ms of [0, -5, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => inbox.work(receiver, { lockDurationMs: ms }), String(ms)).toThrow(
+        new ConfigError('bullmqInbox: lockDurationMs must be a positive integer of ms'),
+      );
+      expect(() => inbox.work(receiver, { stalledIntervalMs: ms }), String(ms)).toThrow(
+        new ConfigError('bullmqInbox: stalledIntervalMs must be a positive integer of ms'),
+      );
+    }
+    expect(await inbox.queue.getWorkersCount()).toBe(0);
+    // The smallest time it takes.
+    const worker = inbox.work(receiver, { lockDurationMs: 1000, stalledIntervalMs: 1 });
+    cleanups.push(() => worker.close());
+    await eventually(async () => expect(await inbox.queue.getWorkersCount()).toBeGreaterThan(0));
+  });
 });
 
 describe('bullmqInbox: the HTTP side', () => {
