@@ -62,13 +62,13 @@ export interface BullmqWorkOptions extends InboxWorkOptions {
   /**
    * How long a running job's lock holds without being renewed (the worker renews it every half
    * of it). A worker that dies mid-job loses it after this long, and the job is *stalled*.
-   * Default 30 s (BullMQ's).
+   * A positive integer of ms; default 30 s (BullMQ's).
    */
   lockDurationMs?: number;
   /**
    * How often a worker looks for stalled jobs and puts them back to run again (once; a job that
-   * stalls twice is a dead letter). Default 30 s (BullMQ's). A job of a crashed worker runs
-   * again within about `lockDurationMs + stalledIntervalMs`.
+   * stalls twice is a dead letter). A positive integer of ms; default 30 s (BullMQ's). A job of
+   * a crashed worker runs again within about `lockDurationMs + stalledIntervalMs`.
    */
   stalledIntervalMs?: number;
 }
