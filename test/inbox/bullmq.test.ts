@@ -734,6 +734,45 @@ describe('bullmqInbox: dead letters and workers', () => {
     await eventually(async () => expect(await inbox.queue.getWorkersCount()).toBe(0));
   });
 
+  it("a worker's close() leaves none of its connections open", async () => {
+    // A Redis of its own, so the connections counted are this test's only.
+    const server = await startRedisServer();
+    cleanups.push(() => server.close());
+    const connection = new Redis(server.url);
+    cleanups.push(async () => connection.disconnect());
+    const connections = async () =>
+      String(await connection.client('LIST'))
+        .trim()
+        .split('\n').length;
+    const inbox = newInbox({}, connection);
+    const { receiver } = newReceiver(inbox, { store: memoryStore() });
+    await inbox.jobs(); // connected
+    const before = await connections();
+    const worker = inbox.work(receiver);
+    await eventually(async () => expect(await connections()).toBeGreaterThan(before));
+    await worker.close();
+    await eventually(async () => expect(await connections()).toBe(before));
+  });
+
+  it('stops the client it made from reconnecting when QUIT cannot be sent', async () => {
+    const server = await startRedisServer();
+    cleanups.push(() => server.close());
+    // Without an offline queue, QUIT to a Redis that is gone fails at once.
+    const options = { port: server.port, enableOfflineQueue: false, retryStrategy: () => 20 };
+    const inbox = bullmqInbox({ connection: options, queueName: `inbox-${randomUUID()}` });
+    const own = inbox.queue.opts.connection as Redis;
+    let attempts = 0;
+    own.on('reconnecting', () => attempts++);
+    await inbox.jobs(); // connected
+    await server.stop();
+    await eventually(() => expect(attempts).toBeGreaterThan(1));
+    await inbox.close();
+    const attemptsAtClose = attempts;
+    // Every 20 ms before; none once closed (a client left reconnecting would go on for ever).
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(attempts).toBe(attemptsAtClose);
+  });
+
   it('holds a running job’s lock for lockDurationMs, not BullMQ’s 30 s', async () => {
     const inbox = newInbox();
     const { receiver } = newReceiver(inbox);
@@ -926,7 +965,10 @@ describe('bullmqInbox on a Redis Cluster', () => {
       await node.config('SET', 'requirepass', password);
       node.disconnect();
     }
-    const connection = new Cluster([...cluster.nodes], { redisOptions: { password } });
+    // A client for commands may keep any ioredis option; the workers' copies are made blocking.
+    const connection = new Cluster([...cluster.nodes], {
+      redisOptions: { password, maxRetriesPerRequest: 1 },
+    });
     connection.on('error', () => {});
     cleanups.push(async () => connection.disconnect());
     // On a Cluster, BullMQ's keys of one queue share a slot through a hash tag.
