@@ -462,13 +462,9 @@ function stateOf(state: string): InboxJobState | undefined {
   return state === 'waiting' || state === 'waiting-children' ? 'waiting' : undefined;
 }
 
-/** An ioredis client rather than connection options. */
+/** An ioredis client rather than connection options or a URL (neither has a duplicate()). */
 function isClient(connection: BullmqInboxOptions['connection']): connection is Redis | Cluster {
-  return (
-    typeof connection === 'object' &&
-    typeof (connection as Partial<Redis>).duplicate === 'function' &&
-    typeof (connection as Partial<Redis>).status === 'string'
-  );
+  return typeof (connection as Partial<Redis>).duplicate === 'function';
 }
 
 /**
@@ -488,7 +484,10 @@ function blockingTemplate(client: Redis | Cluster): Redis | Cluster {
   return template;
 }
 
-/** The first retry's delay a job was stored with (BullMQ's `backoff` option, either form). */
+/**
+ * The first retry's delay a job was stored with. BullMQ calls a custom strategy only for a
+ * `backoff` object of a type of its own (it reads a number as its built-in `fixed`).
+ */
 function backoffOf(backoff: number | { delay?: number } | undefined): number | undefined {
-  return typeof backoff === 'number' ? backoff : backoff?.delay;
+  return (backoff as { delay?: number }).delay;
 }
