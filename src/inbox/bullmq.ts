@@ -62,13 +62,13 @@ export interface BullmqWorkOptions extends InboxWorkOptions {
   /**
    * How long a running job's lock holds without being renewed (the worker renews it every half
    * of it). A worker that dies mid-job loses it after this long, and the job is *stalled*.
-   * Default 30 s (BullMQ's).
+   * A positive integer of ms; default 30 s (BullMQ's).
    */
   lockDurationMs?: number;
   /**
    * How often a worker looks for stalled jobs and puts them back to run again (once; a job that
-   * stalls twice is a dead letter). Default 30 s (BullMQ's). A job of a crashed worker runs
-   * again within about `lockDurationMs + stalledIntervalMs`.
+   * stalls twice is a dead letter). A positive integer of ms; default 30 s (BullMQ's). A job of
+   * a crashed worker runs again within about `lockDurationMs + stalledIntervalMs`.
    */
   stalledIntervalMs?: number;
 }
@@ -260,7 +260,8 @@ function inboxClient(
   onError: (error: unknown) => void,
 ): { client: Redis | Cluster; owned: boolean } {
   if (isClient(connection)) return { client: connection, owned: false };
-  const client = typeof connection === 'string' ? new Redis(connection) : new Redis(connection);
+  // ioredis reads a URL or options alike; the cast only picks one of its overloads for the union.
+  const client = new Redis(connection as RedisOptions);
   client.on('error', onError);
   return { client, owned: true };
 }
@@ -294,8 +295,8 @@ function enqueuer(
   );
 
   async function add(delivery: StoredDelivery, call: BoundedCall): Promise<void> {
+    // connected() returns only for a call not aborted, and no timer runs before the add is sent.
     if (client.status !== 'ready') await connected(call);
-    if (call.aborted) return;
     // A job with this id already there (a retry of the same event) is left as it is.
     await queue.add(delivery.event, delivery, {
       ...jobOptions,
@@ -318,6 +319,9 @@ function startWorker(
   forget: () => void,
 ): InboxWorker {
   checkConcurrency('bullmqInbox', concurrency);
+  // Checked before any connection: BullMQ refuses some (after connecting) and runs with others.
+  checkWorkMs('lockDurationMs', lockDurationMs);
+  checkWorkMs('stalledIntervalMs', stalledIntervalMs);
   const template = blockingTemplate(client);
   const worker = new Worker<StoredDelivery, string>(
     queueName,
@@ -347,6 +351,13 @@ function startWorker(
       return closing;
     },
   };
+}
+
+/** A time of BullMQ's stalled detection: left to BullMQ, or a positive integer of ms. */
+function checkWorkMs(name: 'lockDurationMs' | 'stalledIntervalMs', ms: number | undefined): void {
+  if (ms !== undefined && !(Number.isInteger(ms) && ms > 0)) {
+    throw new ConfigError(`bullmqInbox: ${name} must be a positive integer of ms`);
+  }
 }
 
 /**
@@ -451,13 +462,9 @@ function stateOf(state: string): InboxJobState | undefined {
   return state === 'waiting' || state === 'waiting-children' ? 'waiting' : undefined;
 }
 
-/** An ioredis client rather than connection options. */
+/** An ioredis client rather than connection options or a URL (neither has a duplicate()). */
 function isClient(connection: BullmqInboxOptions['connection']): connection is Redis | Cluster {
-  return (
-    typeof connection === 'object' &&
-    typeof (connection as Partial<Redis>).duplicate === 'function' &&
-    typeof (connection as Partial<Redis>).status === 'string'
-  );
+  return typeof (connection as Partial<Redis>).duplicate === 'function';
 }
 
 /**
@@ -477,7 +484,10 @@ function blockingTemplate(client: Redis | Cluster): Redis | Cluster {
   return template;
 }
 
-/** The first retry's delay a job was stored with (BullMQ's `backoff` option, either form). */
+/**
+ * The first retry's delay a job was stored with. BullMQ calls a custom strategy only for a
+ * `backoff` object of a type of its own (it reads a number as its built-in `fixed`).
+ */
 function backoffOf(backoff: number | { delay?: number } | undefined): number | undefined {
-  return typeof backoff === 'number' ? backoff : backoff?.delay;
+  return (backoff as { delay?: number }).delay;
 }

@@ -7,7 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
+import { FlowProducer, Queue, Worker } from 'bullmq';
+import { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { nodeListener } from '../../adapters/node.js';
@@ -16,6 +17,7 @@ import {
   createReceiver,
   memoryStore,
   paymentCompletedDataSchema,
+  type Logger,
   type Receiver,
   type ReceiverOptions,
   type SchoolhooksError,
@@ -25,11 +27,17 @@ import { bullmqInbox, inboxJobId, type BullmqInbox } from '../../src/inbox/bullm
 import { redisStore } from '../../src/stores/redis.js';
 import {
   createTestDelivery,
+  deferred,
   fixtureDelivery,
   SECRET,
   type Delivery,
 } from '../helpers/deliveries.js';
-import { startRedisServer, useTestRedis, type TestRedis } from '../helpers/redis.js';
+import {
+  startRedisCluster,
+  startRedisServer,
+  useTestRedis,
+  type TestRedis,
+} from '../helpers/redis.js';
 
 let redis: TestRedis;
 let client: Redis;
@@ -101,6 +109,42 @@ async function post(url: string, delivery: Delivery) {
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
+/** A signed delivery as the receiver stores it, for enqueue() without HTTP. */
+function storedOf(delivery: Delivery, event = 'UserSignedIn'): StoredDelivery {
+  return {
+    body: delivery.body,
+    signature: delivery.headers['signature']!,
+    event,
+    idempotencyKey: delivery.idempotencyKey,
+    receivedAt: new Date().toISOString(),
+  };
+}
+
+/** A private Redis the test stops, started again before the inbox is closed. */
+async function stoppableServer() {
+  const server = await startRedisServer();
+  cleanups.push(() => server.close());
+  return {
+    url: server.url,
+    async stop() {
+      await server.stop();
+      // Cleanups run last first: this one before the inbox's and its workers'.
+      cleanups.push(() => server.start());
+    },
+  };
+}
+
+/** The rejection of `work`, read as an Error (a rejection with anything else fails the test). */
+async function failureOf(work: Promise<unknown>): Promise<Error> {
+  try {
+    await work;
+  } catch (error) {
+    if (error instanceof Error) return error;
+    throw new Error(`rejected with a non-Error: ${String(error)}`);
+  }
+  throw new Error('expected a rejection');
+}
+
 /** Waits until `check` passes, polling: workers run in their own time. */
 function eventually<T>(check: () => Promise<T> | T, timeout = 10_000): Promise<T> {
   return vi.waitFor(check, { timeout, interval: 25 });
@@ -149,9 +193,31 @@ describe('bullmqInbox options', () => {
   it('refuses a worker with a bad concurrency, and any worker once closed', async () => {
     const inbox = newInbox();
     const { receiver } = newReceiver(inbox);
-    expect(() => inbox.work(receiver, { concurrency: 0 })).toThrow(ConfigError);
+    expect(() => inbox.work(receiver, { concurrency: 0 })).toThrow(
+      new ConfigError('bullmqInbox: concurrency must be a positive integer'),
+    );
     await inbox.close();
     expect(() => inbox.work(receiver)).toThrow(new ConfigError('bullmqInbox: the inbox is closed'));
+  });
+  it('refuses a lockDurationMs or stalledIntervalMs BullMQ cannot work with, before connecting a worker', async () => {
+    const inbox = newInbox();
+    const { receiver } = newReceiver(inbox);
+    await inbox.jobs(); // connected
+    // BullMQ itself refused 0 only after connecting (leaving the connections open), and ran
+    // with NaN (a stalled check every millisecond), a negative lock or a fraction Redis refuses.
+    for (const ms of [0, -5, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => inbox.work(receiver, { lockDurationMs: ms }), String(ms)).toThrow(
+        new ConfigError('bullmqInbox: lockDurationMs must be a positive integer of ms'),
+      );
+      expect(() => inbox.work(receiver, { stalledIntervalMs: ms }), String(ms)).toThrow(
+        new ConfigError('bullmqInbox: stalledIntervalMs must be a positive integer of ms'),
+      );
+    }
+    expect(await inbox.queue.getWorkersCount()).toBe(0);
+    // The smallest time it takes.
+    const worker = inbox.work(receiver, { lockDurationMs: 1000, stalledIntervalMs: 1 });
+    cleanups.push(() => worker.close());
+    await eventually(async () => expect(await inbox.queue.getWorkersCount()).toBeGreaterThan(0));
   });
 });
 
@@ -476,6 +542,39 @@ describe('bullmqInbox: when Redis fails', () => {
     expect(await inbox.jobs()).toMatchObject([{ idempotencyKey: delivery.idempotencyKey }]);
   });
 
+  it('rejects enqueue at once while its client reconnects, however long enqueueTimeoutMs, naming the status', async () => {
+    const server = await stoppableServer();
+    const connection = new Redis(server.url, { retryStrategy: () => 200 });
+    connection.on('error', () => {});
+    cleanups.push(async () => connection.disconnect());
+    const inbox = newInbox({ enqueueTimeoutMs: 60_000 }, connection);
+    await inbox.jobs(); // connected
+    await server.stop();
+    await eventually(() => expect(connection.status).toBe('reconnecting'));
+    // An add queued for the reconnection would wait the whole minute (past the test's timeout).
+    const failure = await failureOf(inbox.enqueue(storedOf(createTestDelivery())));
+    expect(failure.message).toBe(
+      'the Redis client of the inbox is not ready (status: reconnecting)',
+    );
+  });
+
+  it('rejects enqueue with how long it waited when Redis stops answering', async () => {
+    const server = await startRedisServer();
+    cleanups.push(async () => {
+      server.resume();
+      await server.close();
+    });
+    const connection = new Redis(server.url);
+    connection.on('error', () => {});
+    cleanups.push(async () => connection.disconnect());
+    const inbox = newInbox({ enqueueTimeoutMs: 300 }, connection);
+    await inbox.jobs(); // connected
+    server.pause();
+    const failure = await failureOf(inbox.enqueue(storedOf(createTestDelivery())));
+    expect(failure.message).toBe('Redis did not store the job within 300 ms');
+    server.resume();
+  });
+
   it('makes and closes its own client from a redis:// URL', async () => {
     const inbox = newInbox({}, redis.url);
     const delivery = createTestDelivery();
@@ -493,5 +592,400 @@ describe('bullmqInbox: when Redis fails', () => {
     expect(own.status).toBe('ready');
     await inbox.close();
     await vi.waitFor(() => expect(own.status).toBe('end'));
+  });
+});
+
+describe('bullmqInbox: jobs as BullMQ holds them', () => {
+  it("keeps its jobs under BullMQ's default prefix 'bull' when none is given", async () => {
+    const queueName = `inbox-${randomUUID()}`;
+    const inbox = bullmqInbox({ connection: client, queueName });
+    cleanups.push(async () => {
+      await inbox.queue.obliterate({ force: true }).catch(() => {});
+      await inbox.close();
+    });
+    const delivery = createTestDelivery();
+    await inbox.enqueue(storedOf(delivery));
+    expect(await client.exists(`bull:${queueName}:${delivery.idempotencyKey}`)).toBe(1);
+  });
+
+  it('shows no job that is in none of the states an inbox lists', async () => {
+    const inbox = newInbox();
+    const delivery = createTestDelivery();
+    await inbox.enqueue(storedOf(delivery));
+    // The job's hash is still there, but in no list (half removed, as by a crash mid-removal).
+    const waitKey = `test-bull-${run}:${inbox.queue.name}:wait`;
+    expect(await client.lrem(waitKey, 0, delivery.idempotencyKey)).toBe(1);
+    expect(await inbox.queue.getJobState(delivery.idempotencyKey)).toBe('unknown');
+    expect(await inbox.getJob(delivery.idempotencyKey)).toBeUndefined();
+  });
+
+  it('lists a job stored by another producer, without delivery data, by its name and timestamp', async () => {
+    const inbox = newInbox();
+    await inbox.queue.add('Foreign', null as unknown as StoredDelivery, { jobId: 'foreign-1' });
+    const job = await inbox.queue.getJob('foreign-1');
+    expect(job?.data).toBeNull();
+    expect(await inbox.jobs()).toEqual([
+      {
+        id: 'foreign-1',
+        event: 'Foreign',
+        idempotencyKey: '',
+        state: 'waiting',
+        attemptsMade: 0,
+        receivedAt: new Date(job!.timestamp).toISOString(),
+      },
+    ]);
+  });
+  it('skips a job id left in a list without its job, as a removal half done leaves it', async () => {
+    const inbox = newInbox();
+    const delivery = createTestDelivery();
+    await inbox.enqueue(storedOf(delivery));
+    await client.rpush(`test-bull-${run}:${inbox.queue.name}:wait`, 'ghost');
+    expect((await inbox.jobs()).map((job) => job.id)).toEqual([delivery.idempotencyKey]);
+  });
+
+  it('shows a job waiting for children (a flow of another producer) as waiting', async () => {
+    const inbox = newInbox();
+    const childQueue = `${inbox.queue.name}-children`;
+    const flows = new FlowProducer({ connection: client, prefix: `test-bull-${run}` });
+    cleanups.push(async () => {
+      const children = new Queue(childQueue, { connection: client, prefix: `test-bull-${run}` });
+      await children.obliterate({ force: true }).catch(() => {});
+      await children.close();
+      await flows.close();
+    });
+    const delivery = createTestDelivery();
+    await flows.add({
+      name: 'UserSignedIn',
+      queueName: inbox.queue.name,
+      data: storedOf(delivery),
+      opts: { jobId: delivery.idempotencyKey },
+      children: [{ name: 'child', queueName: childQueue, data: {} }],
+    });
+    expect(await inbox.queue.getJobState(delivery.idempotencyKey)).toBe('waiting-children');
+    expect(await inbox.getJob(delivery.idempotencyKey)).toMatchObject({ state: 'waiting' });
+  });
+
+  it('shows an outcome only for a job completed with one', async () => {
+    const inbox = newInbox();
+    const waiting = createTestDelivery();
+    await inbox.enqueue(storedOf(waiting));
+    expect(await inbox.getJob(waiting.idempotencyKey)).not.toHaveProperty('outcome');
+    // Completed by another worker, with a return value that is no outcome.
+    const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
+    cleanups.push(async () => connection.disconnect());
+    const other = new Worker(inbox.queue.name, async () => ({ rows: 1 }), {
+      connection,
+      prefix: `test-bull-${run}`,
+    });
+    cleanups.push(() => other.close());
+    await eventually(async () =>
+      expect(await inbox.getJob(waiting.idempotencyKey)).toMatchObject({ state: 'completed' }),
+    );
+    expect(await inbox.getJob(waiting.idempotencyKey)).not.toHaveProperty('outcome');
+  });
+});
+
+describe('bullmqInbox: dead letters and workers', () => {
+  it('retryFailed() without an event puts back every dead letter, whatever its event', async () => {
+    const inbox = newInbox({ attempts: 1 });
+    const { receiver } = newReceiver(inbox);
+    receiver.on('UserSignedIn', () => {
+      throw new Error('CRM is down');
+    });
+    receiver.on('PaymentCompleted', () => {
+      throw new Error('CRM is down');
+    });
+    const signedIn = createTestDelivery('UserSignedIn');
+    const paid = fixtureDelivery('PaymentCompleted');
+    await inbox.enqueue(storedOf(signedIn, 'UserSignedIn'));
+    await inbox.enqueue(storedOf(paid, 'PaymentCompleted'));
+    const worker = inbox.work(receiver);
+    cleanups.push(() => worker.close());
+    await eventually(async () => expect(await inbox.jobs({ state: 'failed' })).toHaveLength(2));
+    await worker.close();
+
+    expect(await inbox.retryFailed()).toBe(2);
+    const waiting = await inbox.jobs({ state: 'waiting' });
+    expect(waiting.map((job) => job.event).sort()).toEqual(['PaymentCompleted', 'UserSignedIn']);
+    expect(await inbox.retryFailed()).toBe(0);
+  });
+
+  it('close() closes the workers still open: none of them is left connected to the queue', async () => {
+    const inbox = newInbox();
+    const { receiver } = newReceiver(inbox);
+    inbox.work(receiver);
+    inbox.work(receiver, { concurrency: 2 });
+    // Another view of the same queue, to count its workers once the inbox is closed.
+    const watcher = new Queue(inbox.queue.name, { connection: client, prefix: `test-bull-${run}` });
+    cleanups.push(() => watcher.close());
+    await eventually(async () => expect(await watcher.getWorkersCount()).toBeGreaterThanOrEqual(2));
+    await inbox.close();
+    await eventually(async () => expect(await watcher.getWorkersCount()).toBe(0));
+  });
+
+  it("a worker's close() closes its BullMQ worker, once however often it is called", async () => {
+    const inbox = newInbox();
+    const { receiver } = newReceiver(inbox);
+    const worker = inbox.work(receiver);
+    await eventually(async () => expect(await inbox.queue.getWorkersCount()).toBeGreaterThan(0));
+    const closing = worker.close();
+    expect(worker.close()).toBe(closing);
+    await closing;
+    await eventually(async () => expect(await inbox.queue.getWorkersCount()).toBe(0));
+  });
+
+  it("a worker's close() leaves none of its connections open", async () => {
+    // A Redis of its own, so the connections counted are this test's only.
+    const server = await startRedisServer();
+    cleanups.push(() => server.close());
+    const connection = new Redis(server.url);
+    cleanups.push(async () => connection.disconnect());
+    const connections = async () =>
+      String(await connection.client('LIST'))
+        .trim()
+        .split('\n').length;
+    const inbox = newInbox({}, connection);
+    const { receiver } = newReceiver(inbox, { store: memoryStore() });
+    await inbox.jobs(); // connected
+    const before = await connections();
+    const worker = inbox.work(receiver);
+    await eventually(async () => expect(await connections()).toBeGreaterThan(before));
+    await worker.close();
+    await eventually(async () => expect(await connections()).toBe(before));
+  });
+
+  it('stops the client it made from reconnecting when QUIT cannot be sent', async () => {
+    const server = await startRedisServer();
+    cleanups.push(() => server.close());
+    // Without an offline queue, QUIT to a Redis that is gone fails at once.
+    const options = { port: server.port, enableOfflineQueue: false, retryStrategy: () => 20 };
+    const inbox = bullmqInbox({ connection: options, queueName: `inbox-${randomUUID()}` });
+    const own = inbox.queue.opts.connection as Redis;
+    let attempts = 0;
+    own.on('reconnecting', () => attempts++);
+    await inbox.jobs(); // connected
+    await server.stop();
+    await eventually(() => expect(attempts).toBeGreaterThan(1));
+    await inbox.close();
+    const attemptsAtClose = attempts;
+    // Every 20 ms before; none once closed (a client left reconnecting would go on for ever).
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(attempts).toBe(attemptsAtClose);
+  });
+
+  it('holds a running job’s lock for lockDurationMs, not BullMQ’s 30 s', async () => {
+    const inbox = newInbox();
+    const { receiver } = newReceiver(inbox);
+    const lockTtls: number[] = [];
+    const lockKey = (id: string) => `test-bull-${run}:${inbox.queue.name}:${id}:lock`;
+    receiver.on('UserSignedIn', async (event) => {
+      lockTtls.push(await client.pttl(lockKey(event.idempotencyKey)));
+    });
+    const worker = inbox.work(receiver, { lockDurationMs: 4000 });
+    cleanups.push(() => worker.close());
+    await inbox.enqueue(storedOf(createTestDelivery()));
+    await eventually(() => expect(lockTtls).toHaveLength(1));
+    expect(lockTtls[0]).toBeGreaterThan(0);
+    expect(lockTtls[0]).toBeLessThanOrEqual(4000);
+  });
+
+  it('runs again, within stalledIntervalMs, a job whose worker died holding it', async () => {
+    const inbox = newInbox();
+    const { receiver } = newReceiver(inbox);
+    const effects: string[] = [];
+    receiver.on('UserSignedIn', (event) => {
+      effects.push(event.idempotencyKey);
+    });
+    const delivery = createTestDelivery();
+    await inbox.enqueue(storedOf(delivery));
+    // A worker that takes the job and dies with it: its lock, 2 s long, is never renewed.
+    const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
+    cleanups.push(async () => connection.disconnect());
+    const taken = deferred();
+    const dying = new Worker(
+      inbox.queue.name,
+      () => {
+        taken.resolve();
+        return new Promise<never>(() => {});
+      },
+      { connection, prefix: `test-bull-${run}`, lockDuration: 2000, stalledInterval: 50 },
+    );
+    await taken.promise;
+    await dying.close(true);
+    expect(await inbox.jobs({ state: 'active' })).toHaveLength(1);
+
+    // BullMQ's 30 s between stalled checks would leave it active far longer than this waits.
+    const worker = inbox.work(receiver, { stalledIntervalMs: 200 });
+    cleanups.push(() => worker.close());
+    await eventually(() => expect(effects).toEqual([delivery.idempotencyKey]), 15_000);
+  });
+  it('retries a job stored without a backoff delay after the backoffMs of the inbox that runs it', async () => {
+    const inbox = newInbox({ backoffMs: 60_000 });
+    const { receiver } = newReceiver(inbox);
+    receiver.on('UserSignedIn', () => {
+      throw new Error('CRM is down');
+    });
+    const delivery = createTestDelivery();
+    // Stored by another producer: this inbox's strategy, but no delay of its own.
+    await inbox.queue.add('UserSignedIn', storedOf(delivery), {
+      jobId: delivery.idempotencyKey,
+      attempts: 3,
+      backoff: { type: 'schoolhooks' },
+    });
+    const failedAt = Date.now();
+    const worker = inbox.work(receiver);
+    cleanups.push(() => worker.close());
+    await eventually(async () => expect(await inbox.jobs({ state: 'delayed' })).toHaveLength(1));
+    const job = await inbox.queue.getJob(delivery.idempotencyKey);
+    expect(job?.delay).toBe(60_000);
+    // Its next run is a minute away, not now (a delay BullMQ could not read runs it at once).
+    const score = Number(
+      await client.zscore(`test-bull-${run}:${inbox.queue.name}:delayed`, delivery.idempotencyKey),
+    );
+    expect(Math.floor(score / 0x1000)).toBeGreaterThanOrEqual(failedAt + 59_000);
+  });
+  it('retryJob is false for a job that is no dead letter, and for no job', async () => {
+    const inbox = newInbox();
+    const delivery = createTestDelivery();
+    await inbox.enqueue(storedOf(delivery));
+    expect(await inbox.retryJob(delivery.idempotencyKey)).toBe(false);
+    expect(await inbox.retryJob('no-such-key')).toBe(false);
+    expect(await inbox.jobs()).toMatchObject([{ state: 'waiting' }]);
+  });
+
+  it('retries a job after the backoff it was stored with, whichever inbox’s worker runs it', async () => {
+    const queueName = `inbox-${randomUUID()}`;
+    // The web process's inbox stores it with a minute; the worker's inbox says 10 ms.
+    const web = newInbox({ queueName, backoffMs: 60_000 });
+    const workers = newInbox({ queueName, backoffMs: 10 });
+    const { receiver } = newReceiver(workers);
+    receiver.on('UserSignedIn', () => {
+      throw new Error('CRM is down');
+    });
+    const delivery = createTestDelivery();
+    await web.enqueue(storedOf(delivery));
+    const worker = workers.work(receiver);
+    cleanups.push(() => worker.close());
+    await eventually(async () => expect(await web.jobs({ state: 'delayed' })).toHaveLength(1));
+    expect((await web.queue.getJob(delivery.idempotencyKey))?.delay).toBe(60_000);
+  });
+});
+
+describe('bullmqInbox: the logger of connection errors', () => {
+  /** A logger that keeps its warnings. */
+  function warningsLogger() {
+    const warnings: { obj: Record<string, unknown>; msg: string | undefined }[] = [];
+    const logger: Logger = {
+      debug: () => {},
+      info: () => {},
+      warn: (obj, msg) => warnings.push({ obj, msg }),
+      error: () => {},
+    };
+    return { logger, warnings };
+  }
+
+  it('logs the errors of the client it made, with the queue’s name', async () => {
+    const server = await stoppableServer();
+    const { logger, warnings } = warningsLogger();
+    const inbox = newInbox({ logger }, server.url);
+    await inbox.jobs(); // connected
+    expect(warnings).toEqual([]);
+    await server.stop();
+    await eventually(() => expect(warnings.length).toBeGreaterThan(0));
+    expect(warnings[0]).toEqual({
+      obj: { err: expect.stringMatching(/\S/), queue: inbox.queue.name },
+      msg: 'inbox connection error',
+    });
+  });
+
+  it('logs the errors of the queue on a client it was given', async () => {
+    const server = await stoppableServer();
+    const connection = new Redis(server.url, { retryStrategy: () => 50 });
+    connection.on('error', () => {});
+    cleanups.push(async () => connection.disconnect());
+    const { logger, warnings } = warningsLogger();
+    const inbox = newInbox({ logger }, connection);
+    await inbox.jobs(); // connected
+    expect(warnings).toEqual([]);
+    await server.stop();
+    await eventually(() => expect(warnings.length).toBeGreaterThan(0));
+    expect(warnings[0]).toEqual({
+      obj: { err: expect.stringMatching(/\S/), queue: inbox.queue.name },
+      msg: 'inbox connection error',
+    });
+  });
+
+  it('logs the errors of its workers', async () => {
+    const { logger, warnings } = warningsLogger();
+    const inbox = newInbox({ logger });
+    const { receiver } = newReceiver(inbox);
+    // The job's lock lost while it runs (as when Redis dropped it): BullMQ's worker cannot
+    // complete the job, and says so as an error of the worker (not of the queue).
+    receiver.on('UserSignedIn', async (event) => {
+      await client.del(`test-bull-${run}:${inbox.queue.name}:${event.idempotencyKey}:lock`);
+    });
+    const delivery = createTestDelivery();
+    await inbox.enqueue(storedOf(delivery));
+    const worker = inbox.work(receiver);
+    cleanups.push(() => worker.close());
+    await eventually(() => expect(warnings.length).toBeGreaterThan(0));
+    expect(warnings[0]).toEqual({
+      obj: {
+        err: expect.stringContaining(`Missing lock for job ${delivery.idempotencyKey}`),
+        queue: inbox.queue.name,
+      },
+      msg: 'inbox connection error',
+    });
+  });
+
+  it('without a logger, a connection error reaches the queue’s other listeners, nothing thrown', async () => {
+    const server = await stoppableServer();
+    const connection = new Redis(server.url, { retryStrategy: () => 50 });
+    connection.on('error', () => {});
+    cleanups.push(async () => connection.disconnect());
+    const inbox = newInbox({}, connection);
+    // Listening after the inbox: a listener of the inbox's that threw would stop the emit first.
+    let queueErrors = 0;
+    inbox.queue.on('error', () => queueErrors++);
+    await inbox.jobs(); // connected
+    await server.stop();
+    await eventually(() => expect(queueErrors).toBeGreaterThan(0));
+  });
+});
+
+describe('bullmqInbox on a Redis Cluster', () => {
+  it('runs its jobs with workers on connections copied from the Cluster, its redisOptions kept', async () => {
+    const cluster = await startRedisCluster();
+    cleanups.push(() => cluster.stop());
+    // Every node asks for a password: a worker connection that lost the Cluster's
+    // redisOptions could not even read the queue.
+    const password = `test-${randomUUID()}`;
+    for (const { host, port } of cluster.nodes) {
+      const node = new Redis(port, host);
+      await node.config('SET', 'requirepass', password);
+      node.disconnect();
+    }
+    // A client for commands may keep any ioredis option; the workers' copies are made blocking.
+    const connection = new Cluster([...cluster.nodes], {
+      redisOptions: { password, maxRetriesPerRequest: 1 },
+    });
+    connection.on('error', () => {});
+    cleanups.push(async () => connection.disconnect());
+    // On a Cluster, BullMQ's keys of one queue share a slot through a hash tag.
+    const inbox = bullmqInbox({ connection, queueName: 'cluster-inbox', prefix: '{bull}' });
+    cleanups.push(() => inbox.close());
+    const { receiver } = newReceiver(inbox, { store: memoryStore() });
+    const effects: string[] = [];
+    receiver.on('UserSignedIn', (event) => {
+      effects.push(event.idempotencyKey);
+    });
+    const delivery = createTestDelivery();
+    await inbox.enqueue(storedOf(delivery));
+    const worker = inbox.work(receiver);
+    cleanups.push(() => worker.close());
+    await eventually(() => expect(effects).toEqual([delivery.idempotencyKey]), 15_000);
+    await eventually(async () =>
+      expect(await inbox.getJob(delivery.idempotencyKey)).toMatchObject({ state: 'completed' }),
+    );
   });
 });
