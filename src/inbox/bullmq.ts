@@ -469,9 +469,10 @@ function isClient(connection: BullmqInboxOptions['connection']): connection is R
 
 /**
  * A client for BullMQ to copy a worker's connections from: the inbox's client with
- * `maxRetriesPerRequest: null` (BullMQ blocks on them, and refuses anything else). It never
- * connects itself: it is made lazy, and its options then say "connect at once", which is what
- * BullMQ's copies of it (`duplicate()` copies the options) do.
+ * `maxRetriesPerRequest: null` (BullMQ blocks on them, and refuses anything else). It is made
+ * lazy, so nothing connects before BullMQ takes it, and its options then say "connect at once":
+ * BullMQ connects it as the worker's own connection, and its copies of it (`duplicate()` copies
+ * the options) connect as they are made.
  */
 function blockingTemplate(client: Redis | Cluster): Redis | Cluster {
   const template = client.isCluster
@@ -489,5 +490,5 @@ function blockingTemplate(client: Redis | Cluster): Redis | Cluster {
  * `backoff` object of a type of its own (it reads a number as its built-in `fixed`).
  */
 function backoffOf(backoff: number | { delay?: number } | undefined): number | undefined {
-  return (backoff as { delay?: number }).delay;
+  return typeof backoff === 'object' ? backoff.delay : undefined;
 }
