@@ -101,10 +101,16 @@ const replacement = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
 );
 
-/** A fixture's `data` with one field anywhere replaced by another JSON value, or removed. */
+/**
+ * A fixture's `data` with one field anywhere replaced by another JSON value, or removed. An
+ * object with no field left (a second mutation after the first removed the only one) is given
+ * back as it is: there is nothing in it to replace.
+ */
 export function mutatedData(data: Record<string, unknown>): fc.Arbitrary<Record<string, unknown>> {
+  const paths = pathsOf(data);
+  if (paths.length === 0) return fc.constant(data);
   return fc
-    .record({ path: fc.constantFrom(...pathsOf(data)), replacement })
+    .record({ path: fc.constantFrom(...paths), replacement })
     .map(({ path, replacement: value }) => replaceAt(data, path, value) as Record<string, unknown>);
 }
 
