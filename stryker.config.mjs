@@ -21,6 +21,10 @@ const critical = [
   'src/envelope.ts',
   'src/pipeline.ts',
   'src/run-handlers.ts',
+  // The time bounds every store and inbox call runs under, and the wait for a client to connect.
+  'src/bounded-calls.ts',
+  'src/deadlines.ts',
+  'src/stores/client-readiness.ts',
   'src/stores/memory.ts',
   'src/stores/redis.ts',
   'src/stores/postgres.ts',

@@ -37,6 +37,24 @@ describe('BoundedCalls', () => {
     expect(lateResults).toEqual(['too late']);
   });
 
+  it('drops a late result quietly when no onLate was given', async () => {
+    const calls = new BoundedCalls(20, errors);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await expect(calls.run('slow', () => later(60, 'too late'))).rejects.toThrow(
+        'slow timed out',
+      );
+      // The result arrives after the deadline; give a rejection time to be reported.
+      await later(120, undefined);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('maps a failure within the budget through failed', async () => {
     const calls = new BoundedCalls(1000, errors);
     await expect(calls.run('broken', () => Promise.reject('boom'))).rejects.toThrow(

@@ -65,6 +65,44 @@ describe('DeadlineQueue', () => {
     expect(log).toHaveLength(1);
   });
 
+  it('leaves the queue as it is when asked to remove a call it never held', () => {
+    const queue = new DeadlineQueue(20);
+    const log: string[] = [];
+    queue.add(new Call(log, 'queued'));
+    // Never added: taking it out must not unlink the calls that are there.
+    queue.remove(new Call(log, 'stranger'));
+    expect(queue.size).toBe(1);
+    vi.advanceTimersByTime(20);
+    expect(log.map((entry) => entry.split('@')[0])).toEqual(['queued']);
+  });
+
+  it('arms its timer once for a deadline ahead, not once per millisecond until then', () => {
+    const queue = new DeadlineQueue(50);
+    const log: string[] = [];
+    const armed = vi.spyOn(globalThis, 'setTimeout');
+    queue.add(new Call(log, 'waiting'));
+    vi.advanceTimersByTime(49);
+    expect(log).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(log).toHaveLength(1);
+    expect(armed).toHaveBeenCalledTimes(1);
+    armed.mockRestore();
+  });
+
+  it('keeps one timer when an expiring call adds another (the add armed it already)', () => {
+    const queue = new DeadlineQueue(20);
+    const log: string[] = [];
+    class Chained extends Call {
+      override expire(): void {
+        super.expire();
+        queue.add(new Call(log, 'chained'));
+      }
+    }
+    queue.add(new Chained(log, 'first'));
+    vi.advanceTimersByTime(20);
+    expect(vi.getTimerCount()).toBe(1);
+  });
+
   it('re-arms for a call added by an expiring one, and for the calls behind one that threw', () => {
     const queue = new DeadlineQueue(20);
     const log: string[] = [];
