@@ -974,3 +974,172 @@ describe('pgBossInbox start and stop rules', () => {
     expect(stopped).toBe(false);
   });
 });
+
+describe('pgBossInbox tables rules', () => {
+  /** A started pg-boss of a schema of the test's own, and its db. */
+  async function startedBoss() {
+    const schema = newSchema();
+    const boss = givenBoss(schema);
+    await boss.start();
+    const sql = (text: string) => boss.getDb().executeSql(text, []);
+    return { schema, boss, sql };
+  }
+
+  it('refuses a schema name Postgres would not take unquoted, and a schema whose version row is gone', async () => {
+    const { schema, boss, sql } = await startedBoss();
+    const bad = await failureOf(pgBossInbox({ boss, schema: 'a-b', queueName: 'q' }).start());
+    expect(bad.message).toBe('pgBossInbox: schema must be a name of letters, digits and "_"');
+    await sql(`DELETE FROM "${schema}".version`);
+    const missing = await failureOf(pgBossInbox({ boss, schema, queueName: 'q' }).start());
+    expect(missing).toBeInstanceOf(ConfigError);
+    expect(missing.message).toBe(`pgBossInbox: pg-boss is not installed in the schema "${schema}"`);
+  });
+
+  it('takes schema version 21 as pg-boss 10, and a newer version whose job table has every column', async () => {
+    const { schema, boss, sql } = await startedBoss();
+    await sql(`UPDATE "${schema}".version SET version = 21`);
+    await pgBossInbox({ boss, schema, queueName: 'v21' }).start();
+    await sql(`ALTER TABLE "${schema}".job ADD COLUMN deletion_seconds int`);
+    await sql(`UPDATE "${schema}".version SET version = 47`);
+    await pgBossInbox({ boss, schema, queueName: 'v47' }).start();
+    await sql(`ALTER TABLE "${schema}".job DROP COLUMN deletion_seconds, DROP COLUMN output`);
+    expect((await failureOf(pgBossInbox({ boss, schema, queueName: 'v48' }).start())).message).toBe(
+      'pgBossInbox: pg-boss schema version 47 is newer than 46 and its job table has no output, ' +
+        'deletion_seconds: this schoolhooks knows pg-boss 10, 11 and 12 (schema versions 21–46)',
+    );
+  });
+
+  it('lists every state oldest first, and tells waiting from delayed', async () => {
+    const schema = newSchema();
+    const inbox = newInbox({ schema, attempts: 2, backoffMs: 600_000 });
+    const { receiver } = newReceiver(inbox);
+    receiver.on('UserSignedIn', (event) => {
+      if (event.idempotencyKey === failing.idempotencyKey) throw new Error('CRM is down');
+    });
+    const done = storedOf(createTestDelivery());
+    const failing = storedOf(createTestDelivery());
+    await inbox.enqueue(done);
+    await inbox.enqueue(failing);
+    const worker = inbox.work(receiver, { pollIntervalMs: 20, concurrency: 2 });
+    await eventually(async () => {
+      expect(await inbox.jobs({ state: 'completed' })).toHaveLength(1);
+      expect(await inbox.jobs({ state: 'delayed' })).toHaveLength(1);
+    });
+    await worker.close();
+    const dead = storedOf(createTestDelivery());
+    await inbox.enqueue(dead);
+    await pool.query(
+      `UPDATE "${schema}".job SET state = 'failed', completed_on = now() WHERE id = $1`,
+      [pgBossJobId(dead.idempotencyKey)],
+    );
+    const waiting = storedOf(createTestDelivery());
+    await inbox.enqueue(waiting);
+    // The first job stored is made the newest: the listing follows created_on, not the heap.
+    await pool.query(
+      `UPDATE "${schema}".job SET created_on = now() + interval '1 hour' WHERE id = $1`,
+      [pgBossJobId(done.idempotencyKey)],
+    );
+    const listed = await inbox.jobs();
+    expect(listed.map((job) => [job.idempotencyKey, job.state])).toEqual([
+      [failing.idempotencyKey, 'delayed'],
+      [dead.idempotencyKey, 'failed'],
+      [waiting.idempotencyKey, 'waiting'],
+      [done.idempotencyKey, 'completed'],
+    ]);
+    expect((await inbox.jobs({ state: 'waiting' })).map((job) => job.idempotencyKey)).toEqual([
+      waiting.idempotencyKey,
+    ]);
+    expect((await inbox.jobs({ state: 'delayed' })).map((job) => job.idempotencyKey)).toEqual([
+      failing.idempotencyKey,
+    ]);
+  });
+
+  it('shows a job exactly: no reason, outcome or finish time it does not have; the run in progress not counted', async () => {
+    const inbox = newInbox();
+    const { receiver } = newReceiver(inbox);
+    const running = gate();
+    const release = gate();
+    receiver.on('UserSignedIn', async () => {
+      running.open();
+      await release.passed;
+    });
+    const stored = storedOf(createTestDelivery());
+    await inbox.enqueue(stored);
+    const shown = {
+      id: pgBossJobId(stored.idempotencyKey),
+      event: 'UserSignedIn',
+      idempotencyKey: stored.idempotencyKey,
+      receivedAt: stored.receivedAt,
+    };
+    expect(await inbox.getJob(stored.idempotencyKey)).toEqual({
+      ...shown,
+      state: 'waiting',
+      attemptsMade: 0,
+    });
+    const worker = inbox.work(receiver, { pollIntervalMs: 20 });
+    cleanups.push(() => worker.close());
+    await running.passed;
+    expect(await inbox.getJob(stored.idempotencyKey)).toEqual({
+      ...shown,
+      state: 'active',
+      attemptsMade: 0,
+    });
+    release.open();
+    await eventually(async () =>
+      expect(await inbox.getJob(stored.idempotencyKey)).toMatchObject({ state: 'completed' }),
+    );
+    expect(await inbox.getJob(stored.idempotencyKey)).toEqual({
+      ...shown,
+      state: 'completed',
+      attemptsMade: 1,
+      outcome: 'processed',
+      finishedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    expect(await inbox.jobs({ state: 'completed' })).toEqual([
+      { ...shown, state: 'completed', attemptsMade: 1 },
+    ]);
+  });
+
+  it('shows a job someone else sent to the queue without our data, with its creation time', async () => {
+    const schema = newSchema();
+    const boss = givenBoss(schema);
+    await boss.start();
+    const inbox = pgBossInbox({ boss, schema, queueName: 'foreign' });
+    await inbox.start();
+    const id = await boss.send('foreign', { something: 'else' });
+    const { rows } = await pool.query<{ created_on: Date }>(
+      `SELECT created_on FROM "${schema}".job WHERE id = $1`,
+      [id],
+    );
+    expect(await inbox.getJob(id!)).toEqual({
+      id,
+      event: '',
+      idempotencyKey: '',
+      state: 'waiting',
+      attemptsMade: 0,
+      receivedAt: rows[0]!.created_on.toISOString(),
+    });
+  });
+
+  it('puts a dead letter back as new: no reason, no finish time, waiting', async () => {
+    const inbox = newInbox({ attempts: 1 });
+    const { receiver } = newReceiver(inbox);
+    receiver.on('UserSignedIn', () => {
+      throw new Error('CRM is down');
+    });
+    const stored = storedOf(createTestDelivery());
+    await inbox.enqueue(stored);
+    const worker = inbox.work(receiver, { pollIntervalMs: 20 });
+    await eventually(async () => expect(await inbox.jobs({ state: 'failed' })).toHaveLength(1));
+    await worker.close();
+    expect(await inbox.retryJob(stored.idempotencyKey)).toBe(true);
+    expect(await inbox.getJob(stored.idempotencyKey)).toEqual({
+      id: pgBossJobId(stored.idempotencyKey),
+      event: 'UserSignedIn',
+      idempotencyKey: stored.idempotencyKey,
+      receivedAt: stored.receivedAt,
+      state: 'waiting',
+      attemptsMade: 0,
+    });
+  });
+});
