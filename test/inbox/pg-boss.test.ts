@@ -772,6 +772,37 @@ describe('pgBossInbox worker rules', () => {
     await eventually(() => expect(runs).toEqual([stored.idempotencyKey]));
   });
 
+  it('hears a wake during a fetch that follows a poll which ran its full time', async () => {
+    const schema = newSchema();
+    const boss = givenBoss(schema);
+    const second = gate();
+    const fetchedAt: number[] = [];
+    const held = wrap(boss, {
+      fetch: async (name, options) => {
+        fetchedAt.push(performance.now());
+        const jobs = await boss.fetch(name, options);
+        // The second fetch (after the first poll's full wait) answers only once the test lets it.
+        if (fetchedAt.length === 2) await second.passed;
+        return jobs as unknown as Awaited<ReturnType<PgBossLike['fetch']>>;
+      },
+    });
+    const inbox = pgBossInbox({ boss: held, schema, queueName: 'polled' });
+    cleanups.push(() => inbox.close());
+    const { receiver } = newReceiver(inbox);
+    const runs: string[] = [];
+    receiver.on('UserSignedIn', (event) => void runs.push(event.idempotencyKey));
+    const worker = inbox.work(receiver, { pollIntervalMs: 2000 });
+    cleanups.push(() => worker.close());
+    await eventually(() => expect(fetchedAt).toHaveLength(2));
+    const stored = storedOf(createTestDelivery());
+    await inbox.enqueue(stored);
+    const openedAt = performance.now();
+    second.open();
+    await eventually(() => expect(runs).toEqual([stored.idempotencyKey]));
+    // Asked again at once, not after another 2 s poll.
+    expect(fetchedAt[2]! - openedAt).toBeLessThan(1000);
+  });
+
   it('puts back only the dead letter retryJob names, and wakes the worker for it', async () => {
     const inbox = newInbox({ attempts: 1 });
     const { receiver } = newReceiver(inbox);
