@@ -969,6 +969,29 @@ describe('pgBossInbox start and stop rules', () => {
     expect(boss.listenerCount('error')).toBe(listeners);
   });
 
+  it('logs the database errors of the pg-boss it makes again after a failed start', async () => {
+    const cluster = await startPostgresCluster();
+    cleanups.push(() => cluster.close());
+    await cluster.stop();
+    const { logs, logger } = recordingLogger();
+    const inbox = pgBossInbox({ connectionString: cluster.url, queueName: 'relog', logger });
+    cleanups.push(() => inbox.close());
+    await failureOf(inbox.start());
+    await cluster.start();
+    await eventually(() => inbox.start());
+    await inbox.enqueue(storedOf(createTestDelivery()));
+    logs.length = 0;
+    // The server goes away under pg-boss's idle connections: its pool reports each one.
+    await cluster.stop();
+    await eventually(() =>
+      expect(logs).toContainEqual({
+        level: 'warn',
+        obj: { err: expect.any(String), queue: 'relog' },
+        msg: 'inbox database error',
+      }),
+    );
+  }, 60_000);
+
   it('rejects with pg-boss’s own error when it cannot make its pg-boss', async () => {
     const inbox = pgBossInbox({
       connectionString: database.url,
