@@ -693,6 +693,17 @@ describe('pgBossInbox option rules', () => {
   });
 });
 
+describe('pgBossInbox own pg-boss', () => {
+  it('makes its pg-boss without a scheduler: the schema holds only the inbox’s queue', async () => {
+    const schema = newSchema();
+    const inbox = newInbox({ schema, queueName: 'only' });
+    await inbox.start();
+    const { rows } = await pool.query<{ name: string }>(`SELECT name FROM "${schema}".queue`);
+    // With pg-boss's cron on, its timekeeper would add its own queue, __pgboss__send-it.
+    expect(rows.map((row) => row.name)).toEqual(['only']);
+  });
+});
+
 describe('pgBossInbox enqueue rules', () => {
   it('rejects after enqueueTimeoutMs naming the bound, and sends nothing once its caller was told', async () => {
     const schema = newSchema();
