@@ -674,6 +674,9 @@ describe('pgBossInbox option rules', () => {
         String(pollIntervalMs),
       ).toBe('pgBossInbox: pollIntervalMs must be a positive number of ms');
     }
+    expect(messageOf(() => inbox.work(receiver, { concurrency: 0 }))).toBe(
+      'pgBossInbox: concurrency must be a positive integer',
+    );
     await inbox.close();
     expect(messageOf(() => inbox.work(receiver))).toBe('pgBossInbox: the inbox is closed');
   });
@@ -899,6 +902,41 @@ describe('pgBossInbox worker rules', () => {
       obj: { err: 'fetch refused', queue: 'logged' },
       msg: 'inbox fetch failed',
     });
+  });
+
+  it('keeps going after a failed fetch and a failed job update without a logger', async () => {
+    const schema = newSchema();
+    const boss = givenBoss(schema);
+    let failFetch = true;
+    let failComplete = true;
+    const flaky = wrap(boss, {
+      fetch: (name, options) =>
+        failFetch
+          ? ((failFetch = false), Promise.reject(new Error('fetch refused')))
+          : (boss.fetch(name, options) as unknown as ReturnType<PgBossLike['fetch']>),
+      complete: (name, id, data) =>
+        failComplete
+          ? ((failComplete = false), Promise.reject(new Error('complete refused')))
+          : boss.complete(name, id, data),
+    });
+    const inbox = pgBossInbox({ boss: flaky, schema, queueName: 'unlogged', expireInMs: 1000 });
+    cleanups.push(() => inbox.close());
+    const { receiver } = newReceiver(inbox);
+    let runs = 0;
+    receiver.on('UserSignedIn', () => void runs++);
+    const stored = storedOf(createTestDelivery());
+    await inbox.enqueue(stored);
+    const worker = inbox.work(receiver, { pollIntervalMs: 20 });
+    // The run whose completion failed stays active (pg-boss hands it out again once it expires);
+    // the worker goes on with the next job.
+    await eventually(() => expect(runs).toBe(1));
+    const next = storedOf(createTestDelivery());
+    await inbox.enqueue(next);
+    await eventually(async () =>
+      expect(await inbox.getJob(next.idempotencyKey)).toMatchObject({ state: 'completed' }),
+    );
+    expect(await inbox.getJob(stored.idempotencyKey)).toMatchObject({ state: 'active' });
+    await worker.close();
   });
 
   it('stops a worker whose inbox cannot start, saying why with the queue', async () => {
@@ -1192,7 +1230,8 @@ describe('pgBossInbox tables rules', () => {
     receiver.on('UserSignedIn', () => {
       throw new Error('CRM is down');
     });
-    const stored = storedOf(createTestDelivery());
+    // A key that is not a UUID: found by the job id derived from it alone.
+    const stored = { ...storedOf(createTestDelivery()), idempotencyKey: `order:${randomUUID()}` };
     await inbox.enqueue(stored);
     const worker = inbox.work(receiver, { pollIntervalMs: 20 });
     await eventually(async () => expect(await inbox.jobs({ state: 'failed' })).toHaveLength(1));
