@@ -707,6 +707,59 @@ describe('pgBossInbox own pg-boss', () => {
   });
 });
 
+describe('pgBossInbox retention per layout', () => {
+  it('asks pg-boss 11/12 (not 10) to delete each job after keepCompletedMs, and sets a dead letter’s and a replay’s deletion_seconds', async () => {
+    const schema = newSchema();
+    const boss = givenBoss(schema);
+    await boss.start();
+    const sent: object[] = [];
+    const recorded = wrap(boss, {
+      send: (name, data, options) => {
+        sent.push(options);
+        return boss.send(name, data, options);
+      },
+    });
+    const settings = { attempts: 1, keepCompletedMs: 2 * 86_400_000 + 1, keepFailedMs: 3_000_000 };
+    const first = storedOf(createTestDelivery());
+    // pg-boss 10's tables (schema version 24): no deleteAfterSeconds.
+    await pgBossInbox({ boss: recorded, schema, queueName: 'v24', ...settings }).enqueue(first);
+    const common = { retryLimit: 0, retryDelay: 0, retryBackoff: false, expireInSeconds: 900 };
+    expect(sent).toEqual([{ id: pgBossJobId(first.idempotencyKey), ...common }]);
+
+    // The same tables with pg-boss 11/12's deletion_seconds, at schema version 25.
+    await pool.query(`ALTER TABLE "${schema}".job ADD COLUMN deletion_seconds int`);
+    await pool.query(`UPDATE "${schema}".version SET version = 25`);
+    const inbox = pgBossInbox({ boss: recorded, schema, queueName: 'v25', ...settings });
+    const { receiver } = newReceiver(inbox);
+    receiver.on('UserSignedIn', () => {
+      throw new Error('CRM is down');
+    });
+    const stored = storedOf(createTestDelivery());
+    const id = pgBossJobId(stored.idempotencyKey);
+    await inbox.enqueue(stored);
+    expect(sent[1]).toEqual({ id, ...common, deleteAfterSeconds: 172_801 });
+    const deletion = async () =>
+      (
+        await pool.query<{ deletion_seconds: number }>(
+          `SELECT deletion_seconds FROM "${schema}".job WHERE id = $1`,
+          [id],
+        )
+      ).rows[0]!.deletion_seconds;
+    const worker = inbox.work(receiver, { pollIntervalMs: 20 });
+    await eventually(async () => expect(await inbox.jobs({ state: 'failed' })).toHaveLength(1));
+    await worker.close();
+    expect(await deletion()).toBe(3000);
+    expect(await inbox.retryJob(stored.idempotencyKey)).toBe(true);
+    expect(await deletion()).toBe(172_801);
+    await pool.query(
+      `UPDATE "${schema}".job SET state = 'failed', deletion_seconds = 1 WHERE id = $1`,
+      [id],
+    );
+    expect(await inbox.retryFailed()).toBe(1);
+    expect(await deletion()).toBe(172_801);
+  });
+});
+
 describe('pgBossInbox enqueue rules', () => {
   it('rejects after enqueueTimeoutMs naming the bound, and sends nothing once its caller was told', async () => {
     const schema = newSchema();
@@ -757,6 +810,26 @@ describe('pgBossInbox worker rules', () => {
     const stored = storedOf(createTestDelivery());
     await inbox.enqueue(stored);
     await eventually(() => expect(runs).toEqual([stored.idempotencyKey]));
+  });
+
+  it('asks once per poll when there is nothing to run', async () => {
+    const schema = newSchema();
+    const boss = givenBoss(schema);
+    let fetches = 0;
+    const counted = wrap(boss, {
+      fetch: (name, options) => {
+        fetches++;
+        return boss.fetch(name, options) as unknown as ReturnType<PgBossLike['fetch']>;
+      },
+    });
+    const inbox = pgBossInbox({ boss: counted, schema, queueName: 'idle' });
+    cleanups.push(() => inbox.close());
+    const { receiver } = newReceiver(inbox);
+    const worker = inbox.work(receiver, { pollIntervalMs: 600_000 });
+    cleanups.push(() => worker.close());
+    await eventually(() => expect(fetches).toBe(1));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(fetches).toBe(1);
   });
 
   it('asks again at once when woken while a fetch is in flight', async () => {
