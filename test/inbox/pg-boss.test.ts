@@ -1260,6 +1260,7 @@ describe('pgBossInbox tables rules', () => {
       state: 'active',
       attemptsMade: 0,
     });
+    expect(await inbox.jobs()).toEqual([{ ...shown, state: 'active', attemptsMade: 0 }]);
     release.open();
     await eventually(async () =>
       expect(await inbox.getJob(stored.idempotencyKey)).toMatchObject({ state: 'completed' }),
