@@ -1296,6 +1296,18 @@ describe('pgBossInbox tables rules', () => {
       attemptsMade: 0,
       receivedAt: rows[0]!.created_on.toISOString(),
     });
+    // Completed by its own worker with an output of its own: no outcome, and no reason either.
+    expect(await boss.fetch('foreign')).toHaveLength(1);
+    await boss.complete('foreign', id!, { message: 'handled elsewhere' });
+    expect(await inbox.getJob(id!)).toEqual({
+      id,
+      event: '',
+      idempotencyKey: '',
+      state: 'completed',
+      attemptsMade: 1,
+      receivedAt: rows[0]!.created_on.toISOString(),
+      finishedAt: expect.stringMatching(/^\d{4}-/),
+    });
   });
 
   it('puts a dead letter back as new: no reason, no finish time, waiting', async () => {
