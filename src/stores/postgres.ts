@@ -365,10 +365,13 @@ function step(call: BoundedCall): void {
   if (call.aborted) throw new Error('the call timed out');
 }
 
-/** `CREATE … IF NOT EXISTS` racing another session: 23505 on pg_type, or 42P07. */
+/**
+ * `CREATE … IF NOT EXISTS` racing another session: 23505 on pg_type, 42P07 (the relation), or
+ * 42710 (its row type, "type … already exists").
+ */
 function isDuplicateObject(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return code === '23505' || code === '42P07';
+  return code === '23505' || code === '42P07' || code === '42710';
 }
 
 /** A `StoreUnavailableError` for any failure of a call to Postgres. */
