@@ -489,9 +489,8 @@ class PgBossWorker implements InboxWorker {
         this.#running.add(running);
       }
       if (this.#stopping) break;
-      // A full batch may mean more are waiting: ask again at once while there is room.
-      if (fetched.length > 0 && fetched.length === free && this.#running.size < concurrency)
-        continue;
+      // No 'ask again at once' after a full batch: it fills every free slot, so there is no room
+      // until a run ends, and a run that ends wakes the loop.
       await this.#sleep(pollIntervalMs);
     }
     await Promise.all(this.#running);

@@ -322,14 +322,9 @@ export function postgresStore({
       if (!(leaseMs > 0) || !Number.isFinite(leaseMs)) {
         throw new ConfigError('postgresStore: leaseMs must be a positive number of milliseconds');
       }
-      return calls.run(
-        'claim',
-        (call) => claimWith(key, leaseMs, call),
-        (late) => {
-          // Claimed after the caller gave up: nobody will run the handlers, so let it go.
-          if (late.state === 'claimed') abandon(late.token, 'the claim answered too late');
-        },
-      );
+      // No handler for a late claim: claimWith checks the deadline after its last await and
+      // returns a claim in that same tick, and only a timer aborts a call, so none comes late.
+      return calls.run('claim', (call) => claimWith(key, leaseMs, call));
     },
 
     async complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void> {
@@ -370,10 +365,13 @@ function step(call: BoundedCall): void {
   if (call.aborted) throw new Error('the call timed out');
 }
 
-/** `CREATE … IF NOT EXISTS` racing another session: 23505 on pg_type, or 42P07. */
+/**
+ * `CREATE … IF NOT EXISTS` racing another session: 23505 on pg_type, 42P07 (the relation), or
+ * 42710 (its row type, "type … already exists").
+ */
 function isDuplicateObject(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return code === '23505' || code === '42P07';
+  return code === '23505' || code === '42P07' || code === '42710';
 }
 
 /** A `StoreUnavailableError` for any failure of a call to Postgres. */
