@@ -20,6 +20,8 @@ export default mergeConfig(
         'test/events/compile-check.test.ts',
         'test/otel/isolation.test.ts',
         'test/**/*multiprocess*.test.ts',
+        'test/**/*-crash.test.ts',
+        'test/inbox/pg-boss12.test.ts',
         'test/**/*.browser.test.ts',
       ],
     },
