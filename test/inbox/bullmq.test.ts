@@ -38,6 +38,7 @@ import {
   useTestRedis,
   type TestRedis,
 } from '../helpers/redis.js';
+import { failureOf } from '../helpers/failure-of.js';
 
 let redis: TestRedis;
 let client: Redis;
@@ -132,17 +133,6 @@ async function stoppableServer() {
       cleanups.push(() => server.start());
     },
   };
-}
-
-/** The rejection of `work`, read as an Error (a rejection with anything else fails the test). */
-async function failureOf(work: Promise<unknown>): Promise<Error> {
-  try {
-    await work;
-  } catch (error) {
-    if (error instanceof Error) return error;
-    throw new Error(`rejected with a non-Error: ${String(error)}`);
-  }
-  throw new Error('expected a rejection');
 }
 
 /** Waits until `check` passes, polling: workers run in their own time. */

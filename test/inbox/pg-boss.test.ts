@@ -42,6 +42,7 @@ import {
   useTestPostgres,
   type TestPostgres,
 } from '../helpers/postgres.js';
+import { failureOf } from '../helpers/failure-of.js';
 
 let database: TestPostgres;
 let pool: pg.Pool;
@@ -569,17 +570,6 @@ function gate(): { passed: Promise<void>; open: () => void } {
   let open!: () => void;
   const passed = new Promise<void>((resolve) => (open = resolve));
   return { passed, open };
-}
-
-/** What `work` rejects with, required to be an Error (not `undefined`, which toThrow accepts). */
-async function failureOf(work: Promise<unknown>): Promise<Error> {
-  try {
-    await work;
-  } catch (error) {
-    if (error instanceof Error) return error;
-    throw new Error(`rejected with a non-Error: ${String(error)}`);
-  }
-  throw new Error('expected a rejection');
 }
 
 /** A logger that keeps what it is told. */

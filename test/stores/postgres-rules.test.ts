@@ -12,6 +12,7 @@ import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';
 import type { ClaimResult } from '../../src/stores/types.js';
 import { sleep } from '../helpers/redis.js';
 import { usePostgresPool } from '../helpers/postgres.js';
+import { failureOf } from '../helpers/failure-of.js';
 
 const postgres = usePostgresPool('sh_rules');
 const table = () => postgres.table();
@@ -19,20 +20,6 @@ const table = () => postgres.table();
 function claimed(result: ClaimResult): Extract<ClaimResult, { state: 'claimed' }> {
   if (result.state !== 'claimed') throw new Error(`expected a claim, got ${result.state}`);
   return result;
-}
-
-/**
- * What `work` rejects with, required to be an Error: `rejects.toThrow(pattern)` also passes for
- * a promise that rejects with `undefined`, which would hide an error that lost its message.
- */
-async function failureOf(work: unknown): Promise<Error> {
-  try {
-    await work;
-  } catch (error) {
-    if (error instanceof Error) return error;
-    throw new Error(`rejected with a non-Error: ${String(error)}`);
-  }
-  throw new Error('expected a rejection');
 }
 
 async function count(name: string): Promise<number> {

@@ -1,0 +1,19 @@
+/**
+ * What a promise rejects with, read as an Error.
+ * @module
+ */
+
+/**
+ * What `work` rejects with, required to be an `Error`: `rejects.toThrow(pattern)` also passes
+ * for a promise that rejects with `undefined`, which would hide an error that lost its message.
+ * Fails the test when `work` resolves, or rejects with anything but an `Error`.
+ */
+export async function failureOf(work: unknown): Promise<Error> {
+  try {
+    await work;
+  } catch (error) {
+    if (error instanceof Error) return error;
+    throw new Error(`rejected with a non-Error: ${String(error)}`);
+  }
+  throw new Error('expected a rejection');
+}
