@@ -174,10 +174,17 @@ class SchoolhooksExplorer implements OnModuleInit {
         const handler = (prototype as Record<string, EventHandler>)[method]!;
         const names = this.#eventsOf(handler);
         if (!names) continue;
-        if (!wrapper.isDependencyTreeStatic() || typeof instance !== 'object' || !instance) {
+        if (!wrapper.isDependencyTreeStatic()) {
           throw new ConfigError(
             `@OnSchoolEvent on ${wrapper.name}.${method}: the provider is request- or ` +
               'transient-scoped, so no single instance can handle deliveries; make it a singleton',
+          );
+        }
+        if (typeof instance !== 'object' || !instance) {
+          // A factory whose prototype carries the handler, but which made no object of it.
+          throw new ConfigError(
+            `@OnSchoolEvent on ${wrapper.name}.${method}: the provider's value is not an object, ` +
+              'so the handler has no instance to run on; provide an instance of the class',
           );
         }
         this.receiver.on(names, handler.bind(instance));

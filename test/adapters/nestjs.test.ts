@@ -26,6 +26,7 @@ import {
 import { createReceiver } from '../../src/receiver.js';
 import { createTestDelivery, fixtureDelivery, SECRET, sign } from '../helpers/deliveries.js';
 import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import { failureOf } from '../helpers/failure-of.js';
 
 type Platform = 'express' | 'fastify';
 
@@ -434,6 +435,35 @@ it('refuses @OnSchoolEvent on a request-scoped provider, at start-up', async () 
       'single instance can handle deliveries; make it a singleton',
   );
 });
+
+it.each([
+  ['a function', () => 'called'],
+  ['null', null],
+])(
+  'refuses @OnSchoolEvent on a singleton whose factory made %s, not an instance, at start-up',
+  async (_, made) => {
+    // A factory function whose prototype carries the handler: Nest scans that prototype, but the
+    // provider's value is what the factory returned, so there is nothing to bind the handler to.
+    function Grants(): unknown {
+      return made;
+    }
+    const handler = Object.getOwnPropertyDescriptor(
+      Object.assign(Grants.prototype as object, { grant() {} }),
+      'grant',
+    )!;
+    OnSchoolEvent('PaymentCompleted')(Grants.prototype as object, 'grant', handler);
+    const module = appModule(SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks' }), [
+      { provide: 'GRANTS', useFactory: Grants },
+    ]);
+    const failure = failureOf(startNest({ platform: 'express', module }));
+    const error = await failure;
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toBe(
+      "@OnSchoolEvent on GRANTS.grant: the provider's value is not an object, so the handler " +
+        'has no instance to run on; provide an instance of the class',
+    );
+  },
+);
 
 it('refuses a body an Express app kept as text, without the advice to turn rawBody on', async () => {
   // A common Express set-up: the JSON parser's verify keeps the body decoded, as req.rawBody. Text
