@@ -531,9 +531,21 @@ async function createBoss(
   if (PgBoss === undefined) {
     throw new ConfigError('pgBossInbox: the installed pg-boss exports no PgBoss class');
   }
+  return new PgBoss(bossOptions(connectionString, settings));
+}
+
+/**
+ * The options of the pg-boss the inbox makes for a `connectionString` (not exported by the
+ * package; a module export so a test can read them, as pg-boss keeps its own private).
+ * @internal
+ */
+export function bossOptions(
+  connectionString: string,
+  settings: { schema: string; keepCompletedMs: number; keepFailedMs: number; expireInMs: number },
+): Record<string, unknown> {
   // Expired runs (a worker that died) are looked for every half of expireInMs, 1 s to 60 s.
   const superviseSeconds = Math.min(60, seconds(settings.expireInMs / 2));
-  return new PgBoss({
+  return {
     connectionString,
     schema: settings.schema,
     // No cron: the inbox schedules nothing.
@@ -545,7 +557,7 @@ async function createBoss(
     // each job's deleteAfterSeconds, which the inbox sets.
     archiveCompletedAfterSeconds: seconds(settings.keepCompletedMs),
     archiveFailedAfterSeconds: seconds(settings.keepFailedMs),
-  });
+  };
 }
 
 type PgBossConstructor = new (options: object) => PgBossLike;
