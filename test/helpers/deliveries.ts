@@ -5,6 +5,7 @@
 
 import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { StoredDelivery } from '../../src/inbox/types.js';
 
 /** A secret shaped like the platform's: 64 characters, used as they are. */
 export const SECRET = '7c1e9b04d25fa3867c1e9b04d25fa3867c1e9b04d25fa3867c1e9b04d25fa386';
@@ -74,4 +75,15 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
   let resolve!: (value: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/** A signed delivery as the receiver stores it in an inbox, for `enqueue()` without HTTP. */
+export function storedOf(delivery: Delivery, event = 'UserSignedIn'): StoredDelivery {
+  return {
+    body: delivery.body,
+    signature: delivery.headers['signature']!,
+    event,
+    idempotencyKey: delivery.idempotencyKey,
+    receivedAt: new Date().toISOString(),
+  };
 }

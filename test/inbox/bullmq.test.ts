@@ -31,6 +31,7 @@ import {
   fixtureDelivery,
   SECRET,
   type Delivery,
+  storedOf,
 } from '../helpers/deliveries.js';
 import {
   startRedisCluster,
@@ -108,17 +109,6 @@ async function post(url: string, delivery: Delivery) {
     body: delivery.body,
   });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
-
-/** A signed delivery as the receiver stores it, for enqueue() without HTTP. */
-function storedOf(delivery: Delivery, event = 'UserSignedIn'): StoredDelivery {
-  return {
-    body: delivery.body,
-    signature: delivery.headers['signature']!,
-    event,
-    idempotencyKey: delivery.idempotencyKey,
-    receivedAt: new Date().toISOString(),
-  };
 }
 
 /** A private Redis the test stops, started again before the inbox is closed. */

@@ -20,7 +20,6 @@ import {
   type Receiver,
   type ReceiverOptions,
   type SchoolhooksError,
-  type StoredDelivery,
 } from '../../src/index.js';
 import {
   pgBossInbox,
@@ -34,6 +33,7 @@ import {
   fixtureDelivery,
   SECRET,
   type Delivery,
+  storedOf,
 } from '../helpers/deliveries.js';
 import {
   dropTables,
@@ -118,16 +118,6 @@ async function post(url: string, delivery: Delivery) {
     body: delivery.body,
   });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
-
-function storedOf(delivery: Delivery, event = 'UserSignedIn'): StoredDelivery {
-  return {
-    body: delivery.body,
-    signature: delivery.headers['signature']!,
-    event,
-    idempotencyKey: delivery.idempotencyKey,
-    receivedAt: new Date().toISOString(),
-  };
 }
 
 /** Waits until `check` passes, polling: workers run in their own time. */
