@@ -915,19 +915,7 @@ describe('pgBossInbox worker rules', () => {
 
   it('logs a failed fetch and a failed job update with the queue, and keeps going', async () => {
     const schema = newSchema();
-    const boss = givenBoss(schema);
-    let failFetch = true;
-    let failComplete = true;
-    const flaky = wrap(boss, {
-      fetch: (name, options) =>
-        failFetch
-          ? ((failFetch = false), Promise.reject(new Error('fetch refused')))
-          : (boss.fetch(name, options) as unknown as ReturnType<PgBossLike['fetch']>),
-      complete: (name, id, data) =>
-        failComplete
-          ? ((failComplete = false), Promise.reject(new Error('complete refused')))
-          : boss.complete(name, id, data),
-    });
+    const flaky = failingOnce(givenBoss(schema));
     const { logs, logger } = recordingLogger();
     const inbox = pgBossInbox({
       boss: flaky,
@@ -959,19 +947,7 @@ describe('pgBossInbox worker rules', () => {
 
   it('keeps going after a failed fetch and a failed job update without a logger', async () => {
     const schema = newSchema();
-    const boss = givenBoss(schema);
-    let failFetch = true;
-    let failComplete = true;
-    const flaky = wrap(boss, {
-      fetch: (name, options) =>
-        failFetch
-          ? ((failFetch = false), Promise.reject(new Error('fetch refused')))
-          : (boss.fetch(name, options) as unknown as ReturnType<PgBossLike['fetch']>),
-      complete: (name, id, data) =>
-        failComplete
-          ? ((failComplete = false), Promise.reject(new Error('complete refused')))
-          : boss.complete(name, id, data),
-    });
+    const flaky = failingOnce(givenBoss(schema));
     const inbox = pgBossInbox({ boss: flaky, schema, queueName: 'unlogged', expireInMs: 1000 });
     cleanups.push(() => inbox.close());
     const { receiver } = newReceiver(inbox);
@@ -1313,3 +1289,19 @@ describe('pgBossInbox tables rules', () => {
     });
   });
 });
+
+/** `boss` with its first fetch and its first job update refused, and the rest passed through. */
+function failingOnce(boss: PgBoss): PgBossLike {
+  let failFetch = true;
+  let failComplete = true;
+  return wrap(boss, {
+    fetch: (name, options) =>
+      failFetch
+        ? ((failFetch = false), Promise.reject(new Error('fetch refused')))
+        : (boss.fetch(name, options) as unknown as ReturnType<PgBossLike['fetch']>),
+    complete: (name, id, data) =>
+      failComplete
+        ? ((failComplete = false), Promise.reject(new Error('complete refused')))
+        : boss.complete(name, id, data),
+  });
+}
