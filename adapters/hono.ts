@@ -6,7 +6,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { fetchRequestInput } from './fetch-request-input.js';
-import { answerHeaders } from './json-answer.js';
+import { closingHeaders } from './json-answer.js';
 import type { Receiver } from '../src/receiver.js';
 
 /**
@@ -32,7 +32,9 @@ export function honoHandler(receiver: Receiver): (c: Context) => Promise<Respons
   return async function schoolhooksHonoHandler(c) {
     // On @hono/node-server, the Node request itself: no Fetch Request is built just to be read.
     const { status, body } = await receiver.handle(fetchRequestInput(c.req.raw, c.env));
-    // Every status the receiver answers with carries a body.
-    return c.json(body, status as ContentfulStatusCode, answerHeaders(status));
+    // Every status the receiver answers with carries a body. Hono sets the JSON content type
+    // itself: naming it again would make two keys of one header, which Hono merges in a
+    // `Headers` object, and @hono/node-server then writes the answer the slow way.
+    return c.json(body, status as ContentfulStatusCode, closingHeaders(status));
   };
 }

@@ -6,16 +6,24 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 
 /**
- * The headers of an answer with `status`. After a 413 the connection ends (`connection: close`):
- * the body may still be arriving, and reading it only to drop it would hold the socket for as
- * long as the client keeps sending (a server's default `requestTimeout` is 5 minutes). The
- * platform opens a new connection for its retry. Every adapter that answers over a socket takes
- * its headers from here, so the rule is written once; the receiver's result says what to answer,
+ * The headers an answer with `status` needs besides its content type: after a 413 the connection
+ * ends (`connection: close`), undefined otherwise. The body may still be arriving, and reading it
+ * only to drop it would hold the socket for as long as the client keeps sending (a server's
+ * default `requestTimeout` is 5 minutes). The platform opens a new connection for its retry.
+ * Every adapter that answers over a socket takes its headers from here or from
+ * {@link answerHeaders}, so the rule is written once; the receiver's result says what to answer,
  * not how a connection is kept.
  */
+export function closingHeaders(status: number): Record<string, string> | undefined {
+  return status === 413 ? { connection: 'close' } : undefined;
+}
+
+/** The headers of an answer with `status`: JSON, and {@link closingHeaders}. */
 export function answerHeaders(status: number): Record<string, string> {
-  return status === 413
-    ? { 'content-type': 'application/json', connection: 'close' }
+  const closing = closingHeaders(status);
+  // A literal for the common answer: no spread on the hot path.
+  return closing
+    ? { 'content-type': 'application/json', ...closing }
     : { 'content-type': 'application/json' };
 }
 

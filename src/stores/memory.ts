@@ -1,9 +1,9 @@
 /**
- * An in-process idempotency store on lru-cache.
+ * An in-process idempotency store: one `Map`, its order the order of last use.
  * @module
  */
 
-import { LRUCache } from 'lru-cache';
+import { ConfigError } from '../errors.js';
 import type { IdempotencyStore } from './types.js';
 
 /** Options of {@link memoryStore}. */
@@ -12,10 +12,24 @@ export interface MemoryStoreOptions {
   max?: number;
 }
 
+/** A key's state: its lease number while in flight, its fingerprint once complete. */
+class Entry {
+  constructor(
+    public value: number | string,
+    /** On the monotonic clock (`performance.now()`): a change of the system time moves no expiry. */
+    public expiresAt: number,
+  ) {}
+}
+
 /**
  * An idempotency store for one process. Keys expire on their own (the lease, or dedupTtlMs once
  * complete); past `max` keys the least recently used are dropped. It answers at once, without a
  * promise (check and set in one synchronous step is what makes a claim atomic here).
+ *
+ * A `Map` keeps the keys in the order they were last used, so the first one is the one to drop;
+ * an expired key is dropped when it is next looked at or when it comes first. No timer runs: a
+ * cache that arms one to refresh its clock or purge expired keys costs each delivery more than
+ * this whole store (docs/benchmarks.md).
  *
  * @example
  * ```ts
@@ -23,32 +37,64 @@ export interface MemoryStoreOptions {
  * ```
  */
 export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): IdempotencyStore {
-  // A key in flight holds its lease number, a completed key its fingerprint: no object per key.
-  const entries = new LRUCache<string, number | string>({ max, ttlAutopurge: false });
+  if (!Number.isSafeInteger(max) || max < 1) {
+    throw new ConfigError(`memoryStore max must be a positive integer, not ${String(max)}`);
+  }
+  const entries = new Map<string, Entry>();
   // Lease tokens only tell this store's own claims apart, so a counter does (no randomness).
   let leases = 0;
 
-  function owns(key: string, token: string): boolean {
-    const entry = entries.peek(key);
-    return typeof entry === 'number' && String(entry) === token;
+  /** The key's entry unless it expired (an expired one is dropped). */
+  function live(key: string, now: number): Entry | undefined {
+    const entry = entries.get(key);
+    if (entry === undefined || entry.expiresAt > now) return entry;
+    entries.delete(key);
+    return undefined;
   }
 
-  const store: IdempotencyStore = {
+  /** The entry of a key `token` still holds: its lease has not run out, nor been taken over. */
+  function owned(key: string, token: string, now: number): Entry | undefined {
+    const entry = live(key, now);
+    return entry !== undefined && typeof entry.value === 'number' && String(entry.value) === token
+      ? entry
+      : undefined;
+  }
+
+  /** Move a key to the end of the order: the most recently used. */
+  function touch(key: string, entry: Entry): void {
+    entries.delete(key);
+    entries.set(key, entry);
+  }
+
+  return {
     claim(key, leaseMs) {
+      const now = performance.now();
       // Check and set in one synchronous step: atomic in this process.
-      const entry = entries.get(key);
-      if (typeof entry === 'string') return { state: 'done', fingerprint: entry };
-      if (entry !== undefined) return { state: 'in_flight' };
+      const entry = live(key, now);
+      if (entry !== undefined) {
+        touch(key, entry);
+        return typeof entry.value === 'string'
+          ? { state: 'done', fingerprint: entry.value }
+          : { state: 'in_flight' };
+      }
       const lease = ++leases;
-      entries.set(key, lease, { ttl: leaseMs });
+      entries.set(key, new Entry(lease, now + leaseMs));
+      if (entries.size > max) {
+        // The first key is the least recently used: a Map iterates in insertion order.
+        entries.delete(entries.keys().next().value!);
+      }
       return { state: 'claimed', token: String(lease) };
     },
     complete(key, token, ttlMs, fingerprint) {
-      if (owns(key, token)) entries.set(key, fingerprint, { ttl: ttlMs });
+      const now = performance.now();
+      const entry = owned(key, token, now);
+      if (entry === undefined) return;
+      entry.value = fingerprint;
+      entry.expiresAt = now + ttlMs;
+      touch(key, entry);
     },
     release(key, token) {
-      if (owns(key, token)) entries.delete(key);
+      if (owned(key, token, performance.now()) !== undefined) entries.delete(key);
     },
   };
-  return store;
 }

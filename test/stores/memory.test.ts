@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/errors.js';
 import { memoryStore } from '../../src/stores/memory.js';
 import { describeStoreContract } from './contract.js';
 
@@ -29,5 +30,77 @@ describe('memoryStore answers without a promise', () => {
     const receiverStore: typeof store = wrapped;
     await receiverStore.claim('w', 60_000);
     expect(seen).toEqual(['w']);
+  });
+});
+
+describe('memoryStore keeps at most max keys', () => {
+  const claimed = (store: ReturnType<typeof memoryStore>, key: string) =>
+    (store.claim(key, 60_000) as { token: string }).token;
+
+  it('drops the least recently used key past max, never one used since', () => {
+    const store = memoryStore({ max: 3 });
+    const a = claimed(store, 'a');
+    claimed(store, 'b');
+    claimed(store, 'c');
+    // Completing 'a' uses it: 'b' is now the least recently used.
+    store.complete('a', a, 60_000, 'fa');
+    claimed(store, 'd');
+    expect(store.claim('a', 60_000)).toEqual({ state: 'done', fingerprint: 'fa' });
+    expect(store.claim('c', 60_000)).toEqual({ state: 'in_flight' });
+    expect(store.claim('d', 60_000)).toEqual({ state: 'in_flight' });
+    // 'b' was dropped when 'd' came: it is claimed afresh.
+    expect(store.claim('b', 60_000)).toMatchObject({ state: 'claimed' });
+  });
+
+  it('lets a looked-up key outlive keys claimed before the look-up', () => {
+    const store = memoryStore({ max: 2 });
+    claimed(store, 'old');
+    claimed(store, 'newer');
+    // A resend of 'old' finds it in flight and makes it the most recently used.
+    expect(store.claim('old', 60_000)).toEqual({ state: 'in_flight' });
+    claimed(store, 'newest');
+    expect(store.claim('old', 60_000)).toEqual({ state: 'in_flight' });
+    expect(store.claim('newer', 60_000)).toMatchObject({ state: 'claimed' });
+  });
+
+  it('never holds more than max keys', () => {
+    const store = memoryStore({ max: 100 });
+    for (let i = 0; i < 1_000; i++) claimed(store, `k${i}`);
+    // The last 100 are kept and k899 is gone; claiming it afresh drops k900, the oldest kept.
+    expect(store.claim('k999', 60_000)).toEqual({ state: 'in_flight' });
+    expect(store.claim('k899', 60_000)).toMatchObject({ state: 'claimed' });
+    expect(store.claim('k901', 60_000)).toEqual({ state: 'in_flight' });
+    expect(store.claim('k900', 60_000)).toMatchObject({ state: 'claimed' });
+  });
+
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])(
+    'refuses max %s with a ConfigError',
+    (max) => {
+      expect(() => memoryStore({ max })).toThrow(ConfigError);
+      expect(() => memoryStore({ max })).toThrow(/max must be a positive integer/);
+    },
+  );
+});
+
+describe('memoryStore expiry', () => {
+  it('drops an expired lease when the key is next claimed, and its old token owns nothing', async () => {
+    const store = memoryStore();
+    const first = (store.claim('k', 20) as { token: string }).token;
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    const second = store.claim('k', 60_000) as { state: 'claimed'; token: string };
+    expect(second.state).toBe('claimed');
+    store.complete('k', first, 60_000, 'stale');
+    store.release('k', first);
+    expect(store.claim('k', 60_000)).toEqual({ state: 'in_flight' });
+    store.complete('k', second.token, 60_000, 'fresh');
+    expect(store.claim('k', 60_000)).toEqual({ state: 'done', fingerprint: 'fresh' });
+  });
+
+  it('does not complete a key whose lease ran out, even if no one claimed it since', async () => {
+    const store = memoryStore();
+    const token = (store.claim('k', 20) as { token: string }).token;
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    store.complete('k', token, 60_000, 'late');
+    expect(store.claim('k', 60_000)).toMatchObject({ state: 'claimed' });
   });
 });
