@@ -81,8 +81,8 @@ export function nodeBodyReader(stream: NodeBodyStream): BodyReader {
  * ```
  */
 export function requestBodyReader(request: Request): BodyReader {
-  return async (limit) => {
-    if (request.bodyUsed) return undefined;
+  return (limit) => {
+    if (request.bodyUsed) return Promise.resolve(undefined);
     const { headers } = request;
     const length = declaredLength(headers);
     // `request.body` is not touched on this path: on @hono/node-server it builds a whole second
@@ -90,10 +90,14 @@ export function requestBodyReader(request: Request): BodyReader {
     if (length !== undefined && length <= limit && !headers.has('transfer-encoding')) {
       // A Request built in code may understate its body: the bytes found are what counts, and
       // more than the limit is still answered 413 (docs/decisions.md, "Reading a Fetch body").
-      return new Uint8Array(await request.arrayBuffer());
+      return request.arrayBuffer().then(bytesOf);
     }
     return readAtMost(request.body, limit);
   };
+}
+
+function bytesOf(buffer: ArrayBuffer): Uint8Array {
+  return new Uint8Array(buffer);
 }
 
 /** The chunks of `body` up to and including the one that crosses `limit`. */

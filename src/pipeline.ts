@@ -179,7 +179,9 @@ export class DeliveryPipeline {
     if (typeof body !== 'function') return this.#useBody(delivery, body);
     // A body announced as too large is refused before any of it is read.
     if ((declaredLength(headers) ?? 0) > maxBodyBytes) return tooLarge(maxBodyBytes);
-    return (body as (limit: number) => Promise<unknown>)(maxBodyBytes).then(
+    // A reader that throws instead of rejecting is a stream that could not be read all the same.
+    return andThen(
+      () => (body as (limit: number) => Promise<unknown>)(maxBodyBytes),
       (read) => this.#useBody(delivery, read),
       unreadable,
     );

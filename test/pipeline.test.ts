@@ -110,6 +110,20 @@ describe('step 2, body', () => {
     expect(errors[0]?.cause).toBe(broken);
   });
 
+  it('answers 400 malformed, not 503, when the reader throws instead of rejecting', async () => {
+    const { receiver, errors } = setup();
+    const broken = new Error('stream already locked');
+    const result = await receiver.handle({
+      method: 'POST',
+      headers: signedRaw('{}').headers,
+      body: () => {
+        throw broken;
+      },
+    });
+    expect(result).toMatchObject({ status: 400, outcome: 'malformed' });
+    expect(errors[0]?.cause).toBe(broken);
+  });
+
   it('names the fix when a body parser took the bytes', async () => {
     const { receiver, errors } = setup();
     await receiver.handle({ ...signedRequest(), body: { parsed: true } as never });

@@ -1083,14 +1083,17 @@ describe('pgBossInbox start and stop rules', () => {
     expect(failure.message).toMatch(/^Name can only contain alphanumeric characters/);
   });
 
-  it('closes without having started, and stops its own pg-boss with its sessions before close resolves', async () => {
+  it('closes without having started, and stops its own pg-boss with its sessions when close resolves', async () => {
     await newInbox().close();
     const before = await pgBossSessions();
     const inbox = newInbox();
     await inbox.start();
     expect(await pgBossSessions()).toBeGreaterThan(before);
     await inbox.close();
-    expect(await pgBossSessions()).toBe(before);
+    // A session the client has ended leaves pg_stat_activity when its backend process exits,
+    // a moment later on a busy host (seen once in a full run): a short wait for that. A pg-boss
+    // that close left running would keep its sessions for good.
+    await eventually(async () => expect(await pgBossSessions()).toBe(before), 300);
   });
 
   it('never stops a boss it was given', async () => {
