@@ -1,8 +1,9 @@
 /**
- * An in-process idempotency store: one `Map`, its order the order of last use.
+ * An in-process idempotency store on lru-cache.
  * @module
  */
 
+import { LRUCache } from 'lru-cache';
 import { ConfigError } from '../errors.js';
 import type { IdempotencyStore } from './types.js';
 
@@ -12,24 +13,10 @@ export interface MemoryStoreOptions {
   max?: number;
 }
 
-/** A key's state: its lease number while in flight, its fingerprint once complete. */
-class Entry {
-  constructor(
-    public value: number | string,
-    /** On the monotonic clock (`performance.now()`): a change of the system time moves no expiry. */
-    public expiresAt: number,
-  ) {}
-}
-
 /**
  * An idempotency store for one process. Keys expire on their own (the lease, or dedupTtlMs once
  * complete); past `max` keys the least recently used are dropped. It answers at once, without a
  * promise (check and set in one synchronous step is what makes a claim atomic here).
- *
- * A `Map` keeps the keys in the order they were last used, so the first one is the one to drop;
- * an expired key is dropped when it is next looked at or when it comes first. No timer runs: a
- * cache that arms one to refresh its clock or purge expired keys costs each delivery more than
- * this whole store (docs/benchmarks.md).
  *
  * @example
  * ```ts
@@ -40,61 +27,39 @@ export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): Idempot
   if (!Number.isSafeInteger(max) || max < 1) {
     throw new ConfigError(`memoryStore max must be a positive integer, not ${String(max)}`);
   }
-  const entries = new Map<string, Entry>();
+  // A key in flight holds its lease number, a completed key its fingerprint: no object per key.
+  // `ttlResolution: 0` reads the clock at each look-up: lru-cache's default caches it for 1 ms
+  // and arms a timer to forget it, about one timer per millisecond under load, which cost a
+  // delivery more than the store's own work (docs/benchmarks.md).
+  const entries = new LRUCache<string, number | string>({
+    max,
+    ttlAutopurge: false,
+    ttlResolution: 0,
+  });
   // Lease tokens only tell this store's own claims apart, so a counter does (no randomness).
   let leases = 0;
 
-  /** The key's entry unless it expired (an expired one is dropped). */
-  function live(key: string, now: number): Entry | undefined {
-    const entry = entries.get(key);
-    if (entry === undefined || entry.expiresAt > now) return entry;
-    entries.delete(key);
-    return undefined;
+  function owns(key: string, token: string): boolean {
+    const entry = entries.peek(key);
+    return typeof entry === 'number' && String(entry) === token;
   }
 
-  /** The entry of a key `token` still holds: its lease has not run out, nor been taken over. */
-  function owned(key: string, token: string, now: number): Entry | undefined {
-    const entry = live(key, now);
-    return entry !== undefined && typeof entry.value === 'number' && String(entry.value) === token
-      ? entry
-      : undefined;
-  }
-
-  /** Move a key to the end of the order: the most recently used. */
-  function touch(key: string, entry: Entry): void {
-    entries.delete(key);
-    entries.set(key, entry);
-  }
-
-  return {
+  const store: IdempotencyStore = {
     claim(key, leaseMs) {
-      const now = performance.now();
       // Check and set in one synchronous step: atomic in this process.
-      const entry = live(key, now);
-      if (entry !== undefined) {
-        touch(key, entry);
-        return typeof entry.value === 'string'
-          ? { state: 'done', fingerprint: entry.value }
-          : { state: 'in_flight' };
-      }
+      const entry = entries.get(key);
+      if (typeof entry === 'string') return { state: 'done', fingerprint: entry };
+      if (entry !== undefined) return { state: 'in_flight' };
       const lease = ++leases;
-      entries.set(key, new Entry(lease, now + leaseMs));
-      if (entries.size > max) {
-        // The first key is the least recently used: a Map iterates in insertion order.
-        entries.delete(entries.keys().next().value!);
-      }
+      entries.set(key, lease, { ttl: leaseMs });
       return { state: 'claimed', token: String(lease) };
     },
     complete(key, token, ttlMs, fingerprint) {
-      const now = performance.now();
-      const entry = owned(key, token, now);
-      if (entry === undefined) return;
-      entry.value = fingerprint;
-      entry.expiresAt = now + ttlMs;
-      touch(key, entry);
+      if (owns(key, token)) entries.set(key, fingerprint, { ttl: ttlMs });
     },
     release(key, token) {
-      if (owned(key, token, performance.now()) !== undefined) entries.delete(key);
+      if (owns(key, token)) entries.delete(key);
     },
   };
+  return store;
 }

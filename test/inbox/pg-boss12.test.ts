@@ -53,7 +53,8 @@ beforeAll(async () => {
   cpSync(join(root, 'dist'), join(installed, 'dist'), { recursive: true });
   cpSync(join(root, 'package.json'), join(installed, 'package.json'));
   cpSync(join(root, 'fixtures'), join(installed, 'fixtures'), { recursive: true });
-  for (const name of ['zod']) symlinkSync(join(root, 'node_modules', name), join(modules, name));
+  for (const name of ['zod', 'lru-cache'])
+    symlinkSync(join(root, 'node_modules', name), join(modules, name));
   symlinkSync(join(versions, 'node_modules', 'pg-boss12'), join(modules, 'pg-boss'));
   symlinkSync(join(versions, 'node_modules', 'pg'), join(modules, 'pg'));
   cpSync(join(root, 'test', 'runtimes', 'pg-boss-round.mjs'), join(consumer, 'round.mjs'));

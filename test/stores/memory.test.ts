@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { memoryStore } from '../../src/stores/memory.js';
 import { describeStoreContract } from './contract.js';
@@ -102,5 +102,24 @@ describe('memoryStore expiry', () => {
     await new Promise((resolve) => setTimeout(resolve, 40));
     store.complete('k', token, 60_000, 'late');
     expect(store.claim('k', 60_000)).toMatchObject({ state: 'claimed' });
+  });
+});
+
+describe('memoryStore arms no timer', () => {
+  it('claims, completes and releases without a timer, so a delivery pays for none', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'setInterval', 'setImmediate'] });
+    try {
+      const store = memoryStore();
+      for (let i = 0; i < 3; i++) {
+        const { token } = store.claim(`k${i}`, 60_000) as { token: string };
+        store.complete(`k${i}`, token, 60_000, 'f');
+        store.claim(`k${i}`, 60_000);
+        const again = store.claim(`r${i}`, 60_000) as { token: string };
+        store.release(`r${i}`, again.token);
+      }
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
