@@ -20,7 +20,14 @@ import { BODY_KINDS, FIXTURE_OF, type BodyKind } from './bodies.js';
 import { OFFLINE_BINARIES, offlineRun } from '../scripts/offline-runtimes.mjs';
 import { formatInProcess, type InProcessResult } from './in-process.js';
 import type { LoadRequest, LoadResult } from './load.js';
-import { DIAGNOSTIC_IDS, SERVER_IDS, SERVERS, type ServerId, type ServerSpec } from './servers.js';
+import {
+  DIAGNOSTIC_IDS,
+  MEASUREMENT_ORDER,
+  SERVER_IDS,
+  SERVERS,
+  type ServerId,
+  type ServerSpec,
+} from './servers.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 /** Rounds: each server is measured once per round, and the median round is reported. */
@@ -49,6 +56,8 @@ const runs = (id: ServerId) => {
 const MEASURED: readonly ServerId[] = (
   ONLY ? [...SERVER_IDS, ...DIAGNOSTIC_IDS].filter((id) => ONLY.includes(id)) : SERVER_IDS
 ).filter(runs);
+const unordered = MEASURED.filter((id) => !MEASUREMENT_ORDER.includes(id));
+if (unordered.length > 0) throw new Error(`MEASUREMENT_ORDER lacks ${unordered.join(', ')}`);
 
 /**
  * Where the benchmark's processes are bundled (with tsup, as the package is): tsx would do as well
@@ -663,9 +672,12 @@ async function main(): Promise<void> {
       const servers: RunningServer[] = [];
       try {
         for (const id of MEASURED) servers.push(await startServer(loader, id, kind, runTag));
+        servers.sort((a, b) => MEASUREMENT_ORDER.indexOf(a.id) - MEASUREMENT_ORDER.indexOf(b.id));
         for (let rep = 0; rep < REPS; rep++) {
-          // A different order each round, so no server always runs first or last.
+          // A different order each round, so no server always runs first or last; every other
+          // round backwards, so neither server of a pair is always measured first.
           const order = servers.map((_, i) => servers[(i + rep * 4) % servers.length]!);
+          if (rep % 2 === 1) order.reverse();
           for (const server of order) {
             const cell = await measureCell(loader, server, kind, rep);
             cells.push(cell);

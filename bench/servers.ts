@@ -47,6 +47,42 @@ export type WebServerId = 'fetch-request' | 'fetch-hand' | `${'bun' | 'deno'}-${
 /** The rows bench/server.ts starts (`node-baseline` is another build's `node`). */
 export type NodeServerId = Exclude<ServerId, WebServerId | 'node-baseline'>;
 
+/**
+ * The order servers are measured in within a round: every target's two servers side by side, so
+ * a ratio compares two 2-second windows a moment apart, not up to a minute apart (on a shared
+ * host the speed of the machine drifts within a minute). The tables keep {@link SERVER_IDS}'s order.
+ */
+export const MEASUREMENT_ORDER: readonly ServerId[] = [
+  'core',
+  'minimal',
+  'node',
+  'node-baseline',
+  'octokit',
+  'node-otel',
+  'node-redis',
+  'node-inbox',
+  'node-postgres',
+  'node-pgboss',
+  'express',
+  'express-hand',
+  'fastify',
+  'fastify-hand',
+  'koa',
+  'koa-hand',
+  'hono',
+  'hono-hand',
+  'hono-floor',
+  'fetch',
+  'octokit-web',
+  'fetch-floor',
+  'fetch-request',
+  'fetch-hand',
+  'bun-fetch',
+  'bun-hand',
+  'deno-fetch',
+  'deno-hand',
+];
+
 /** How a server expects a delivery to be signed. */
 export type SignatureStyle = 'schoolhooks' | 'octokit';
 
