@@ -29,8 +29,8 @@ export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): Idempot
   }
   // A key in flight holds its lease number, a completed key its fingerprint: no object per key.
   // `ttlResolution: 0` reads the clock at each look-up: lru-cache's default caches it for 1 ms
-  // and arms a timer to forget it, about one timer per millisecond under load, which cost a
-  // delivery more than the store's own work (docs/benchmarks.md).
+  // and arms a timer to forget it, about one timer per millisecond under load, whose timer work
+  // cost a delivery about as much as the store's own look-ups (docs/benchmarks.md).
   const entries = new LRUCache<string, number | string>({
     max,
     ttlAutopurge: false,
