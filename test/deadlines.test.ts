@@ -6,13 +6,28 @@ import { Deadline, DeadlineQueue } from '../src/deadlines.js';
 /** A call that records when it was told it expired. */
 class Call extends Deadline {
   constructor(
-    private readonly log: string[],
+    protected readonly log: string[],
     readonly name: string,
   ) {
     super();
   }
   expire(): void {
     this.log.push(`${this.name}@${performance.now()}`);
+  }
+}
+
+/** A call whose expiry adds another call, `chained`, to its queue. */
+class Chained extends Call {
+  constructor(
+    log: string[],
+    name: string,
+    private readonly queue: DeadlineQueue,
+  ) {
+    super(log, name);
+  }
+  override expire(): void {
+    super.expire();
+    this.queue.add(new Call(this.log, 'chained'));
   }
 }
 
@@ -92,13 +107,7 @@ describe('DeadlineQueue', () => {
   it('keeps one timer when an expiring call adds another (the add armed it already)', () => {
     const queue = new DeadlineQueue(20);
     const log: string[] = [];
-    class Chained extends Call {
-      override expire(): void {
-        super.expire();
-        queue.add(new Call(log, 'chained'));
-      }
-    }
-    queue.add(new Chained(log, 'first'));
+    queue.add(new Chained(log, 'first', queue));
     vi.advanceTimersByTime(20);
     expect(vi.getTimerCount()).toBe(1);
   });
@@ -106,19 +115,13 @@ describe('DeadlineQueue', () => {
   it('re-arms for a call added by an expiring one, and for the calls behind one that threw', () => {
     const queue = new DeadlineQueue(20);
     const log: string[] = [];
-    class Chained extends Call {
-      override expire(): void {
-        super.expire();
-        queue.add(new Call(log, 'chained'));
-      }
-    }
     class Throwing extends Call {
       override expire(): void {
         super.expire();
         throw new Error('expire failed');
       }
     }
-    queue.add(new Chained(log, 'first'));
+    queue.add(new Chained(log, 'first', queue));
     vi.advanceTimersByTime(20);
     vi.advanceTimersByTime(20);
     expect(log.map((entry) => entry.split('@')[0])).toEqual(['first', 'chained']);

@@ -24,7 +24,13 @@ import {
   type WebhookEvent,
 } from '../../src/index.js';
 import { createReceiver } from '../../src/receiver.js';
-import { createTestDelivery, fixtureDelivery, SECRET, sign } from '../helpers/deliveries.js';
+import {
+  createTestDelivery,
+  fixtureDelivery,
+  SECRET,
+  sign,
+  type Delivery,
+} from '../helpers/deliveries.js';
 import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
 import { failureOf } from '../helpers/failure-of.js';
 
@@ -109,6 +115,17 @@ async function startNest({
   };
 }
 
+/** Post a fixture's signed delivery to the receiver at `origin` and expect it processed. */
+async function postProcessed(origin: string, event = 'PaymentCompleted'): Promise<Delivery> {
+  const delivery = fixtureDelivery(event);
+  expectAnswer(await post(`${origin}/webhooks/school`, delivery), 200, {
+    ok: true,
+    outcome: 'processed',
+    idempotencyKey: delivery.idempotencyKey,
+  });
+  return delivery;
+}
+
 for (const platform of ['express', 'fastify'] as const) {
   adapterSuite(
     `nestjs on ${platform}`,
@@ -156,15 +173,8 @@ for (const platform of ['express', 'fastify'] as const) {
       const { origin, app } = await start(
         SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }),
       );
-      const payment = fixtureDelivery('PaymentCompleted');
-      const signup = fixtureDelivery('UserSignedUp');
-      for (const delivery of [payment, signup]) {
-        expectAnswer(await post(`${origin}/webhooks/school`, delivery), 200, {
-          ok: true,
-          outcome: 'processed',
-          idempotencyKey: delivery.idempotencyKey,
-        });
-      }
+      const payment = await postProcessed(origin);
+      await postProcessed(origin, 'UserSignedUp');
       const amount = (
         JSON.parse(payment.body) as { data: { payment: { invoice: { totalAmount: number } } } }
       ).data.payment.invoice.totalAmount;
@@ -207,12 +217,7 @@ for (const platform of ['express', 'fastify'] as const) {
         }),
       );
       expect(given).toEqual([]);
-      const delivery = fixtureDelivery('PaymentCompleted');
-      expectAnswer(await post(`${origin}/webhooks/school`, delivery), 200, {
-        ok: true,
-        outcome: 'processed',
-        idempotencyKey: delivery.idempotencyKey,
-      });
+      await postProcessed(origin);
     });
 
     it("leaves the app's own JSON routes parsed", async () => {
@@ -263,12 +268,7 @@ for (const platform of ['express', 'fastify'] as const) {
         SchoolhooksModule.forRoot({ secret: SECRET, path: '/webhooks/school' }),
         { logger },
       );
-      const delivery = fixtureDelivery('PaymentCompleted');
-      expectAnswer(await post(`${origin}/webhooks/school`, delivery), 200, {
-        ok: true,
-        outcome: 'processed',
-        idempotencyKey: delivery.idempotencyKey,
-      });
+      await postProcessed(origin);
       const get = await fetch(`${origin}/webhooks/school`);
       expect(get.status).toBe(405);
       expect(logger.lines.join('\n')).not.toContain('rawBody: true');
@@ -295,12 +295,7 @@ for (const platform of ['express', 'fastify'] as const) {
       const started = await startNest({ platform, module });
       server = started.server;
       for (const name of ['PaymentCompleted', 'UserSignedUp', 'CourseCompleted'] as const) {
-        const delivery = fixtureDelivery(name);
-        expectAnswer(await post(`${server.url}/webhooks/school`, delivery), 200, {
-          ok: true,
-          outcome: 'processed',
-          idempotencyKey: delivery.idempotencyKey,
-        });
+        await postProcessed(server.url, name);
       }
       expect(started.app.get(Late).seen).toEqual([
         'one:PaymentCompleted',
@@ -325,12 +320,7 @@ for (const platform of ['express', 'fastify'] as const) {
       );
       const started = await startNest({ platform, module });
       server = started.server;
-      const delivery = fixtureDelivery('PaymentCompleted');
-      expectAnswer(await post(`${server.url}/webhooks/school`, delivery), 200, {
-        ok: true,
-        outcome: 'processed',
-        idempotencyKey: delivery.idempotencyKey,
-      });
+      await postProcessed(server.url);
       expect(given.seen).toEqual(['PaymentCompleted']);
     });
 
@@ -391,12 +381,7 @@ for (const platform of ['express', 'fastify'] as const) {
       );
       const started = await startNest({ platform, module });
       server = started.server;
-      const delivery = fixtureDelivery('PaymentCompleted');
-      expectAnswer(await post(`${server.url}/webhooks/school`, delivery), 200, {
-        ok: true,
-        outcome: 'processed',
-        idempotencyKey: delivery.idempotencyKey,
-      });
+      await postProcessed(server.url);
       expect(started.app.get(Payments).granted).toHaveLength(1);
     });
 

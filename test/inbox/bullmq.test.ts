@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { FlowProducer, Queue, Worker } from 'bullmq';
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { nodeListener } from '../../adapters/node.js';
@@ -62,6 +62,14 @@ afterAll(async () => {
 });
 
 /** A queue of its own, and its keys removed afterwards. */
+/** A client of `url` whose errors the test expects (Redis stopped), closed after the test. */
+function quietConnection(url: string, options: RedisOptions = {}): Redis {
+  const connection = new Redis(url, options);
+  connection.on('error', () => {});
+  cleanups.push(async () => connection.disconnect());
+  return connection;
+}
+
 function newInbox(
   options: Partial<Parameters<typeof bullmqInbox>[0]> = {},
   connection: Parameters<typeof bullmqInbox>[0]['connection'] = client,
@@ -109,6 +117,16 @@ async function post(url: string, delivery: Delivery) {
     body: delivery.body,
   });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** A private Redis the test may pause (it stops answering), resumed before it is closed. */
+async function pausableServer() {
+  const server = await startRedisServer();
+  cleanups.push(async () => {
+    server.resume();
+    await server.close();
+  });
+  return server;
 }
 
 /** A private Redis the test stops, started again before the inbox is closed. */
@@ -463,9 +481,7 @@ describe('bullmqInbox: when Redis fails', () => {
   it('answers 503 inbox_unavailable within seconds while Redis is stopped, and queues the retry once it is back', async () => {
     const server = await startRedisServer();
     cleanups.push(() => server.close());
-    const connection = new Redis(server.url, { retryStrategy: () => 50 });
-    connection.on('error', () => {});
-    cleanups.push(async () => connection.disconnect());
+    const connection = quietConnection(server.url, { retryStrategy: () => 50 });
     const inbox = newInbox({}, connection);
     // The store lives elsewhere: only the inbox loses its Redis here.
     const { receiver, errors } = newReceiver(inbox, { store: memoryStore() });
@@ -493,14 +509,8 @@ describe('bullmqInbox: when Redis fails', () => {
   });
 
   it('answers 503 after enqueueTimeoutMs from a Redis that stops answering; the late add is the same job as the retry', async () => {
-    const server = await startRedisServer();
-    cleanups.push(async () => {
-      server.resume();
-      await server.close();
-    });
-    const connection = new Redis(server.url);
-    connection.on('error', () => {});
-    cleanups.push(async () => connection.disconnect());
+    const server = await pausableServer();
+    const connection = quietConnection(server.url);
     const inbox = newInbox({ enqueueTimeoutMs: 300 }, connection);
     const { receiver } = newReceiver(inbox, { store: memoryStore() });
     const url = await serve(receiver);
@@ -524,9 +534,7 @@ describe('bullmqInbox: when Redis fails', () => {
 
   it('rejects enqueue at once while its client reconnects, however long enqueueTimeoutMs, naming the status', async () => {
     const server = await stoppableServer();
-    const connection = new Redis(server.url, { retryStrategy: () => 200 });
-    connection.on('error', () => {});
-    cleanups.push(async () => connection.disconnect());
+    const connection = quietConnection(server.url, { retryStrategy: () => 200 });
     const inbox = newInbox({ enqueueTimeoutMs: 60_000 }, connection);
     await inbox.jobs(); // connected
     await server.stop();
@@ -539,14 +547,8 @@ describe('bullmqInbox: when Redis fails', () => {
   });
 
   it('rejects enqueue with how long it waited when Redis stops answering', async () => {
-    const server = await startRedisServer();
-    cleanups.push(async () => {
-      server.resume();
-      await server.close();
-    });
-    const connection = new Redis(server.url);
-    connection.on('error', () => {});
-    cleanups.push(async () => connection.disconnect());
+    const server = await pausableServer();
+    const connection = quietConnection(server.url);
     const inbox = newInbox({ enqueueTimeoutMs: 300 }, connection);
     await inbox.jobs(); // connected
     server.pause();
@@ -864,27 +866,17 @@ describe('bullmqInbox: the logger of connection errors', () => {
     return { logger, warnings };
   }
 
-  it('logs the errors of the client it made, with the queue’s name', async () => {
+  // The inbox listens to the client it made, and to the queue on a client it was given.
+  it.each([
+    ['the client it made', (url: string) => url],
+    [
+      'the queue on a client it was given',
+      (url: string) => quietConnection(url, { retryStrategy: () => 50 }),
+    ],
+  ])('logs the errors of %s, with the queue’s name', async (_, connectionTo) => {
     const server = await stoppableServer();
     const { logger, warnings } = warningsLogger();
-    const inbox = newInbox({ logger }, server.url);
-    await inbox.jobs(); // connected
-    expect(warnings).toEqual([]);
-    await server.stop();
-    await eventually(() => expect(warnings.length).toBeGreaterThan(0));
-    expect(warnings[0]).toEqual({
-      obj: { err: expect.stringMatching(/\S/), queue: inbox.queue.name },
-      msg: 'inbox connection error',
-    });
-  });
-
-  it('logs the errors of the queue on a client it was given', async () => {
-    const server = await stoppableServer();
-    const connection = new Redis(server.url, { retryStrategy: () => 50 });
-    connection.on('error', () => {});
-    cleanups.push(async () => connection.disconnect());
-    const { logger, warnings } = warningsLogger();
-    const inbox = newInbox({ logger }, connection);
+    const inbox = newInbox({ logger }, connectionTo(server.url));
     await inbox.jobs(); // connected
     expect(warnings).toEqual([]);
     await server.stop();
@@ -920,9 +912,7 @@ describe('bullmqInbox: the logger of connection errors', () => {
 
   it('without a logger, a connection error reaches the queue’s other listeners, nothing thrown', async () => {
     const server = await stoppableServer();
-    const connection = new Redis(server.url, { retryStrategy: () => 50 });
-    connection.on('error', () => {});
-    cleanups.push(async () => connection.disconnect());
+    const connection = quietConnection(server.url, { retryStrategy: () => 50 });
     const inbox = newInbox({}, connection);
     // Listening after the inbox: a listener of the inbox's that threw would stop the emit first.
     let queueErrors = 0;

@@ -8,7 +8,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { createReceiver } from '../../src/receiver.js';
@@ -23,8 +23,12 @@ const TIMEOUT_MS = 300;
 let server: RedisServerProcess;
 const clients: Redis[] = [];
 
-function connect(): Redis {
-  const client = new Redis(server.url, { retryStrategy: (attempt) => Math.min(attempt * 20, 100) });
+/** A client of `url` (the test's server by default) that retries fast and is closed at the end. */
+function connect(
+  url = server.url,
+  options: RedisOptions = { retryStrategy: (attempt) => Math.min(attempt * 20, 100) },
+): Redis {
+  const client = new Redis(url, options);
   client.on('error', () => {});
   clients.push(client);
   return client;
@@ -138,11 +142,7 @@ describe('redisStore when Redis takes a claim and its answer never comes', () =>
   it('takes the lease back once the connection is back, so the key is not held for leaseMs', async () => {
     const proxy = await startProxy(server.port);
     try {
-      const client = new Redis(proxy.url, {
-        retryStrategy: (attempt) => Math.min(attempt * 20, 100),
-      });
-      client.on('error', () => {});
-      clients.push(client);
+      const client = connect(proxy.url);
       await readyAgain(client);
       const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
       const key = `unanswered-${randomUUID()}`;
@@ -166,11 +166,7 @@ describe('redisStore when Redis takes a claim and its answer never comes', () =>
   it('still takes it back after a resend that failed while the connection was down', async () => {
     const proxy = await startProxy(server.port);
     try {
-      const client = new Redis(proxy.url, {
-        retryStrategy: (attempt) => Math.min(attempt * 20, 100),
-      });
-      client.on('error', () => {});
-      clients.push(client);
+      const client = connect(proxy.url);
       await readyAgain(client);
       // The kept release is sent again commandTimeoutMs after the claim failed if the client is
       // still ready then: the connection is cut long before.
@@ -203,9 +199,7 @@ describe('redisStore when Redis takes a claim and answers after the call gave up
   it('hands the lease back as soon as the late answer comes, not a timeout later', async () => {
     const proxy = await startProxy(server.port);
     try {
-      const client = new Redis(proxy.url);
-      client.on('error', () => {});
-      clients.push(client);
+      const client = connect(proxy.url, {});
       await readyAgain(client);
       // The kept release is otherwise sent again commandTimeoutMs after the claim failed (at
       // about 2 000 ms); the late answer comes at about 1 300 ms.
@@ -226,21 +220,38 @@ describe('redisStore when Redis takes a claim and answers after the call gave up
 });
 
 describe('redisStore when Redis refuses writes (maxmemory reached) while a completion is kept', () => {
-  it('keeps the completion through a resend that fails too, and finishes it before the next resend', async () => {
+  /**
+   * A store on a fresh client, and a claimed key whose completion Redis refused (out of memory),
+   * so the store keeps it; `whileRefusing` runs before Redis has memory again.
+   */
+  async function refusedCompletion(
+    name: string,
+    whileRefusing: (
+      store: ReturnType<typeof redisStore>,
+      key: string,
+    ) => Promise<void> = async () => {},
+  ) {
     const client = connect();
     await readyAgain(client);
     // Long enough that the kept completion's own timed retry (commandTimeoutMs after it failed)
-    // does not come before the resends below.
+    // comes neither before the resends of a test nor before Redis has memory again.
     const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 2000 });
-    const key = `full-${randomUUID()}`;
+    const key = `${name}-${randomUUID()}`;
     const claim = tokenOf(await store.claim(key, 30_000));
     await refusingWrites(async () => {
       // The handlers ran; Redis refuses the completion's write: it is kept.
       const completion = await failureOf(store.complete(key, claim, 60_000, 'fp'));
       expect(completion.message).toMatch(/^Redis complete failed: OOM /);
+      await whileRefusing(store, key);
+    });
+    return { client, store, key };
+  }
+
+  it('keeps the completion through a resend that fails too, and finishes it before the next resend', async () => {
+    const { store, key } = await refusedCompletion('full', async (refusing, refused) => {
       // The platform's resend: the kept completion is tried first and refused again, then the
       // claim itself is refused. Neither loses the completion.
-      const resend = await failureOf(store.claim(key, 30_000));
+      const resend = await failureOf(refusing.claim(refused, 30_000));
       expect(resend.message).toMatch(/^Redis claim failed: OOM /);
     });
     // Memory again: the next resend finishes the completion first, so it is a duplicate, not
@@ -249,16 +260,7 @@ describe('redisStore when Redis refuses writes (maxmemory reached) while a compl
   });
 
   it('sends the completion again commandTimeoutMs later on its own, since no ready comes', async () => {
-    const client = connect();
-    await readyAgain(client);
-    // Long enough that Redis has memory again before the store tries again.
-    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 2000 });
-    const key = `connected-${randomUUID()}`;
-    const claim = tokenOf(await store.claim(key, 30_000));
-    await refusingWrites(async () => {
-      const completion = await failureOf(store.complete(key, claim, 60_000, 'fp'));
-      expect(completion.message).toMatch(/^Redis complete failed: OOM /);
-    });
+    const { client, key } = await refusedCompletion('connected');
     // The connection never dropped, so no 'ready' will send it.
     expect(client.status).toBe('ready');
     // A resend that reaches another process finds the key done.
@@ -272,11 +274,7 @@ describe('redisStore when one kept call goes through and another is refused agai
     const proxy = await startProxy(server.port);
     const admin = connect();
     try {
-      const client = new Redis(proxy.url, {
-        retryStrategy: (attempt) => Math.min(attempt * 20, 100),
-      });
-      client.on('error', () => {});
-      clients.push(client);
+      const client = connect(proxy.url);
       await readyAgain(client);
       const listeners = client.listenerCount('ready');
       const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
