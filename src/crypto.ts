@@ -21,11 +21,16 @@ interface ProcessWithBuiltins {
 function loadNodeCrypto(): NodeCryptoModule | undefined {
   const proc = (globalThis as { process?: ProcessWithBuiltins }).process;
   try {
-    const mod = proc?.getBuiltinModule?.('node:crypto') as NodeCryptoModule | undefined;
-    return mod && typeof mod.createHmac === 'function' ? mod : undefined;
+    const mod = proc?.getBuiltinModule?.('node:crypto');
+    return isNodeCrypto(mod) ? mod : undefined;
   } catch {
     return undefined;
   }
+}
+
+function isNodeCrypto(mod: unknown): mod is NodeCryptoModule {
+  const candidate = mod as Partial<NodeCryptoModule> | undefined;
+  return typeof candidate?.createHmac === 'function';
 }
 
 /**

@@ -6,7 +6,14 @@
  */
 
 import { messageOf } from '../message-of.js';
-import { Queue, UnrecoverableError, Worker, type Job, type JobType } from 'bullmq';
+import {
+  Queue,
+  UnrecoverableError,
+  Worker,
+  type Job,
+  type JobsOptions,
+  type JobType,
+} from 'bullmq';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { ConfigError } from '../errors.js';
@@ -275,14 +282,14 @@ function enqueuer(
   queue: Queue<StoredDelivery, string>,
   { attempts, backoffMs, keepCompletedMs, keepFailedMs, enqueueTimeoutMs }: InboxSettings,
 ): (delivery: StoredDelivery) => Promise<void> {
-  const jobOptions = {
+  const jobOptions: JobsOptions = {
     attempts,
     // The one retry policy, as a custom strategy every worker of this inbox is given (work()).
     backoff: { type: BACKOFF_STRATEGY, delay: backoffMs },
     // BullMQ counts these ages in seconds; it drops old jobs as later ones finish.
     removeOnComplete: { age: Math.ceil(keepCompletedMs / 1000) },
     removeOnFail: { age: Math.ceil(keepFailedMs / 1000) },
-  } as const;
+  };
   // Every enqueue bounded by enqueueTimeoutMs, with one timer for all of them.
   const enqueues = new BoundedCalls(enqueueTimeoutMs, {
     timedOut: () => new Error(`Redis did not store the job within ${enqueueTimeoutMs} ms`),

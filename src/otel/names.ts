@@ -17,14 +17,14 @@ export const SCOPE = 'schoolhooks';
  * const deliveries = exporter.getFinishedSpans().filter((span) => span.name === SPANS.delivery);
  * ```
  */
-export const SPANS = {
+export const SPANS = Object.freeze({
   /** One HTTP delivery, from the request to the answer. */
   delivery: 'schoolhooks.delivery',
   /** The handlers of one delivery or job, until they settle (even after a timeout answered). */
   handlers: 'schoolhooks.handlers',
   /** A worker's run of an inbox job, linked to the delivery that stored it. */
   job: 'schoolhooks.job',
-} as const;
+});
 
 /**
  * The metric names: a counter and two histograms in ms.
@@ -36,11 +36,11 @@ export const SPANS = {
  * const view = { instrumentName: METRICS.handlersDuration, aggregation: { type: AggregationType.EXPONENTIAL_HISTOGRAM } };
  * ```
  */
-export const METRICS = {
+export const METRICS = Object.freeze({
   deliveries: 'schoolhooks.deliveries',
   deliveryDuration: 'schoolhooks.delivery.duration',
   handlersDuration: 'schoolhooks.handlers.duration',
-} as const;
+});
 
 /**
  * The attribute names. None of them ever holds a secret, a signature, a body or a token.
@@ -52,7 +52,7 @@ export const METRICS = {
  * const failed = spans.filter((span) => span.attributes[ATTRIBUTES.outcome] === 'handler_failed');
  * ```
  */
-export const ATTRIBUTES = {
+export const ATTRIBUTES = Object.freeze({
   event: 'schoolhooks.event',
   outcome: 'schoolhooks.outcome',
   idempotencyKey: 'schoolhooks.idempotency_key',
@@ -66,4 +66,4 @@ export const ATTRIBUTES = {
   signatureReason: 'schoolhooks.signature.reason',
   statusCode: 'http.response.status_code',
   errorType: 'error.type',
-} as const;
+});

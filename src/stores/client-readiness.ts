@@ -21,7 +21,7 @@ export interface WaitingCall {
 }
 
 /** Events of ioredis that end a connection attempt, one way or the other. */
-const STATUS_EVENTS = ['ready', 'close', 'end'] as const;
+const STATUS_EVENTS: readonly string[] = ['ready', 'close', 'end'];
 
 /**
  * Make `whenReady(call)` for `client`: it resolves once the client is ready. A client still
