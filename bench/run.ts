@@ -18,6 +18,13 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BODY_KINDS, FIXTURE_OF, type BodyKind } from './bodies.js';
 import { OFFLINE_BINARIES, offlineRun } from '../scripts/offline-runtimes.mjs';
+import {
+  CUTS,
+  fetchStepCosts,
+  formatFetchSteps,
+  type FetchStepCosts,
+  type FetchStepSample,
+} from './fetch-steps.js';
 import { formatInProcess, type InProcessResult } from './in-process.js';
 import type { LoadRequest, LoadResult } from './load.js';
 import {
@@ -72,6 +79,7 @@ async function buildBench(): Promise<void> {
       'server-web': here('server-web.ts'),
       load: here('load.ts'),
       'in-process': here('in-process.ts'),
+      'fetch-steps': here('fetch-steps.ts'),
     },
     format: ['esm'],
     outDir: built,
@@ -626,21 +634,64 @@ async function cleanPostgres(): Promise<void> {
 }
 
 async function inProcess(): Promise<InProcessResult> {
-  const child = spawn(
-    hasTaskset ? 'taskset' : process.execPath,
-    [
-      ...(hasTaskset ? ['-c', String(SERVER_CORE), process.execPath] : []),
-      '--expose-gc',
-      join(built, 'in-process.mjs'),
-      '--json',
-    ],
-    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: process.env },
+  const script = join(built, 'in-process.mjs');
+  const out = await output(
+    pinned(SERVER_CORE, process.execPath, ['--expose-gc', script, '--json']),
+    {},
   );
+  return JSON.parse(out.trim().split('\n').pop() ?? '') as InProcessResult;
+}
+
+/** Passes over the cuts of bench/fetch-steps.ts on each runtime, every other one backwards. */
+const STEP_PASSES = process.env.BENCH_QUICK === '1' ? 1 : 3;
+
+/**
+ * bench/fetch-steps.ts on Node, Bun and Deno (each found in node_modules/.bin), pinned to the
+ * servers' core, one process per cut and body size: where a Fetch delivery's CPU time goes.
+ */
+async function fetchSteps(): Promise<FetchStepCosts[]> {
+  const script = join(built, 'fetch-steps.mjs');
+  const samples: FetchStepSample[] = [];
+  const stepsDenoDir = mkdtempSync(join(tmpdir(), 'schoolhooks-bench-deno-'));
+  try {
+    for (const runtime of ['node', 'bun', 'deno'] as const) {
+      if (runtime !== 'node' && missingRuntimes.includes(runtime)) continue;
+      for (const kind of BODY_KINDS) {
+        for (let pass = 0; pass < STEP_PASSES; pass++) {
+          const cuts = pass % 2 === 0 ? CUTS : [...CUTS].reverse();
+          for (const cut of cuts) {
+            const { command, args, env } =
+              runtime === 'node'
+                ? { command: process.execPath, args: [script, kind, cut], env: {} }
+                : offlineRun(runtime, script, { denoDir: stepsDenoDir, scriptArgs: [kind, cut] });
+            const out = await output(pinned(SERVER_CORE, command, args), env);
+            samples.push(JSON.parse(out.trim().split('\n').pop() ?? '') as FetchStepSample);
+          }
+        }
+      }
+      process.stdout.write(`  fetch steps measured on ${runtime}\n`);
+    }
+  } finally {
+    rmSync(stepsDenoDir, { recursive: true, force: true });
+  }
+  return fetchStepCosts(samples);
+}
+
+/** What a process printed; throws if it failed. */
+async function output(
+  [command, args]: [string, string[]],
+  env: Record<string, string>,
+): Promise<string> {
+  const child = spawn(command, args, {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
   let out = '';
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  if (code !== 0) throw new Error(`bench/in-process.ts exited with ${code}`);
-  return JSON.parse(out.trim().split('\n').pop() ?? '') as InProcessResult;
+  if (code !== 0) throw new Error(`${command} ${args.join(' ')} exited with ${code}`);
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -716,11 +767,18 @@ async function main(): Promise<void> {
   }
   console.log('\nin process (pinned to core 0):');
   const local = await inProcess();
+  const steps = await fetchSteps();
 
   const report = [
     '',
     ...BODY_KINDS.map((kind, i) => table(cells, kind, sizes[i] ?? 0) + '\n'),
     formatInProcess(local),
+    '',
+    'A Fetch delivery step by step, in process (bench/fetch-steps.ts): CPU µs per delivery of the hand-written ' +
+      'Fetch handler, of the pipeline cut short after each step (in brackets: what that step added), and of fetchHandler; ' +
+      'one process per cut, the median of its 5 rounds of 2 000 deliveries, then of 3 passes; no server:',
+    '',
+    formatFetchSteps(steps),
     '',
     'Targets (ratios are medians of per-repetition ratios; CPU-time ratio = the same comparison on server CPU µs per request):',
     '',
@@ -740,7 +798,7 @@ async function main(): Promise<void> {
   if (process.env.BENCH_OUT) {
     writeFileSync(
       process.env.BENCH_OUT,
-      JSON.stringify({ cells, inProcess: local, sizes }, null, 2),
+      JSON.stringify({ cells, inProcess: local, fetchSteps: steps, sizes }, null, 2),
     );
   }
 }

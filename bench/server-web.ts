@@ -10,76 +10,18 @@
  * @module
  */
 
-import { Buffer } from 'node:buffer';
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import { fetchHandler } from '../adapters/fetch.js';
-import { createReceiver } from '../src/index.js';
-import { SECRET } from './bodies.js';
-
-type Handler = (request: Request) => Promise<Response>;
+import { adapterHandler, handWrittenHandler, type WebHandler } from './web-handlers.js';
 
 /** Deliveries that reached the code after verification (a handler, or the hand-written end). */
 let handled = 0;
 /** Failures the receiver reported, by code: the run fails if any shows up. */
 const failures: Record<string, number> = {};
-
-const JSON_HEADERS = { 'content-type': 'application/json' };
-const answer = (status: number, body: string) =>
-  new Response(body, { status, headers: JSON_HEADERS });
-
-/** The receiver every schoolhooks row runs: server.ts's `schoolhooksReceiver('memory')`. */
-function adapter(): Handler {
-  const receiver = createReceiver({
-    secret: SECRET,
-    maxEventAgeMs: 3_600_000,
-    dedupTtlMs: 3_600_000,
-  });
-  receiver.on(['UserSignedUp', 'PaymentCompleted'], async () => {
-    handled++;
-  });
-  receiver.onError((error) => {
-    failures[error.code] = (failures[error.code] ?? 0) + 1;
-  });
-  return fetchHandler(receiver);
-}
-
-/**
- * The fastest honest hand-written Fetch receiver: the body by `arrayBuffer()`, HMAC-SHA256 with
- * node:crypto in constant time, `JSON.parse`, a duplicate told by its idempotencyKey in a Map,
- * then an async handler, as the schoolhooks rows run one.
- */
-function handWritten(): Handler {
-  const seen = new Map<string, true>();
-  const decoder = new TextDecoder();
-  const onEvent = async () => {
-    handled++;
-  };
-  return async (request) => {
-    if (request.method !== 'POST') return answer(405, '{"ok":false}');
-    const body = new Uint8Array(await request.arrayBuffer());
-    const signature = request.headers.get('signature');
-    if (signature === null || signature.length !== 64) return answer(401, '{"ok":false}');
-    const expected = createHmac('sha256', SECRET).update(body).digest();
-    if (!timingSafeEqual(expected, Buffer.from(signature, 'hex'))) {
-      return answer(401, '{"ok":false}');
-    }
-    let envelope: { idempotencyKey?: unknown };
-    try {
-      envelope = JSON.parse(decoder.decode(body)) as { idempotencyKey?: unknown };
-    } catch {
-      return answer(400, '{"ok":false}');
-    }
-    const key = envelope.idempotencyKey;
-    if (typeof key !== 'string') return answer(400, '{"ok":false}');
-    if (seen.has(key)) return answer(200, '{"ok":true,"duplicate":true}');
-    seen.set(key, true);
-    await onEvent();
-    return answer(200, '{"ok":true}');
-  };
-}
+const countHandled = () => {
+  handled++;
+};
 
 /** The control route: what bench/run.ts reads between rounds. */
-function withStats(handler: Handler): Handler {
+function withStats(handler: WebHandler): WebHandler {
   return (request) => {
     if (request.method === 'GET' && request.url.endsWith('/__bench/stats')) {
       return Promise.resolve(Response.json({ handled, failures }));
@@ -90,7 +32,7 @@ function withStats(handler: Handler): Handler {
 
 interface Runtimes {
   Bun?: {
-    serve(options: { port: number; hostname: string; fetch: Handler; development?: boolean }): {
+    serve(options: { port: number; hostname: string; fetch: WebHandler; development?: boolean }): {
       port: number;
     };
   };
@@ -98,7 +40,7 @@ interface Runtimes {
     args: string[];
     serve(
       options: { port: number; hostname: string; onListen(address: { port: number }): void },
-      handler: Handler,
+      handler: WebHandler,
     ): unknown;
   };
 }
@@ -106,7 +48,13 @@ interface Runtimes {
 const { Bun, Deno } = globalThis as Runtimes;
 const kind = (Deno ? Deno.args : process.argv.slice(2))[0];
 if (kind !== 'adapter' && kind !== 'hand') throw new Error(`unknown handler ${kind}`);
-const handler = withStats(kind === 'adapter' ? adapter() : handWritten());
+const handler = withStats(
+  kind === 'adapter'
+    ? adapterHandler(countHandled, (error) => {
+        failures[error.code] = (failures[error.code] ?? 0) + 1;
+      })
+    : handWrittenHandler(countHandled),
+);
 const ready = (port: number) => console.log(`ready ${port}`);
 
 // A clean exit, so `--cpu-prof` (BENCH_PROFILE, Node and Bun) writes its profile.

@@ -158,7 +158,8 @@ export interface Receiver {
   readonly inbox: Inbox | undefined;
 }
 
-const DELIVERY = { kind: 'delivery' } as const;
+/** What telemetry is told when an HTTP delivery starts (one object for every delivery). */
+const DELIVERY: TelemetryStart = { kind: 'delivery' };
 
 /**
  * Create a webhook receiver.
@@ -255,8 +256,11 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   return receiver;
 }
 
-/** The options with their defaults, checked: a mistake is a `ConfigError` at start-up. */
-function checkOptions({
+/**
+ * The options with their defaults, checked: a mistake is a `ConfigError` at start-up.
+ * @internal also what bench/fetch-steps.ts builds its cut-short pipelines with.
+ */
+export function checkOptions({
   secret,
   store = memoryStore(),
   maxBodyBytes = 1024 * 1024,

@@ -1,0 +1,77 @@
+/**
+ * The two Fetch handlers the (g) rows compare, shared by the servers (bench/server-web.ts) and
+ * the in-process split of a Fetch delivery (bench/fetch-steps.ts): the schoolhooks Fetch adapter
+ * and the fastest honest hand-written Fetch receiver.
+ * @module
+ */
+
+import { Buffer } from 'node:buffer';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { fetchHandler } from '../adapters/fetch.js';
+import { createReceiver, type SchoolhooksError } from '../src/index.js';
+import { SECRET } from './bodies.js';
+
+/** A Fetch handler as the servers call it: the `Request` and nothing else. */
+export type WebHandler = (request: Request) => Promise<Response>;
+
+/** The receiver's options in every schoolhooks row (server.ts's `schoolhooksReceiver('memory')`). */
+export const BENCH_RECEIVER_OPTIONS = {
+  secret: SECRET,
+  maxEventAgeMs: 3_600_000,
+  dedupTtlMs: 3_600_000,
+} as const;
+
+/**
+ * The schoolhooks Fetch adapter over a receiver with an async handler for both events (so each
+ * delivery is validated, claimed, run against the timeout and completed).
+ */
+export function adapterHandler(
+  onEvent: () => void,
+  onFailure: (error: SchoolhooksError) => void,
+): WebHandler {
+  const receiver = createReceiver(BENCH_RECEIVER_OPTIONS);
+  receiver.on(['UserSignedUp', 'PaymentCompleted'], async () => {
+    onEvent();
+  });
+  receiver.onError(onFailure);
+  return fetchHandler(receiver);
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+const answer = (status: number, body: string) =>
+  new Response(body, { status, headers: JSON_HEADERS });
+
+/**
+ * The fastest honest hand-written Fetch receiver: the body by `arrayBuffer()`, HMAC-SHA256 with
+ * node:crypto in constant time, `JSON.parse`, a duplicate told by its idempotencyKey in a Map,
+ * then an async handler, as the schoolhooks rows run one.
+ */
+export function handWrittenHandler(onEvent: () => void): WebHandler {
+  const seen = new Map<string, true>();
+  const decoder = new TextDecoder();
+  const handle = async () => {
+    onEvent();
+  };
+  return async (request) => {
+    if (request.method !== 'POST') return answer(405, '{"ok":false}');
+    const body = new Uint8Array(await request.arrayBuffer());
+    const signature = request.headers.get('signature');
+    if (signature === null || signature.length !== 64) return answer(401, '{"ok":false}');
+    const expected = createHmac('sha256', SECRET).update(body).digest();
+    if (!timingSafeEqual(expected, Buffer.from(signature, 'hex'))) {
+      return answer(401, '{"ok":false}');
+    }
+    let envelope: { idempotencyKey?: unknown };
+    try {
+      envelope = JSON.parse(decoder.decode(body)) as { idempotencyKey?: unknown };
+    } catch {
+      return answer(400, '{"ok":false}');
+    }
+    const key = envelope.idempotencyKey;
+    if (typeof key !== 'string') return answer(400, '{"ok":false}');
+    if (seen.has(key)) return answer(200, '{"ok":true,"duplicate":true}');
+    seen.set(key, true);
+    await handle();
+    return answer(200, '{"ok":true}');
+  };
+}
