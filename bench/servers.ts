@@ -189,7 +189,8 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
     web: { runtime: 'node', handler: 'adapter' },
   },
   'fetch-hand': {
-    label: '(g) hand-written Fetch handler, same server (arrayBuffer, HMAC, JSON.parse, Map dedup)',
+    label:
+      '(g) hand-written Fetch handler, same server (arrayBuffer, HMAC, JSON.parse, bounded Set dedup)',
     style: 'schoolhooks',
     web: { runtime: 'node', handler: 'hand' },
   },
