@@ -76,11 +76,14 @@ function runtimeName(): string {
   return `Node ${process.version}`;
 }
 
+/** The cuts of the pipeline: the step of `dispatchNow` each one ends after. */
+type PipelineCut = Exclude<Cut, 'hand-written' | 'fetchHandler'>;
+
 /**
- * The receiver's pipeline with a step list cut short after `last` steps, behind the adapter's own
- * reading of a `Request` and answer, as `fetchHandler` puts them around the whole list.
+ * The receiver's pipeline cut short after the step `cut` names, behind the adapter's own reading
+ * of a `Request` and answer, as `fetchHandler` puts them around the whole list.
  */
-function cutHandler(last: number): WebHandler {
+function cutHandler(cut: PipelineCut): WebHandler {
   const settings = checkOptions({ ...BENCH_RECEIVER_OPTIONS, logger: false });
   const onEvent: AnyHandler = async () => {};
   const pipeline = new DeliveryPipeline({
@@ -91,10 +94,19 @@ function cutHandler(last: number): WebHandler {
       throw error;
     },
   });
-  const steps = pipeline.dispatchNow.slice(0, last);
+  const { dispatchNow, readBody, parse, checkAge, validate, claim, dispatch } = pipeline;
+  const lastStep = {
+    read: readBody,
+    'verify, parse': parse,
+    age: checkAge,
+    validate,
+    claim,
+    dispatch,
+  }[cut];
+  const steps = dispatchNow.slice(0, dispatchNow.indexOf(lastStep) + 1);
   // A cut before dispatch ends with this step: the delivery went as far as the cut.
   const reached: DeliveryStep = () => new Ending('processed');
-  if (steps.length < pipeline.dispatchNow.length) steps.push(reached);
+  if (steps.length < dispatchNow.length) steps.push(reached);
   return async (request) => {
     const input = fetchRequestInput(request, undefined);
     const delivery = new Delivery(input, getHeader(input.headers, 'signature'), 1, undefined);
@@ -115,10 +127,7 @@ function handlerOf(cut: Cut): WebHandler {
       throw error;
     });
   }
-  // checkRequest and readBody are the first two steps; each later cut adds the next one, and
-  // 'verify, parse' both of theirs.
-  const last = { read: 2, 'verify, parse': 4, age: 5, validate: 6, claim: 7, dispatch: 8 }[cut];
-  return cutHandler(last);
+  return cutHandler(cut);
 }
 
 /** CPU time of this process since `since`, in µs. */
