@@ -12,6 +12,17 @@ import { fileURLToPath } from 'node:url';
 /** A secret shaped like the platform's: 64 characters. */
 export const SECRET = 'b7e4c1a09d3f5e2877c6b1a0e9d8f7c6b5a4e3d2c1b0a9f8e7d6c5b4a3f2e1d0';
 
+/**
+ * The receiver's options in every schoolhooks row, besides its store, inbox and telemetry: these
+ * bodies' secret, and an hour for their timestamps and keys.
+ */
+export const BENCH_RECEIVER_OPTIONS = {
+  secret: SECRET,
+  // Short enough that what a run leaves in Redis expires on its own within the hour.
+  maxEventAgeMs: 3_600_000,
+  dedupTtlMs: 3_600_000,
+} as const;
+
 /** The two body sizes of the benchmark. */
 export const BODY_KINDS = ['small', 'large'] as const;
 export type BodyKind = (typeof BODY_KINDS)[number];

@@ -20,19 +20,20 @@
 import process from 'node:process';
 import { fetchRequestInput } from '../adapters/fetch-request-input.js';
 import { answerHeaders } from '../adapters/json-answer.js';
-import { DeadlineQueue } from '../src/deadlines.js';
 import { getHeader } from '../src/headers.js';
-import { Delivery, DeliveryPipeline, Ending, type DeliveryStep } from '../src/pipeline.js';
-import { checkOptions } from '../src/receiver.js';
+import { Delivery, Ending, type DeliveryStep } from '../src/pipeline.js';
+import { checkOptions, pipelineOf } from '../src/receiver.js';
 import type { AnyHandler } from '../src/run-handlers.js';
 import { runSteps } from '../src/run-steps.js';
-import { BODY_KINDS, bodyFactory, randomTag, type BodyKind } from './bodies.js';
 import {
-  adapterHandler,
   BENCH_RECEIVER_OPTIONS,
-  handWrittenHandler,
-  type WebHandler,
-} from './web-handlers.js';
+  BODY_KINDS,
+  bodyFactory,
+  randomTag,
+  type BodyKind,
+} from './bodies.js';
+import { cpuMicros, median } from './measure.js';
+import { adapterHandler, handWrittenHandler, type WebHandler } from './web-handlers.js';
 
 /** The handlers measured, in the order the table shows them. */
 export const CUTS = [
@@ -84,16 +85,14 @@ type PipelineCut = Exclude<Cut, 'hand-written' | 'fetchHandler'>;
  * of a `Request` and answer, as `fetchHandler` puts them around the whole list.
  */
 function cutHandler(cut: PipelineCut): WebHandler {
-  const settings = checkOptions({ ...BENCH_RECEIVER_OPTIONS, logger: false });
   const onEvent: AnyHandler = async () => {};
-  const pipeline = new DeliveryPipeline({
-    ...settings,
-    handlerDeadlines: new DeadlineQueue(settings.handlerTimeoutMs),
-    handlersOf: () => [onEvent],
-    reportError: (error) => {
+  const pipeline = pipelineOf(
+    checkOptions({ ...BENCH_RECEIVER_OPTIONS, logger: false }),
+    () => [onEvent],
+    (error) => {
       throw error;
     },
-  });
+  );
   const { dispatchNow, readBody, parse, checkAge, validate, claim, dispatch } = pipeline;
   const lastStep = {
     read: readBody,
@@ -130,12 +129,6 @@ function handlerOf(cut: Cut): WebHandler {
   return cutHandler(cut);
 }
 
-/** CPU time of this process since `since`, in µs. */
-function cpuMicros(since: NodeJS.CpuUsage): number {
-  const { user, system } = process.cpuUsage(since);
-  return user + system;
-}
-
 /** CPU µs per delivery for `count` fresh signed deliveries; the requests are built untimed. */
 async function measureBlock(
   handler: WebHandler,
@@ -167,14 +160,6 @@ async function measureBlock(
     await response.arrayBuffer();
   }
   return cpuMicros(since) / count;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length / 2;
-  return Number.isInteger(middle)
-    ? (sorted[middle - 1]! + sorted[middle]!) / 2
-    : sorted[Math.floor(middle)]!;
 }
 
 /** What one process measured: one cut on one body size. */

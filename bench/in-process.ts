@@ -16,6 +16,7 @@ import { createReceiver } from '../src/receiver.js';
 import { createVerifier } from '../src/signature.js';
 import { memoryStore } from '../src/stores/memory.js';
 import { BODY_KINDS, bodyFactory, randomTag, SECRET, type BodyKind } from './bodies.js';
+import { cpuMicros } from './measure.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 /** Distinct bodies each step cycles through. */
@@ -50,16 +51,6 @@ export interface StepCosts {
 export interface InProcessResult {
   steps: StepCosts[];
   heap: { keys: number; bytes: number; bytesPerKey: number };
-}
-
-/**
- * CPU time (user + system) of this process since `since`, in µs. Every figure is CPU time per
- * operation, not wall time: the machines this runs on are shared, and a process waiting for the
- * core is not slower code. On an idle core the two agree.
- */
-function cpuMicros(since: NodeJS.CpuUsage): number {
-  const { user, system } = process.cpuUsage(since);
-  return user + system;
 }
 
 /** Rounds per measurement; the fastest round is kept (the others met more interference). */

@@ -26,6 +26,7 @@ import {
   type FetchStepSample,
 } from './fetch-steps.js';
 import { formatInProcess, type InProcessResult } from './in-process.js';
+import { median } from './measure.js';
 import type { LoadRequest, LoadResult } from './load.js';
 import {
   DIAGNOSTIC_IDS,
@@ -409,12 +410,6 @@ async function measureCell(
 
 // ---------------------------------------------------------------------------------------------
 // Statistics and tables.
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 interface Summary {
   rps: number;

@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { BENCH_PATH, DIAGNOSTIC_IDS, type NodeServerId, SERVER_IDS, SERVERS } from './servers.js';
-import { SECRET } from './bodies.js';
+import { BENCH_RECEIVER_OPTIONS, SECRET } from './bodies.js';
 
 const [id, namespace = 'bench'] = process.argv.slice(2) as [NodeServerId, string?];
 if (![...SERVER_IDS, ...DIAGNOSTIC_IDS].includes(id) || SERVERS[id].web) {
@@ -198,12 +198,9 @@ async function schoolhooksReceiver(store: StoreKind, telemetry = false) {
       storeOption = { ...storeOption, inbox: await countedInbox(client) };
   }
   const receiver = createReceiver({
-    secret: SECRET,
+    ...BENCH_RECEIVER_OPTIONS,
     ...storeOption,
     ...telemetryOption,
-    // Short enough that what a run leaves in Redis expires on its own within the hour.
-    maxEventAgeMs: 3_600_000,
-    dedupTtlMs: 3_600_000,
   });
   // An async handler, as users write them: every delivery takes the path that races
   // handlerTimeoutMs.

@@ -9,17 +9,10 @@ import { Buffer } from 'node:buffer';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { fetchHandler } from '../adapters/fetch.js';
 import { createReceiver, type SchoolhooksError } from '../src/index.js';
-import { SECRET } from './bodies.js';
+import { BENCH_RECEIVER_OPTIONS, SECRET } from './bodies.js';
 
 /** A Fetch handler as the servers call it: the `Request` and nothing else. */
 export type WebHandler = (request: Request) => Promise<Response>;
-
-/** The receiver's options in every schoolhooks row (server.ts's `schoolhooksReceiver('memory')`). */
-export const BENCH_RECEIVER_OPTIONS = {
-  secret: SECRET,
-  maxEventAgeMs: 3_600_000,
-  dedupTtlMs: 3_600_000,
-} as const;
 
 /**
  * The schoolhooks Fetch adapter over a receiver with an async handler for both events (so each

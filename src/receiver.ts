@@ -27,7 +27,7 @@ import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './inbox/types.js';
 import { OUTCOMES, type Outcome } from './outcome.js';
 import { fromBase64 } from './base64.js';
-import { Delivery, DeliveryPipeline, Ending } from './pipeline.js';
+import { Delivery, DeliveryPipeline, Ending, type PipelineConfig } from './pipeline.js';
 import type { AnyHandler, HandlerContext } from './run-handlers.js';
 import { nearestName } from './nearest-name.js';
 import { isPromiseLike, runSteps } from './run-steps.js';
@@ -177,16 +177,10 @@ const DELIVERY: TelemetryStart = { kind: 'delivery' };
  */
 export function createReceiver(options: ReceiverOptions): Receiver {
   const settings = checkOptions(options);
-  const { maxBodyBytes, handlerTimeoutMs, inbox } = settings;
+  const { maxBodyBytes, inbox } = settings;
   const registry = handlerRegistry();
   const errors = errorReporter(settings);
-  const steps = new DeliveryPipeline({
-    ...settings,
-    // One timer for every delivery whose handlers are still running: they share handlerTimeoutMs.
-    handlerDeadlines: new DeadlineQueue(handlerTimeoutMs),
-    handlersOf: registry.handlersOf,
-    reportError: errors.report,
-  });
+  const steps = pipelineOf(settings, registry.handlersOf, errors.report);
   const ending = deliveryEnding(settings, errors);
   const httpSteps = inbox === undefined ? steps.dispatchNow : steps.handToInbox;
 
@@ -255,6 +249,27 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   };
   return receiver;
 }
+
+/**
+ * The steps of a receiver with `settings`, its handlers and its failure reporting.
+ * @internal also what bench/fetch-steps.ts cuts short, step by step.
+ */
+export function pipelineOf(
+  settings: ReceiverSettings,
+  handlersOf: PipelineConfig['handlersOf'],
+  reportError: PipelineConfig['reportError'],
+): DeliveryPipeline {
+  return new DeliveryPipeline({
+    ...settings,
+    // One timer for every delivery whose handlers are still running: they share handlerTimeoutMs.
+    handlerDeadlines: new DeadlineQueue(settings.handlerTimeoutMs),
+    handlersOf,
+    reportError,
+  });
+}
+
+/** A receiver's options with their defaults, checked. */
+type ReceiverSettings = ReturnType<typeof checkOptions>;
 
 /**
  * The options with their defaults, checked: a mistake is a `ConfigError` at start-up.
