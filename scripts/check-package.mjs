@@ -49,10 +49,11 @@ import { formatMessage } from 'publint/utils';
  * 20%; 16,8xx once validation became build-time generated functions (no `new Function`), failures
  * reached the console without a logger, a failed signature said why (the one classifier and its
  * likely causes), a misspelt event name got "did you mean", and a claim could carry a Postgres
- * transaction: 17,500 leaves about 4% for fixes. Raise it on purpose, in the same change that
- * makes the core bigger.
+ * transaction: 17,500 leaves about 4% for fixes. 17,521 once memoryStore kept its keys in two
+ * generations of its own instead of lru-cache, a dependency of 6 kB gzipped that users no longer
+ * load: 17,800. Raise it on purpose, in the same change that makes the core bigger.
  */
-const CORE_GZIP_BUDGET = 17_500;
+const CORE_GZIP_BUDGET = 17_800;
 
 /**
  * Largest fixture file the package may ship: the biggest real body is about 12 kB. A body made to

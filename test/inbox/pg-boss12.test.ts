@@ -6,7 +6,15 @@
  */
 
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -53,7 +61,10 @@ beforeAll(async () => {
   cpSync(join(root, 'dist'), join(installed, 'dist'), { recursive: true });
   cpSync(join(root, 'package.json'), join(installed, 'package.json'));
   cpSync(join(root, 'fixtures'), join(installed, 'fixtures'), { recursive: true });
-  for (const name of ['zod', 'lru-cache'])
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+  };
+  for (const name of Object.keys(manifest.dependencies ?? {}))
     symlinkSync(join(root, 'node_modules', name), join(modules, name));
   symlinkSync(join(versions, 'node_modules', 'pg-boss12'), join(modules, 'pg-boss'));
   symlinkSync(join(versions, 'node_modules', 'pg'), join(modules, 'pg'));

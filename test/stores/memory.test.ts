@@ -37,18 +37,19 @@ describe('memoryStore keeps at most max keys', () => {
   const claimed = (store: ReturnType<typeof memoryStore>, key: string) =>
     (store.claim(key, 60_000) as { token: string }).token;
 
-  it('drops the least recently used key past max, never one used since', () => {
-    const store = memoryStore({ max: 3 });
+  it('drops the older generation whole when the newer one fills, never a key used since', () => {
+    // max 4: two generations of two keys.
+    const store = memoryStore({ max: 4 });
     const a = claimed(store, 'a');
     claimed(store, 'b');
+    // 'c' finds the newer generation full: 'a' and 'b' become the older one.
     claimed(store, 'c');
-    // Completing 'a' uses it: 'b' is now the least recently used.
+    // Completing 'a' uses it: it moves back into the newer generation, beside 'c'.
     store.complete('a', a, 60_000, 'fa');
+    // 'd' finds it full again: 'c' and 'a' become the older generation and 'b' is dropped.
     claimed(store, 'd');
     expect(store.claim('a', 60_000)).toEqual({ state: 'done', fingerprint: 'fa' });
-    expect(store.claim('c', 60_000)).toEqual({ state: 'in_flight' });
     expect(store.claim('d', 60_000)).toEqual({ state: 'in_flight' });
-    // 'b' was dropped when 'd' came: it is claimed afresh.
     expect(store.claim('b', 60_000)).toMatchObject({ state: 'claimed' });
   });
 
@@ -56,7 +57,7 @@ describe('memoryStore keeps at most max keys', () => {
     const store = memoryStore({ max: 2 });
     claimed(store, 'old');
     claimed(store, 'newer');
-    // A resend of 'old' finds it in flight and makes it the most recently used.
+    // A resend of 'old' finds it in flight in the older generation and moves it to the newer.
     expect(store.claim('old', 60_000)).toEqual({ state: 'in_flight' });
     claimed(store, 'newest');
     expect(store.claim('old', 60_000)).toEqual({ state: 'in_flight' });
@@ -66,11 +67,33 @@ describe('memoryStore keeps at most max keys', () => {
   it('never holds more than max keys', () => {
     const store = memoryStore({ max: 100 });
     for (let i = 0; i < 1_000; i++) claimed(store, `k${i}`);
-    // The last 100 are kept and k899 is gone; claiming it afresh drops k900, the oldest kept.
+    // Every key before the last 100 is gone: each is claimed afresh.
+    for (let i = 0; i < 900; i++) {
+      expect(store.claim(`k${i}`, 60_000), `k${i}`).toMatchObject({ state: 'claimed' });
+    }
+  });
+
+  it('keeps at least the last max / 2 keys, and the older generation until a look-up fills the newer', () => {
+    const store = memoryStore({ max: 100 });
+    for (let i = 0; i < 1_000; i++) claimed(store, `k${i}`);
+    // k950 to k999 are the newer generation: looking them up moves nothing.
+    for (let i = 999; i >= 950; i--) {
+      expect(store.claim(`k${i}`, 60_000), `k${i}`).toEqual({ state: 'in_flight' });
+    }
+    // k900 to k949 are the older one: k949 moves to a full newer generation, which becomes
+    // the older one, and the rest of k900 to k948 go with the generation they were in.
+    expect(store.claim('k949', 60_000)).toEqual({ state: 'in_flight' });
     expect(store.claim('k999', 60_000)).toEqual({ state: 'in_flight' });
-    expect(store.claim('k899', 60_000)).toMatchObject({ state: 'claimed' });
-    expect(store.claim('k901', 60_000)).toEqual({ state: 'in_flight' });
-    expect(store.claim('k900', 60_000)).toMatchObject({ state: 'claimed' });
+    expect(store.claim('k948', 60_000)).toMatchObject({ state: 'claimed' });
+  });
+
+  it('keeps one key with max 1', () => {
+    const store = memoryStore({ max: 1 });
+    claimed(store, 'a');
+    claimed(store, 'b');
+    expect(store.claim('b', 60_000)).toEqual({ state: 'in_flight' });
+    expect(store.claim('a', 60_000)).toMatchObject({ state: 'claimed' });
+    expect(store.claim('b', 60_000)).toMatchObject({ state: 'claimed' });
   });
 
   it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])(
@@ -94,6 +117,18 @@ describe('memoryStore expiry', () => {
     expect(store.claim('k', 60_000)).toEqual({ state: 'in_flight' });
     store.complete('k', second.token, 60_000, 'fresh');
     expect(store.claim('k', 60_000)).toEqual({ state: 'done', fingerprint: 'fresh' });
+  });
+
+  it('forgets an expired key of the older generation instead of moving it', async () => {
+    const store = memoryStore({ max: 2 });
+    const token = (store.claim('k', 20) as { token: string }).token;
+    const other = (store.claim('other', 60_000) as { token: string }).token;
+    store.complete('other', other, 20, 'f');
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    // 'other' (in the newer generation) and 'k' (in the older one, since 'other' came) expired.
+    store.complete('k', token, 60_000, 'late');
+    expect(store.claim('k', 60_000)).toMatchObject({ state: 'claimed' });
+    expect(store.claim('other', 60_000)).toMatchObject({ state: 'claimed' });
   });
 
   it('does not complete a key whose lease ran out, even if no one claimed it since', async () => {
