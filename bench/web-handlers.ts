@@ -34,7 +34,7 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 const answer = (status: number, body: string) =>
   new Response(body, { status, headers: JSON_HEADERS });
 
-/** The keys the hand-written handler remembers at most: as many as memoryStore keeps by default. */
+/** The keys the hand-written handler remembers at most: as many as memoryStore holds by default. */
 const REMEMBERED_KEYS = 100_000;
 
 /**
@@ -42,8 +42,9 @@ const REMEMBERED_KEYS = 100_000;
  * node:crypto in constant time, `JSON.parse`, a duplicate told by its idempotencyKey in a Set,
  * then an async handler, as the schoolhooks rows run one.
  *
- * The keys it remembers are bounded, as a server's must be: two generations of half of
- * {@link REMEMBERED_KEYS} each, the older dropped whole when the newer fills. An unbounded Set
+ * The keys it remembers are bounded, as a server's must be, by memoryStore's own rule: two
+ * generations of half of {@link REMEMBERED_KEYS} each, the older dropped whole when the newer
+ * fills (what it does not keep is the lease, the expiry and the fingerprint). An unbounded Set
  * grew by some 30 000 keys a second on Bun, and its collector's work grew with it: the
  * hand-written row went from 24 to 125 µs of CPU per request over one run, so it stopped being
  * the baseline the adapter was meant to be compared with.
