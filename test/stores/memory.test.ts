@@ -64,9 +64,15 @@ describe('memoryStore keeps at most max keys', () => {
     expect(store.claim('newer', 60_000)).toMatchObject({ state: 'claimed' });
   });
 
-  it('never holds more than max keys', () => {
+  /** A store of max 100 after claims of k0 to k999, in that order. */
+  const thousandClaimed = () => {
     const store = memoryStore({ max: 100 });
     for (let i = 0; i < 1_000; i++) claimed(store, `k${i}`);
+    return store;
+  };
+
+  it('never holds more than max keys', () => {
+    const store = thousandClaimed();
     // Every key before the last 100 is gone: each is claimed afresh.
     for (let i = 0; i < 900; i++) {
       expect(store.claim(`k${i}`, 60_000), `k${i}`).toMatchObject({ state: 'claimed' });
@@ -74,8 +80,7 @@ describe('memoryStore keeps at most max keys', () => {
   });
 
   it('keeps at least the last max / 2 keys, and the older generation until a look-up fills the newer', () => {
-    const store = memoryStore({ max: 100 });
-    for (let i = 0; i < 1_000; i++) claimed(store, `k${i}`);
+    const store = thousandClaimed();
     // k950 to k999 are the newer generation: looking them up moves nothing.
     for (let i = 999; i >= 950; i--) {
       expect(store.claim(`k${i}`, 60_000), `k${i}`).toEqual({ state: 'in_flight' });
