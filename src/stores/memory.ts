@@ -9,9 +9,9 @@ import type { IdempotencyStore } from './types.js';
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
   /**
-   * The most keys kept. Keys are kept in two generations of up to `max / 2` each: when the
-   * newer one is full, the older one is dropped whole, so between `max / 2` and `max` of the
-   * most recently used keys are kept. Default 100 000.
+   * The most keys kept, in two generations: when the newer one holds half of `max`, or both
+   * together hold `max`, the older one is dropped whole. The first `max` keys are all kept, and
+   * every key is kept for at least the next `max / 2` (rounded down). Default 100 000.
    */
   max?: number;
 }
@@ -28,9 +28,10 @@ interface Entry {
 /**
  * An idempotency store for one process. Keys expire on their own (the lease, or dedupTtlMs once
  * complete). It keeps at most `max` keys, in two generations: a key claimed or looked up goes
- * into the newer one, and when that one holds `max / 2` keys the older one is dropped whole. A
- * key is thus kept for at least the next `max / 2` keys. It answers at once, without a promise
- * (check and set in one synchronous step is what makes a claim atomic here), and arms no timer.
+ * into the newer one, and when that one holds half of `max` (or both hold `max`) the older one
+ * is dropped whole. A key is thus kept for at least the next `max / 2` keys. It answers at once,
+ * without a promise (check and set in one synchronous step is what makes a claim atomic here),
+ * and arms no timer.
  *
  * @example
  * ```ts
@@ -46,7 +47,10 @@ export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): Idempot
   // collection (a delivery on Bun.serve slowed from 33 to 162 µs as the store filled), and a
   // `Map` evicted from its head scans the deleted entries before it. Dropping a whole
   // generation does neither (docs/benchmarks.md).
-  const generation = Math.max(1, Math.floor(max / 2));
+  // The newer generation holds up to half of max, rounded up. It becomes the older one when full,
+  // or when the two together hold max, so the older one never holds more than that half, which
+  // leaves room for one key more (max 1 keeps no older generation).
+  const generation = Math.ceil(max / 2);
   let recent = new Map<string, Entry>();
   let older = new Map<string, Entry>();
   // Lease tokens only tell this store's own claims apart, so a counter does (no randomness).
@@ -54,7 +58,7 @@ export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): Idempot
 
   /** Puts a key into the newer generation, which first becomes the older one when full. */
   function keep(key: string, entry: Entry): void {
-    if (recent.size >= generation) {
+    if (recent.size >= generation || recent.size + older.size >= max) {
       // With max 1 there is room for one key only: the full generation is dropped instead.
       older = max > 1 ? recent : new Map();
       recent = new Map();

@@ -64,19 +64,40 @@ describe('memoryStore keeps at most max keys', () => {
     expect(store.claim('newer', 60_000)).toMatchObject({ state: 'claimed' });
   });
 
-  /** A store of max 100 after claims of k0 to k999, in that order. */
-  const thousandClaimed = () => {
-    const store = memoryStore({ max: 100 });
+  /** A store of `max` keys after claims of k0 to k999, in that order. */
+  const thousandClaimed = (max = 100) => {
+    const store = memoryStore({ max });
     for (let i = 0; i < 1_000; i++) claimed(store, `k${i}`);
     return store;
   };
 
-  it('never holds more than max keys', () => {
-    const store = thousandClaimed();
-    // Every key before the last 100 is gone: each is claimed afresh.
-    for (let i = 0; i < 900; i++) {
-      expect(store.claim(`k${i}`, 60_000), `k${i}`).toMatchObject({ state: 'claimed' });
+  it.each([100, 101, 3])(
+    'never holds more than max (%i) keys, and keeps the last max / 2',
+    (max) => {
+      const store = thousandClaimed(max);
+      // The newest half of max is kept (looked up newest first, these look-ups drop nothing).
+      for (let i = 999; i >= 1_000 - Math.floor(max / 2); i--) {
+        expect(store.claim(`k${i}`, 60_000), `k${i}`).toEqual({ state: 'in_flight' });
+      }
+      // Every key before the last max is gone: each is claimed afresh.
+      for (let i = 0; i < 1_000 - max; i++) {
+        expect(store.claim(`k${i}`, 60_000), `k${i}`).toMatchObject({ state: 'claimed' });
+      }
+    },
+  );
+
+  it.each([1, 2, 3, 4, 7, 100, 101])('keeps the first max (%i) keys all', (max) => {
+    const firstMax = () => {
+      const store = memoryStore({ max });
+      for (let i = 0; i < max; i++) claimed(store, `k${i}`);
+      return store;
+    };
+    // One look-up per store: a look-up moves its key, and may drop the rest of the older
+    // generation when the newer one is full (the next test).
+    for (let i = 0; i < max; i++) {
+      expect(firstMax().claim(`k${i}`, 60_000), `k${i}`).toEqual({ state: 'in_flight' });
     }
+    expect(firstMax().claim('other', 60_000)).toMatchObject({ state: 'claimed' });
   });
 
   it('keeps at least the last max / 2 keys, and the older generation until a look-up fills the newer', () => {
