@@ -48,15 +48,15 @@ export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): Idempot
   // `Map` evicted from its head scans the deleted entries before it. Dropping a whole
   // generation does neither (docs/benchmarks.md).
   // The newer generation holds up to half of max, rounded up. It becomes the older one when full,
-  // or when the two together hold max, so the older one never holds more than that half, which
-  // leaves room for one key more (max 1 keeps no older generation).
+  // or when the two together hold max, so the older one never holds more than that half: with
+  // max 2 or more that leaves room for one key more.
   const generation = Math.ceil(max / 2);
   let recent = new Map<string, Entry>();
   let older = new Map<string, Entry>();
   // Lease tokens only tell this store's own claims apart, so a counter does (no randomness).
   let leases = 0;
 
-  /** Puts a key into the newer generation, which first becomes the older one when full. */
+  /** Puts a key into the newer generation, which first becomes the older one if either is full. */
   function keep(key: string, entry: Entry): void {
     if (recent.size >= generation || recent.size + older.size >= max) {
       // With max 1 there is room for one key only: the full generation is dropped instead.
