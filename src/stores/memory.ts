@@ -48,8 +48,7 @@ export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): Idempot
   // `Map` evicted from its head scans the deleted entries before it. Dropping a whole
   // generation does neither (docs/benchmarks.md).
   // The newer generation holds up to half of max, rounded up. It becomes the older one when full,
-  // or when the two together hold max, so the older one never holds more than that half: with
-  // max 2 or more that leaves room for one key more.
+  // or when the two together hold max, so the older one never holds more than that half.
   const generation = Math.ceil(max / 2);
   let recent = new Map<string, Entry>();
   let older = new Map<string, Entry>();
@@ -59,8 +58,9 @@ export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): Idempot
   /** Puts a key into the newer generation, which first becomes the older one if either is full. */
   function keep(key: string, entry: Entry): void {
     if (recent.size >= generation || recent.size + older.size >= max) {
-      // With max 1 there is room for one key only: the full generation is dropped instead.
-      older = max > 1 ? recent : new Map();
+      // The newer generation stays on as the older one only with room for the key beside it
+      // (always, but for max 1).
+      older = recent.size < max ? recent : new Map();
       recent = new Map();
     }
     recent.set(key, entry);

@@ -6,18 +6,11 @@
  */
 
 import { spawn } from 'node:child_process';
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-} from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import pkg from '../../package.json' with { type: 'json' };
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 
@@ -61,10 +54,7 @@ beforeAll(async () => {
   cpSync(join(root, 'dist'), join(installed, 'dist'), { recursive: true });
   cpSync(join(root, 'package.json'), join(installed, 'package.json'));
   cpSync(join(root, 'fixtures'), join(installed, 'fixtures'), { recursive: true });
-  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-    dependencies?: Record<string, string>;
-  };
-  for (const name of Object.keys(manifest.dependencies ?? {}))
+  for (const name of Object.keys(pkg.dependencies))
     symlinkSync(join(root, 'node_modules', name), join(modules, name));
   symlinkSync(join(versions, 'node_modules', 'pg-boss12'), join(modules, 'pg-boss'));
   symlinkSync(join(versions, 'node_modules', 'pg'), join(modules, 'pg'));
