@@ -2,7 +2,8 @@
  * Where the CPU time of a Fetch delivery goes, step by step, on the runtime that runs this file:
  * the hand-written Fetch handler of the (g) rows, then the receiver's pipeline cut short after
  * each step (each cut answers as the adapter does once its last step ran), then the whole
- * `fetchHandler`. Each cut minus the one before is what that step costs over a `Request`.
+ * `fetchHandler`, then the (h) rows' handler: (g)'s doing fetchHandler's work in a straight line.
+ * Each cut minus the one before is what that step costs over a `Request`.
  *
  * It measures what a profiler cannot show on every runtime: Bun's `--cpu-prof` gives a server's
  * idle time to the last JavaScript frame, so on a server it cannot say where a delivery's time
@@ -33,7 +34,12 @@ import {
   type BodyKind,
 } from './bodies.js';
 import { cpuMicros, median } from './measure.js';
-import { adapterHandler, handWrittenHandler, type WebHandler } from './web-handlers.js';
+import {
+  adapterHandler,
+  handWrittenHandler,
+  sameWorkHandler,
+  type WebHandler,
+} from './web-handlers.js';
 
 /** The handlers measured, in the order the table shows them. */
 export const CUTS = [
@@ -45,8 +51,12 @@ export const CUTS = [
   'claim',
   'dispatch',
   'fetchHandler',
+  'same work',
 ] as const satisfies readonly string[];
-/** A handler measured: the hand-written one, a cut of the pipeline, or fetchHandler. */
+/**
+ * A handler measured: the hand-written one, a cut of the pipeline, fetchHandler, or the
+ * hand-written one doing fetchHandler's work in a straight line (bench/web-handlers.ts).
+ */
 export type Cut = (typeof CUTS)[number];
 
 /** CPU µs per delivery of each handler on one body size: medians over the passes. */
@@ -78,7 +88,7 @@ function runtimeName(): string {
 }
 
 /** The cuts of the pipeline: the step of `dispatchNow` each one ends after. */
-type PipelineCut = Exclude<Cut, 'hand-written' | 'fetchHandler'>;
+type PipelineCut = Exclude<Cut, 'hand-written' | 'fetchHandler' | 'same work'>;
 
 /**
  * The receiver's pipeline cut short after the step `cut` names, behind the adapter's own reading
@@ -121,6 +131,7 @@ function cutHandler(cut: PipelineCut): WebHandler {
 function handlerOf(cut: Cut): WebHandler {
   const ignore = () => {};
   if (cut === 'hand-written') return handWrittenHandler(ignore);
+  if (cut === 'same work') return sameWorkHandler(ignore);
   if (cut === 'fetchHandler') {
     return adapterHandler(ignore, (error) => {
       throw error;
@@ -210,17 +221,21 @@ export function formatFetchSteps(results: readonly FetchStepCosts[]): string {
   const header = [
     '| runtime | body | ' +
       CUTS.map((cut) => (cut === 'read' ? 'read (+ answer)' : cut)).join(' | ') +
-      ' | fetchHandler / hand-written |',
-    '| - | - | ' + CUTS.map(() => '-:').join(' | ') + ' | -: |',
+      ' | fetchHandler / hand-written | fetchHandler / same work |',
+    '| - | - | ' + CUTS.map(() => '-:').join(' | ') + ' | -: | -: |',
   ];
   const rows = results.map(({ runtime, kind, bytes, us }) => {
     const cells = CUTS.map((cut, i) => {
-      const previous = i >= 2 ? us[CUTS[i - 1]!] : undefined;
+      // What a step added: each cut of the pipeline, and fetchHandler, over the cut before it.
+      const previous = i >= 2 && cut !== 'same work' ? us[CUTS[i - 1]!] : undefined;
       const added = previous === undefined ? '' : ` (${signed(us[cut] - previous)})`;
       return `${us[cut].toFixed(1)}${added}`;
     });
-    const ratio = us['hand-written'] / us.fetchHandler;
-    return `| ${runtime} | ${kind} (${bytes} B) | ${cells.join(' | ')} | ${ratio.toFixed(2)} |`;
+    // As speeds, like the servers' ratios: the other handler's CPU per delivery over fetchHandler's.
+    const ratios = [us['hand-written'], us['same work']].map((u) =>
+      (u / us.fetchHandler).toFixed(2),
+    );
+    return `| ${runtime} | ${kind} (${bytes} B) | ${cells.join(' | ')} | ${ratios.join(' | ')} |`;
   });
   return [...header, ...rows].join('\n');
 }

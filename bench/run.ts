@@ -539,6 +539,17 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   );
   compare('bun-fetch', 'bun-hand', 'fetch adapter / (g) hand-written Fetch, Bun.serve', 0.9);
   compare('deno-fetch', 'deno-hand', 'fetch adapter / (g) hand-written Fetch, Deno.serve', 0.9);
+  // (h): the adapter's work written in a straight line. The adapter against it is what the
+  // pipeline costs; it against (g), what the work itself costs (validation, lease, deadline).
+  const sameWork = [
+    ['fetch-request', 'fetch-same', 'fetch-hand', 'Node Request only'],
+    ['bun-fetch', 'bun-same', 'bun-hand', 'Bun.serve'],
+    ['deno-fetch', 'deno-same', 'deno-hand', 'Deno.serve'],
+  ] as const;
+  for (const [adapter, same, hand, server] of sameWork) {
+    compare(adapter, same, `fetch adapter / (h) the same work in a straight line, ${server}`);
+    compare(same, hand, `the work itself: (h) / (g) hand-written Fetch, ${server}`);
+  }
   compare('node-redis', 'minimal', 'node adapter + redisStore / (a)', 0.4);
   // The price of a transaction per delivery (BEGIN, lock, read, upsert, COMMIT), no goal yet.
   compare('node-postgres', 'minimal', 'node adapter + postgresStore / (a)');

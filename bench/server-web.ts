@@ -1,6 +1,6 @@
 /**
  * One benchmarked Fetch handler on a runtime's own server, started by bench/run.ts (pinned to one
- * core): `<node|bun|deno> server-web.mjs <adapter|hand>`. Bun serves it with `Bun.serve`, Deno
+ * core): `<node|bun|deno> server-web.mjs <adapter|hand|same>`. Bun serves it with `Bun.serve`, Deno
  * with `Deno.serve`, Node with @hono/node-server called as `(request) => handler(request)`, so
  * the handler gets a `Request` and nothing else (as a Next.js route on Node does).
  *
@@ -10,7 +10,12 @@
  * @module
  */
 
-import { adapterHandler, handWrittenHandler, type WebHandler } from './web-handlers.js';
+import {
+  adapterHandler,
+  handWrittenHandler,
+  sameWorkHandler,
+  type WebHandler,
+} from './web-handlers.js';
 
 /** Deliveries that reached the code after verification (a handler, or the hand-written end). */
 let handled = 0;
@@ -47,14 +52,18 @@ interface Runtimes {
 
 const { Bun, Deno } = globalThis as Runtimes;
 const kind = (Deno ? Deno.args : process.argv.slice(2))[0];
-if (kind !== 'adapter' && kind !== 'hand') throw new Error(`unknown handler ${kind}`);
-const handler = withStats(
-  kind === 'adapter'
-    ? adapterHandler(countHandled, (error) => {
-        failures[error.code] = (failures[error.code] ?? 0) + 1;
-      })
-    : handWrittenHandler(countHandled),
-);
+const handlers = {
+  adapter: () =>
+    adapterHandler(countHandled, (error) => {
+      failures[error.code] = (failures[error.code] ?? 0) + 1;
+    }),
+  hand: () => handWrittenHandler(countHandled),
+  same: () => sameWorkHandler(countHandled),
+};
+if (kind !== 'adapter' && kind !== 'hand' && kind !== 'same') {
+  throw new Error(`unknown handler ${kind}`);
+}
+const handler = withStats(handlers[kind]());
 const ready = (port: number) => console.log(`ready ${port}`);
 
 // A clean exit, so `--cpu-prof` (BENCH_PROFILE, Node and Bun) writes its profile.

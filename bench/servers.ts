@@ -29,10 +29,13 @@ export const SERVER_IDS = [
   'fetch-floor',
   'fetch-request',
   'fetch-hand',
+  'fetch-same',
   'bun-fetch',
   'bun-hand',
+  'bun-same',
   'deno-fetch',
   'deno-hand',
+  'deno-same',
 ] as const;
 /**
  * Diagnostic servers, measured only when named in `BENCH_ONLY`: `core` is the minimal receiver's
@@ -43,7 +46,8 @@ export const SERVER_IDS = [
 export const DIAGNOSTIC_IDS = ['core', 'node-baseline'] as const;
 export type ServerId = (typeof SERVER_IDS)[number] | (typeof DIAGNOSTIC_IDS)[number];
 /** The rows served by bench/server-web.ts (see {@link ServerSpec.web}); every other is bench/server.ts's. */
-export type WebServerId = 'fetch-request' | 'fetch-hand' | `${'bun' | 'deno'}-${'fetch' | 'hand'}`;
+export type WebServerId =
+  'fetch-request' | `fetch-${'hand' | 'same'}` | `${'bun' | 'deno'}-${'fetch' | 'hand' | 'same'}`;
 /** The rows bench/server.ts starts (`node-baseline` is another build's `node`). */
 export type NodeServerId = Exclude<ServerId, WebServerId | 'node-baseline'>;
 
@@ -70,6 +74,13 @@ const MEASURED_AFTER: Partial<Record<ServerId, ServerId>> = {
   'hono-floor': 'hono-hand',
   'octokit-web': 'fetch',
   'fetch-floor': 'octokit-web',
+  // (h) next to (g), which stands next to the adapter: the three of a runtime seconds apart.
+  'fetch-hand': 'fetch-request',
+  'fetch-same': 'fetch-hand',
+  'bun-hand': 'bun-fetch',
+  'bun-same': 'bun-hand',
+  'deno-hand': 'deno-fetch',
+  'deno-same': 'deno-hand',
 };
 
 /** `ids` in the order a round measures them: each right after the server it is compared with. */
@@ -100,10 +111,11 @@ export interface ServerSpec {
   style: SignatureStyle;
   /**
    * Absent: a Node server of bench/server.ts, driven over IPC. Present: a Fetch handler of
-   * bench/server-web.ts (`adapter` = `fetchHandler`, `hand` = the hand-written one) on `runtime`'s
+   * bench/server-web.ts (`adapter` = `fetchHandler`, `hand` = the hand-written one, `same` = the
+   * hand-written one doing the adapter's work) on `runtime`'s
    * own server, driven over HTTP (Bun and Deno have no IPC channel to a Node parent).
    */
-  web?: { runtime: WebRuntime; handler: 'adapter' | 'hand' };
+  web?: { runtime: WebRuntime; handler: 'adapter' | 'hand' | 'same' };
   /**
    * Why this server resets a few connections under load: up to 1 % of requests failing with
    * ECONNRESET is then a known trait of the server, not a problem of the cell.
@@ -194,6 +206,12 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
     style: 'schoolhooks',
     web: { runtime: 'node', handler: 'hand' },
   },
+  'fetch-same': {
+    label:
+      "(h) (g)'s handler doing the adapter's work in a straight line (validation, memoryStore lease, handler deadline), same server",
+    style: 'schoolhooks',
+    web: { runtime: 'node', handler: 'same' },
+  },
   'bun-fetch': {
     label: '(g) schoolhooks Fetch adapter on Bun.serve',
     style: 'schoolhooks',
@@ -203,6 +221,11 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
     label: '(g) hand-written Fetch handler on Bun.serve',
     style: 'schoolhooks',
     web: { runtime: 'bun', handler: 'hand' },
+  },
+  'bun-same': {
+    label: "(h) (g)'s handler doing the adapter's work in a straight line, on Bun.serve",
+    style: 'schoolhooks',
+    web: { runtime: 'bun', handler: 'same' },
   },
   'deno-fetch': {
     label: '(g) schoolhooks Fetch adapter on Deno.serve',
@@ -214,6 +237,12 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
     label: '(g) hand-written Fetch handler on Deno.serve',
     style: 'schoolhooks',
     web: { runtime: 'deno', handler: 'hand' },
+    knownResets: DENO_RESETS,
+  },
+  'deno-same': {
+    label: "(h) (g)'s handler doing the adapter's work in a straight line, on Deno.serve",
+    style: 'schoolhooks',
+    web: { runtime: 'deno', handler: 'same' },
     knownResets: DENO_RESETS,
   },
 };
