@@ -546,6 +546,8 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
     ['bun-fetch', 'bun-same', 'bun-hand', 'Bun.serve'],
     ['deno-fetch', 'deno-same', 'deno-hand', 'Deno.serve'],
   ] as const;
+  compare('node', 'minimal-same', 'node adapter / (h) the same work in a straight line, node:http');
+  compare('minimal-same', 'minimal', 'the work itself: (h) / (a) hand-written node:http');
   for (const [adapter, same, hand, server] of sameWork) {
     compare(adapter, same, `fetch adapter / (h) the same work in a straight line, ${server}`);
     compare(same, hand, `the work itself: (h) / (g) hand-written Fetch, ${server}`);

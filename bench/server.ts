@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { BENCH_PATH, DIAGNOSTIC_IDS, type NodeServerId, SERVER_IDS, SERVERS } from './servers.js';
 import { BENCH_RECEIVER_OPTIONS, SECRET } from './bodies.js';
+import { sameWork } from './same-work.js';
 
 const [id, namespace = 'bench'] = process.argv.slice(2) as [NodeServerId, string?];
 if (![...SERVER_IDS, ...DIAGNOSTIC_IDS].includes(id) || SERVERS[id].web) {
@@ -67,6 +68,27 @@ async function minimalServer(): Promise<Server> {
       },
       () => res.destroy(),
     );
+  });
+}
+
+/** (a) doing the adapter's work in a straight line (bench/same-work.ts): the (h) row of node:http. */
+async function minimalSameWork(): Promise<Server> {
+  const receive = sameWork(() => {
+    handled++;
+  });
+  return createServer((req, res) => {
+    readBody(req)
+      .then((body) => receive(body, req.headers['signature'] as string | undefined))
+      .then(
+        ({ status, json }) => {
+          res.writeHead(status, {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(json),
+          });
+          res.end(json);
+        },
+        () => res.destroy(),
+      );
   });
 }
 
@@ -385,6 +407,7 @@ async function honoServer(
 
 const factories: Record<NodeServerId, () => Promise<Server>> = {
   minimal: minimalServer,
+  'minimal-same': minimalSameWork,
   node: () => nodeAdapter('memory'),
   express: expressAdapter,
   fastify: fastifyAdapter,

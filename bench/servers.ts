@@ -8,6 +8,7 @@ export const BENCH_PATH = '/webhooks/school';
 
 export const SERVER_IDS = [
   'minimal',
+  'minimal-same',
   'node',
   'express',
   'fastify',
@@ -61,8 +62,9 @@ const MEASURED_AFTER: Partial<Record<ServerId, ServerId>> = {
   core: 'minimal',
   'node-baseline': 'node',
   octokit: 'node',
-  // The rows compared with (a) or with each other, in a chain after it.
-  'node-otel': 'octokit',
+  // The rows compared with (a) or with each other, in a chain after it: (h) of node:http first.
+  'minimal-same': 'octokit',
+  'node-otel': 'minimal-same',
   'node-redis': 'node-otel',
   'node-inbox': 'node-redis',
   'node-postgres': 'node-inbox',
@@ -133,6 +135,11 @@ const DENO_RESETS =
 export const SERVERS: Record<ServerId, ServerSpec> = {
   minimal: {
     label: '(a) hand-written node:http (raw body + HMAC + JSON.parse)',
+    style: 'schoolhooks',
+  },
+  'minimal-same': {
+    label:
+      "(h) (a) doing the adapter's work in a straight line (validation, memoryStore lease, handler deadline)",
     style: 'schoolhooks',
   },
   node: { label: '(b) schoolhooks node adapter + memoryStore', style: 'schoolhooks' },
