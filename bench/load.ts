@@ -48,13 +48,14 @@ export interface LoadResult {
 const QUICK = process.env.BENCH_QUICK === '1';
 /**
  * Bodies signed ahead per size: enough for the fastest server's warm-up and measurement (10 000
- * + 5 rounds × 2 s at up to 47 000 / 27 000 req/s: the hand-written Bun row reached 40 000 /
- * 22 000, and ran one large pool out); one pool, shared by every server. A pool that runs out
- * makes the load generator sign on its core during the round, which slows it.
+ * + 5 rounds × 2 s at up to 59 000 / 35 000 req/s: the hand-written Bun row reached 51 500 /
+ * 34 200 on a faster host, and ran both pools out in its last round); one pool, shared by every
+ * server. A pool that runs out makes the load generator sign on its core during the round, which
+ * slows it.
  */
 const POOL: Record<BodyKind, number> = QUICK
   ? { small: 60_000, large: 40_000 }
-  : { small: 480_000, large: 280_000 };
+  : { small: 600_000, large: 360_000 };
 
 const tag = randomTag();
 const factories = Object.fromEntries(
