@@ -40,6 +40,11 @@ function isNodeCrypto(mod: unknown): mod is NodeCryptoModule {
  */
 export const nodeCrypto: NodeCryptoModule | undefined = loadNodeCrypto();
 
+/** Node's Buffer where node:crypto is (Node, Bun): its hex decoder is native. */
+const nodeBuffer = nodeCrypto
+  ? (globalThis as { Buffer?: { from(text: string, encoding: 'hex'): Uint8Array } }).Buffer
+  : undefined;
+
 function subtle(): SubtleCrypto {
   const c = (globalThis as { crypto?: Crypto }).crypto;
   if (!c?.subtle) throw new Error('neither node:crypto nor Web Crypto is available');
@@ -58,6 +63,11 @@ export function toHex(bytes: Uint8Array): string {
 /** Bytes of a hex string of even length, or undefined if it is not hex. */
 export function fromHex(hex: string): Uint8Array | undefined {
   if (hex.length % 2 !== 0) return undefined;
+  if (nodeBuffer) {
+    // Buffer decodes up to the first pair that is not hex: fewer bytes than pairs is not hex.
+    const bytes = nodeBuffer.from(hex, 'hex');
+    return bytes.length === hex.length / 2 ? bytes : undefined;
+  }
   const out = new Uint8Array(hex.length / 2);
   // One pass that checks and decodes: this runs on every signature header.
   for (let i = 0; i < out.length; i++) {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   fromHex,
   importHmacKey,
@@ -21,28 +21,48 @@ describe('the crypto chosen when the module loads', () => {
   });
 });
 
-describe('fromHex', () => {
+/** fromHex as each runtime gets it: Buffer's native decoder beside node:crypto, the loop elsewhere. */
+const hexDecoders = [
+  ['beside node:crypto (Buffer)', async () => fromHex],
+  [
+    'without node:crypto (its own loop)',
+    async () => (await importWithoutNodeCrypto(() => import('../src/crypto.js'))).fromHex,
+  ],
+] as const;
+
+describe.each(hexDecoders)('fromHex %s', (_, load) => {
+  let decode: typeof fromHex;
+  beforeAll(async () => {
+    decode = await load();
+  });
+
   it('reads every hex digit, in either case', () => {
-    expect(Array.from(fromHex('00090a0f10ff') ?? [])).toEqual([0, 9, 10, 15, 16, 255]);
-    expect(Array.from(fromHex('0A0F') ?? [])).toEqual([10, 15]);
-    expect(Array.from(fromHex('9fAf') ?? [])).toEqual([0x9f, 0xaf]);
+    expect(Array.from(decode('00090a0f10ff') ?? [])).toEqual([0, 9, 10, 15, 16, 255]);
+    expect(Array.from(decode('0A0F') ?? [])).toEqual([10, 15]);
+    expect(Array.from(decode('9fAf') ?? [])).toEqual([0x9f, 0xaf]);
   });
 
   it('refuses the characters on either side of 0-9, a-f and A-F', () => {
     for (const outside of ['/', ':', '@', 'G', '`', 'g']) {
-      expect(fromHex(`${outside}0`), `${outside} as the high digit`).toBeUndefined();
-      expect(fromHex(`0${outside}`), `${outside} as the low digit`).toBeUndefined();
+      expect(decode(`${outside}0`), `${outside} as the high digit`).toBeUndefined();
+      expect(decode(`0${outside}`), `${outside} as the low digit`).toBeUndefined();
     }
   });
 
   it('refuses a non-hex character in the last byte as well as the first', () => {
-    expect(fromHex('00'.repeat(31) + '0z')).toBeUndefined();
-    expect(fromHex('z0' + '00'.repeat(31))).toBeUndefined();
+    expect(decode('00'.repeat(31) + '0z')).toBeUndefined();
+    expect(decode('z0' + '00'.repeat(31))).toBeUndefined();
   });
 
   it('refuses an odd number of digits', () => {
-    expect(fromHex('abc')).toBeUndefined();
-    expect(fromHex('a')).toBeUndefined();
+    expect(decode('abc')).toBeUndefined();
+    expect(decode('a')).toBeUndefined();
+  });
+
+  it('refuses a character outside ASCII, and a digit Buffer would read past', () => {
+    expect(decode('é0')).toBeUndefined();
+    expect(decode('0\u0660')).toBeUndefined();
+    expect(decode('00 0')).toBeUndefined();
   });
 
   it('gives back what toHex wrote', () => {
@@ -51,7 +71,7 @@ describe('fromHex', () => {
     expect(hex).toMatch(/^[0-9a-f]{512}$/);
     expect(hex.slice(0, 6)).toBe('000102');
     expect(hex.slice(-4)).toBe('feff');
-    expect(Array.from(fromHex(hex) ?? [])).toEqual(Array.from(bytes));
+    expect(Array.from(decode(hex) ?? [])).toEqual(Array.from(bytes));
   });
 });
 
