@@ -539,16 +539,16 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   );
   compare('bun-fetch', 'bun-hand', 'fetch adapter / (g) hand-written Fetch, Bun.serve', 0.9);
   compare('deno-fetch', 'deno-hand', 'fetch adapter / (g) hand-written Fetch, Deno.serve', 0.9);
-  // (h): the adapter's work written in a straight line. The adapter against it is what the
-  // pipeline costs; it against (g), what the work itself costs (validation, lease, deadline).
-  const sameWork = [
+  // (h): the adapters' work written in a straight line. The adapter against it is what the
+  // pipeline costs; it against (a) or (g), what the work itself costs.
+  compare('node', 'minimal-same', 'node adapter / (h) the same work in a straight line, node:http');
+  compare('minimal-same', 'minimal', 'the work itself: (h) / (a) hand-written node:http');
+  const fetchServers = [
     ['fetch-request', 'fetch-same', 'fetch-hand', 'Node Request only'],
     ['bun-fetch', 'bun-same', 'bun-hand', 'Bun.serve'],
     ['deno-fetch', 'deno-same', 'deno-hand', 'Deno.serve'],
   ] as const;
-  compare('node', 'minimal-same', 'node adapter / (h) the same work in a straight line, node:http');
-  compare('minimal-same', 'minimal', 'the work itself: (h) / (a) hand-written node:http');
-  for (const [adapter, same, hand, server] of sameWork) {
+  for (const [adapter, same, hand, server] of fetchServers) {
     compare(adapter, same, `fetch adapter / (h) the same work in a straight line, ${server}`);
     compare(same, hand, `the work itself: (h) / (g) hand-written Fetch, ${server}`);
   }

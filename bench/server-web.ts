@@ -60,10 +60,10 @@ const handlers = {
   hand: () => handWrittenHandler(countHandled),
   same: () => sameWorkHandler(countHandled),
 };
-if (kind !== 'adapter' && kind !== 'hand' && kind !== 'same') {
+if (kind === undefined || !Object.hasOwn(handlers, kind)) {
   throw new Error(`unknown handler ${kind}`);
 }
-const handler = withStats(handlers[kind]());
+const handler = withStats(handlers[kind as keyof typeof handlers]());
 const ready = (port: number) => console.log(`ready ${port}`);
 
 // A clean exit, so `--cpu-prof` (BENCH_PROFILE, Node and Bun) writes its profile.

@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { BENCH_PATH, DIAGNOSTIC_IDS, type NodeServerId, SERVER_IDS, SERVERS } from './servers.js';
 import { BENCH_RECEIVER_OPTIONS, SECRET } from './bodies.js';
+import { getHeader } from '../src/headers.js';
 import { sameWork } from './same-work.js';
 
 const [id, namespace = 'bench'] = process.argv.slice(2) as [NodeServerId, string?];
@@ -78,7 +79,7 @@ async function minimalSameWork(): Promise<Server> {
   });
   return createServer((req, res) => {
     readBody(req)
-      .then((body) => receive(body, req.headers['signature'] as string | undefined))
+      .then((body) => receive(body, getHeader(req.headers, 'signature')))
       .then(
         ({ status, json }) => {
           res.writeHead(status, {

@@ -76,13 +76,6 @@ const MEASURED_AFTER: Partial<Record<ServerId, ServerId>> = {
   'hono-floor': 'hono-hand',
   'octokit-web': 'fetch',
   'fetch-floor': 'octokit-web',
-  // (h) next to (g), which stands next to the adapter: the three of a runtime seconds apart.
-  'fetch-hand': 'fetch-request',
-  'fetch-same': 'fetch-hand',
-  'bun-hand': 'bun-fetch',
-  'bun-same': 'bun-hand',
-  'deno-hand': 'deno-fetch',
-  'deno-same': 'deno-hand',
 };
 
 /** `ids` in the order a round measures them: each right after the server it is compared with. */

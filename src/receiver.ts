@@ -472,8 +472,11 @@ function deliveryEnding(
   };
 }
 
-/** The status and JSON body that answer an outcome. */
-function answer(outcome: Outcome, idempotencyKey: string | undefined): WebhookResult {
+/**
+ * The status and JSON body that answer an outcome.
+ * @internal also how bench/same-work.ts answers.
+ */
+export function answer(outcome: Outcome, idempotencyKey: string | undefined): WebhookResult {
   const { status, success } = OUTCOMES[outcome];
   const body: WebhookResponseBody = { ok: success, outcome };
   if (idempotencyKey !== undefined) body.idempotencyKey = idempotencyKey;
