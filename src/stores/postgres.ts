@@ -10,6 +10,7 @@ import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { noop } from '../noop.js';
+import { storageKey } from './storage-key.js';
 import { storeUnavailable } from './unavailable.js';
 import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './types.js';
 
@@ -110,6 +111,7 @@ export function postgresStoreSql({ table = DEFAULT_TABLE }: PostgresStoreSqlOpti
 
 /** A claim this process holds: its open transaction, until commit, rollback or the lease's end. */
 interface Holder {
+  /** The storageKey of the idempotency key, as the table holds it. */
   readonly key: string;
   readonly client: PoolClient;
   readonly lease: ReturnType<typeof setTimeout>;
@@ -324,16 +326,18 @@ export function postgresStore({
       }
       // No handler for a late claim: claimWith checks the deadline after its last await and
       // returns a claim in that same tick, and only a timer aborts a call, so none comes late.
-      return calls.run('claim', (call) => claimWith(key, leaseMs, call));
+      // Its storageKey from here on: pg sends UTF-8 text, which holds no lone surrogate and
+      // no U+0000, to a btree of entries under 2.7 kB.
+      return calls.run('claim', (call) => claimWith(storageKey(key), leaseMs, call));
     },
 
     async complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void> {
-      const holder = take(key, token);
+      const holder = take(storageKey(key), token);
       if (holder === undefined) return;
       const { client } = holder;
       try {
         await calls.run('commit', async () => {
-          await client.query(upsertDone, [key, fingerprint, ttlMs]);
+          await client.query(upsertDone, [holder.key, fingerprint, ttlMs]);
           await client.query('COMMIT');
         });
       } catch (error) {
@@ -345,7 +349,7 @@ export function postgresStore({
     },
 
     async release(key: string, token: string): Promise<void> {
-      const holder = take(key, token);
+      const holder = take(storageKey(key), token);
       if (holder === undefined) return;
       const { client } = holder;
       try {

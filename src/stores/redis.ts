@@ -13,6 +13,7 @@ import { storeUnavailable } from './unavailable.js';
 import type { AsyncIdempotencyStore, ClaimResult } from './types.js';
 import { BoundedCalls, type BoundedCall as Call } from '../bounded-calls.js';
 import { readinessOf } from './client-readiness.js';
+import { storageKey } from './storage-key.js';
 
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions {
@@ -92,10 +93,11 @@ const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', '{': '%7B', '}':
 /**
  * `{idempotencyKey}` with `%`, `{` and `}` percent-escaped, so the hash tag is exactly the
  * idempotency key (every key of one delivery lands in one cluster slot) and distinct keys stay
- * distinct.
+ * distinct. The key is first its {@link storageKey}: ioredis sends UTF-8, which has no form for
+ * a lone surrogate.
  */
 function hashTag(idempotencyKey: string): string {
-  return `{${idempotencyKey.replace(/[%{}]/g, (c) => ESCAPES[c] ?? c)}}`;
+  return `{${storageKey(idempotencyKey).replace(/[%{}]/g, (c) => ESCAPES[c] ?? c)}}`;
 }
 
 /**

@@ -3,7 +3,7 @@
  * @module
  */
 
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ClaimResult, IdempotencyStore } from '../../src/stores/types.js';
 
@@ -175,11 +175,86 @@ export function describeStoreContract(
       const results = await Promise.all(keys.map((k) => store.claim(k, LONG)));
       expect(results.map((r) => r.state)).toEqual(keys.map(() => 'claimed'));
     });
+
+    // Valid JSON escapes the platform may send: a lone surrogate has no UTF-8 form (a client
+    // that encodes it as U+FFFD makes two keys one), PostgreSQL refuses U+0000 in text, and a
+    // btree entry holds about 2.7 kB. Each key must be stored, claimed, completed and done on
+    // its own, and never refused.
+    it('keeps keys that differ only by a lone surrogate, U+0000 or length apart, each done alone', async () => {
+      const base = key();
+      const long = base + 'x'.repeat(10_000);
+      const keys = [
+        base,
+        `${base}\ud800`,
+        `${base}\udbff`,
+        `${base}\udc00`,
+        `${base}\ufffd`,
+        `${base}\0`,
+        `${base}\0\0`,
+        `\0${base}`,
+        `${base}\ud800\udc00`,
+        long,
+        `${long}\ud800`,
+        `${long}\0`,
+        long + 'x',
+        `${base}${randomLetters(5_000)}`,
+        `~sha256:${base}`,
+      ];
+      // One after the other (a Postgres claim holds a connection until it completes): a key
+      // merged with an earlier one would be done already rather than claimed.
+      for (const [i, k] of keys.entries()) {
+        const claim = await store.claim(k, LONG);
+        expect(claim.state, `key ${i}`).toBe('claimed');
+        await store.complete(k, tokenOf(claim), TTL, `fp-${i}`);
+      }
+      const again = await Promise.all(keys.map((k) => store.claim(k, LONG)));
+      expect(again).toEqual(keys.map((_, i) => ({ state: 'done', fingerprint: `fp-${i}` })));
+    });
+
+    it('gives each such key its own claim while the others are held', async () => {
+      const base = key();
+      const keys = [`${base}\ud800`, `${base}\udbff`, `${base}\udc00`, `${base}\0`, base];
+      const tokens: string[] = [];
+      for (const [i, k] of keys.entries()) {
+        const claim = await store.claim(k, LONG);
+        expect(claim.state, `key ${i}`).toBe('claimed');
+        tokens.push(tokenOf(claim));
+        // Every key claimed so far is held, none of the others is taken with it.
+        for (const held of keys.slice(0, i + 1)) {
+          expect(await store.claim(held, LONG)).toEqual({ state: 'in_flight' });
+        }
+      }
+      // Each released alone: the key is free again, the others still held.
+      await store.release(keys[0]!, tokens[0]!);
+      expect(await store.claim(keys[1]!, LONG)).toEqual({ state: 'in_flight' });
+      for (const [i, k] of keys.entries()) await store.release(k, tokens[i]!);
+    });
+
+    it('marks a key done again, with the new ttl, when it is completed again after its ttl', async () => {
+      const k = key();
+      await store.complete(k, tokenOf(await store.claim(k, LONG)), 80, 'first');
+      await sleep(200);
+      // Expired: a resend runs again, and completes with a ttl of its own.
+      const token = tokenOf(await store.claim(k, LONG));
+      await store.complete(k, token, TTL, 'second');
+      expect(await store.claim(k, LONG)).toEqual({ state: 'done', fingerprint: 'second' });
+      await sleep(200);
+      // Still done well past the first ttl: the second completion's expiry counts.
+      expect(await store.claim(k, LONG)).toEqual({ state: 'done', fingerprint: 'second' });
+    });
   });
 }
 
 function key(): string {
   return `contract-${randomUUID()}`;
+}
+
+/** Random letters: a long key no storage compresses below its length. */
+function randomLetters(length: number): string {
+  return randomBytes(length)
+    .toString('base64')
+    .replace(/[^A-Za-z]/g, 'q')
+    .slice(0, length);
 }
 
 function tokenOf(result: ClaimResult): string {
