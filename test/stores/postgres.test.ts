@@ -18,6 +18,7 @@ import {
   useTestPostgres,
   type TestPostgres,
 } from '../helpers/postgres.js';
+import { failureOf } from '../helpers/failure-of.js';
 import { signedRequest, SECRET } from '../helpers/signed.js';
 import { describeStoreContract } from './contract.js';
 
@@ -105,15 +106,22 @@ describe('postgresStore', () => {
   });
 
   it('lets the key go when the connection of its claim drops, with no lease to wait out', async () => {
-    const store = postgresStore({ pool, table: table() });
+    const name = table();
+    const store = postgresStore({ pool, table: name });
     const claim = await store.claim('dropped', 60_000);
     const pid = (transactionOf(claim) as pg.PoolClient & { processID: number }).processID;
     await pool.query('SELECT pg_terminate_backend($1, 5000)', [pid]);
+    const next = await store.claim('dropped', 60_000);
+    expect(next.state).toBe('claimed');
+    // The dead claim's completion does not pretend to have committed...
+    const failure = await failureOf(store.complete('dropped', tokenOf(claim), 60_000, 'fp'));
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect((failure as StoreUnavailableError).code).toBe('store_unavailable');
+    // ...nor does it record the key anywhere: once the next claim lets go, the key is free, not
+    // done (a completion written outside the claim's transaction would run no resend again).
+    expect((await pool.query(`SELECT key FROM "${name}"`)).rows).toEqual([]);
+    await store.release('dropped', tokenOf(next));
     expect((await store.claim('dropped', 60_000)).state).toBe('claimed');
-    // The dead claim's completion does not pretend to have committed.
-    await expect(store.complete('dropped', tokenOf(claim), 60_000, 'fp')).rejects.toThrow(
-      StoreUnavailableError,
-    );
   });
 
   it('abandons a claim: later writes through its client fail and nothing commits', async () => {
