@@ -18,6 +18,7 @@ import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { ConfigError } from '../errors.js';
 import { readinessOf } from '../stores/client-readiness.js';
+import { storageKey } from '../stores/storage-key.js';
 import type { Logger, Receiver } from '../receiver.js';
 import { exponentialDelay } from '../retry-policy.js';
 import {
@@ -118,8 +119,9 @@ const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '#':
 /**
  * The BullMQ job id of an idempotencyKey. BullMQ refuses custom ids that contain `:` or that are
  * integers (`"42"`), so `%`, `:` and `#` are written `%25`, `%3A` and `%23`, and a key that is an
- * integer gets a leading `#`. Any other key is its own id, so Bull Board shows it as it is. Two
- * keys never share an id.
+ * integer gets a leading `#`. A key Redis cannot keep as it is (a lone surrogate, U+0000, over
+ * 2 kB: src/stores/storage-key.ts) is first its `storageKey`. Any other key is its own id, so
+ * Bull Board shows it as it is. Two keys never share an id.
  *
  * @example
  * ```ts
@@ -129,7 +131,7 @@ const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '#':
  * ```
  */
 export function inboxJobId(idempotencyKey: string): string {
-  const escaped = idempotencyKey.replace(/[%:#]/g, (c) => ESCAPES[c] ?? c);
+  const escaped = storageKey(idempotencyKey).replace(/[%:#]/g, (c) => ESCAPES[c] ?? c);
   return `${parseInt(escaped, 10)}` === escaped ? `#${escaped}` : escaped;
 }
 
@@ -410,7 +412,9 @@ async function findJob(
   queue: Queue<StoredDelivery, string>,
   idOrKey: string,
 ): Promise<Job<StoredDelivery, string> | undefined> {
-  const job = await queue.getJob(idOrKey);
+  // Only a string Redis keeps as sent can be an id: ioredis would send a lone surrogate as
+  // U+FFFD, the id of another key's job.
+  const job = storageKey(idOrKey) === idOrKey ? await queue.getJob(idOrKey) : undefined;
   if (job !== undefined) return job;
   const derived = inboxJobId(idOrKey);
   return derived === idOrKey ? undefined : queue.getJob(derived);

@@ -15,6 +15,7 @@
 
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../errors.js';
+import { storageKey } from '../stores/storage-key.js';
 import type { InboxJob, InboxJobState } from './managed.js';
 
 /** What runs SQL on pg-boss's own connections: `boss.getDb()` of pg-boss 10, 11 and 12. */
@@ -81,7 +82,11 @@ const STATES_OF: Readonly<Record<InboxJobState, readonly string[]>> = {
  * ```
  */
 export function pgBossJobId(idempotencyKey: string): string {
-  const bytes = createHash('sha256').update(idempotencyKey, 'utf8').digest().subarray(0, 16);
+  // Hashed as UTF-8, which has no lone surrogate: its storageKey tells every key apart.
+  const bytes = createHash('sha256')
+    .update(storageKey(idempotencyKey), 'utf8')
+    .digest()
+    .subarray(0, 16);
   bytes[6] = (bytes[6]! & 0x0f) | 0x80; // version 8
   bytes[8] = (bytes[8]! & 0x3f) | 0x80; // RFC 9562 variant
   const hex = bytes.toString('hex');

@@ -10,6 +10,7 @@ import { BoundedCalls } from '../bounded-calls.js';
 import { ConfigError } from '../errors.js';
 import { messageOf } from '../message-of.js';
 import type { Logger, Receiver } from '../receiver.js';
+import { storageKey } from '../stores/storage-key.js';
 import {
   checkConcurrency,
   inboxPolicy,
@@ -190,8 +191,11 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
         const { boss: ready, tables } = await started();
         if (call.aborted) return;
         const id = pgBossJobId(delivery.idempotencyKey);
+        // jsonb holds no U+0000 and no lone surrogate: the row keeps such a key's storageKey
+        // (the body, which workers read the key from, keeps it as sent).
+        const data = { ...delivery, idempotencyKey: storageKey(delivery.idempotencyKey) };
         // null when a job with this id is already there (a retry of the same event).
-        await ready.send(queueName, delivery, sendOptions(settings, tables, id));
+        await ready.send(queueName, data, sendOptions(settings, tables, id));
         wakeWorkers();
       });
     },

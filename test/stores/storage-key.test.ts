@@ -34,7 +34,7 @@ const anyKey = fc.oneof(
 /** A key and the same key with one code unit changed, added or removed. */
 const nearKeys = fc
   .tuple(fc.string({ unit, maxLength: 30 }), unit, unit, fc.string({ unit, maxLength: 30 }))
-  .map(([before, one, other, after]) => [before + one + after, before + other + after]);
+  .map(([before, one, other, after]) => [before + one + after, before + other + after] as const);
 
 /** Whether the string is what a server's UTF-8 gives back unchanged: no lone surrogate. */
 function isWellFormed(text: string): boolean {
