@@ -72,7 +72,8 @@ const STATES_OF: Readonly<Record<InboxJobState, readonly string[]>> = {
 };
 
 /**
- * The job id of an idempotencyKey: pg-boss ids are UUIDs, so the key's SHA-256 made a UUID
+ * The job id of an idempotencyKey: pg-boss ids are UUIDs, so the SHA-256 of the key (of its
+ * `storageKey` when it has a lone surrogate or U+0000, or is over 2 kB) made a UUID
  * (version 8, RFC 9562's form for a name hashed with another algorithm than SHA-1). The same key
  * always gives the same id, so a second enqueue of one event is the same row.
  *

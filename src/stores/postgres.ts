@@ -124,6 +124,9 @@ interface Holder {
  * - `claim` takes a client from the pool, opens a transaction and takes the key's lock without
  *   waiting: a key another delivery holds is `in_flight` at once, a completed one is `done` with
  *   its fingerprint; otherwise the transaction stays open for the handlers.
+ * - Keys are stored as they are, except one with a lone surrogate or U+0000, or over 2 kB, which
+ *   is its `storageKey` (src/stores/storage-key.ts): Postgres text holds neither, and a btree
+ *   entry holds about 2.7 kB.
  * - `complete` records the key (fingerprint and expiry) and commits: the handlers' writes
  *   through `ctx.transaction` and the completion are one atomic commit. `release` rolls back.
  *   A timeout (handlers still running at handlerTimeoutMs) or the end of the lease closes the

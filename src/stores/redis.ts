@@ -109,7 +109,8 @@ function hashTag(idempotencyKey: string): string {
  *   neither mark done nor free the key another delivery has taken since.
  * - Keys are `${prefix}${namespace}:{${idempotencyKey}}` (`${prefix}{${idempotencyKey}}` without a
  *   namespace), with `%`, `{` and `}` of the idempotency key escaped as `%25`, `%7B` and `%7D`:
- *   the braces are a cluster hash tag.
+ *   the braces are a cluster hash tag. A key with a lone surrogate or U+0000, or over 2 kB, is
+ *   its `storageKey` there (src/stores/storage-key.ts), so no two keys are ever one.
  * - Every call fails with `StoreUnavailableError` within about `commandTimeoutMs`, and nothing
  *   waits in ioredis's offline queue: while the client is reconnecting (or closed) calls fail at
  *   once; while it is still connecting they wait for it, never past the timeout. A claim that

@@ -160,10 +160,14 @@ describe('inboxJobId', () => {
     expect(inboxJobId('042')).toBe('042');
   });
 
-  it('never gives two keys one id', () => {
+  it('never gives two keys one id, as Redis receives it (UTF-8)', () => {
     const keys = ['42', '#42', '%2342', '%', '%25', ':', '%3A', '#', '%23', 'a:b', 'a%3Ab'];
+    // Lone surrogates have no UTF-8 form: sent as they are, all three would be 'k\ufffd'.
+    keys.push('k\ud800', 'k\udbff', 'k\udc00', 'k\ufffd', 'k', 'k\0');
     const ids = keys.map(inboxJobId);
-    expect(new Set(ids).size).toBe(keys.length);
+    expect(new Set(ids.map((id) => Buffer.from(id, 'utf8').toString('hex'))).size).toBe(
+      keys.length,
+    );
   });
 });
 

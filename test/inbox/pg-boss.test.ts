@@ -131,6 +131,8 @@ describe('pgBossJobId', () => {
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(pgBossJobId('8b0c6a4e-3f0e-4c43-9d59-2b7d0f1c9e11')).toBe(id);
     const keys = ['a', 'b', 'order:42', '42', '', 'ключ', id];
+    // Keys whose UTF-8 is one (a lone surrogate has none: U+FFFD stands in) are still two.
+    keys.push('k\ud800', 'k\udbff', 'k\udc00', 'k\ufffd', 'k\0', 'k');
     expect(new Set(keys.map(pgBossJobId)).size).toBe(keys.length);
   });
 });
