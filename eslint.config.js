@@ -40,6 +40,7 @@ export default tseslint.config(
       'coverage',
       'node_modules',
       'reports',
+      'docs-api',
       '.stryker-tmp',
       'src/events/data-validators.generated.ts',
     ],

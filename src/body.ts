@@ -19,8 +19,11 @@ export type BodyReader = (limit: number) => Promise<RawBody | undefined>;
 export interface NodeBodyStream {
   /** True once something (a body parser) read the stream to its end. */
   readonly readableEnded: boolean;
+  /** Listens to the stream's chunks. */
   on(event: 'data', listener: (chunk: Uint8Array) => void): unknown;
+  /** Listens to the stream's end, or its closing. */
   on(event: 'end' | 'close', listener: () => void): unknown;
+  /** Listens to the stream's errors. */
   on(event: 'error', listener: (error: Error) => void): unknown;
 }
 

@@ -47,9 +47,13 @@ const HOUR = 60 * MINUTE;
 
 /** A pino-compatible logger. It is never given a secret, a signature, a body or a token. */
 export interface Logger {
+  /** Detail for debugging: a delivery's steps. */
   debug(obj: Record<string, unknown>, msg?: string): void;
+  /** What went as it should. */
   info(obj: Record<string, unknown>, msg?: string): void;
+  /** A refused delivery or a failure the platform's retry may mend. */
   warn(obj: Record<string, unknown>, msg?: string): void;
+  /** A failure that needs a person: a handler, a store or a setup mistake. */
   error(obj: Record<string, unknown>, msg?: string): void;
 }
 
