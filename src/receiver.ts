@@ -1,7 +1,7 @@
 /**
  * The receiver: verify, parse, validate, deduplicate and dispatch one delivery, and say which
- * HTTP status answers it (README: What each delivery is answered); with an inbox, store it and let workers run
- * the handlers (README: The inbox). The steps themselves are in `pipeline.ts`.
+ * HTTP status answers it (docs/receiving.md); with an inbox, store it and let workers run
+ * the handlers (docs/inbox.md). The steps themselves are in `pipeline.ts`.
  * @module
  */
 

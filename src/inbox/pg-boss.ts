@@ -1,7 +1,7 @@
 /**
  * The inbox on pg-boss and Postgres: deliveries are acknowledged once their job row is
  * committed, and workers in any number of processes run the handlers with retries of our own
- * (README: Postgres). pg-boss is an optional peer: this module never imports it statically, and
+ * (docs/postgres.md). pg-boss is an optional peer: this module never imports it statically, and
  * loads it only when it is given a `connectionString` rather than a started `boss`.
  * @module
  */
