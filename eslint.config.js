@@ -41,6 +41,7 @@ export default tseslint.config(
       'node_modules',
       'reports',
       'docs-api',
+      '.docs-run',
       '.stryker-tmp',
       'src/events/data-validators.generated.ts',
     ],

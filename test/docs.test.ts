@@ -20,8 +20,11 @@ import {
   prose,
   readPage,
   ROOT,
+  SOURCE_OF_IMPORT,
   userPages,
 } from './helpers/markdown.js';
+import packageJson from '../package.json' with { type: 'json' };
+import typedoc from '../typedoc.json' with { type: 'json' };
 
 const root = ROOT;
 
@@ -243,5 +246,20 @@ describe('tables that restate the code', () => {
         `${block.file}: ${command}\n${stdout.replace(/\n+$/, '\n')}`,
       );
     }
+  });
+});
+
+describe('the API reference (npm run docs)', () => {
+  it('covers every entry point of package.json', () => {
+    const imports = Object.keys(packageJson.exports)
+      .filter((subpath) => subpath !== './package.json')
+      .map((subpath) => `schoolhooks${subpath.slice(1)}`);
+    expect(Object.keys(SOURCE_OF_IMPORT).sort()).toEqual(imports.sort());
+    expect([...typedoc.entryPoints].sort()).toEqual(Object.values(SOURCE_OF_IMPORT).sort());
+  });
+
+  it('fails on any warning, and on any export without a doc comment', () => {
+    expect(typedoc.treatWarningsAsErrors).toBe(true);
+    expect(typedoc.validation.notDocumented).toBe(true);
   });
 });
