@@ -40,6 +40,8 @@ export default tseslint.config(
       'coverage',
       'node_modules',
       'reports',
+      'docs-api',
+      '.docs-run',
       '.stryker-tmp',
       'src/events/data-validators.generated.ts',
     ],

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Regenerates the README's pictures of the inspector (`schoolhooks listen --ui`) in docs/:
+ * Regenerates docs/inspector.md's pictures of the inspector (`schoolhooks listen --ui`) in docs/:
  * starts the bin from the sources, sends a few deliveries (processed, a duplicate, a 401, an
  * invalid payload), and photographs the page in headless Chromium (/usr/bin/chromium).
  *

@@ -56,7 +56,7 @@ const runtimes = [
     name: 'node',
     command: process.execPath,
     args: ['test/runtimes/entry.mjs'],
-    // The reason the core prefers node:crypto (docs/benchmarks.md): it must take it where it can.
+    // The reason the core prefers node:crypto (docs/maintainers/benchmarks.md): it must take it where it can.
     crypto: 'node:crypto',
   },
   ...['node22', 'node24'].map((alias) => ({

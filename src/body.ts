@@ -19,8 +19,11 @@ export type BodyReader = (limit: number) => Promise<RawBody | undefined>;
 export interface NodeBodyStream {
   /** True once something (a body parser) read the stream to its end. */
   readonly readableEnded: boolean;
+  /** Listens to the stream's chunks. */
   on(event: 'data', listener: (chunk: Uint8Array) => void): unknown;
+  /** Listens to the stream's end, or its closing. */
   on(event: 'end' | 'close', listener: () => void): unknown;
+  /** Listens to the stream's errors. */
   on(event: 'error', listener: (error: Error) => void): unknown;
 }
 
@@ -69,7 +72,7 @@ export function nodeBodyReader(stream: NodeBodyStream): BodyReader {
  * A {@link BodyReader} over a Fetch `Request` (Hono's `c.req.raw`, Bun, Deno, Workers, Next.js).
  *
  * A body whose Content-Length is within the limit is read with `arrayBuffer()`, each runtime's
- * fastest way (docs/benchmarks.md: 1.3× to 4× cheaper than a stream reader on Bun, Deno and
+ * fastest way (docs/maintainers/benchmarks.md: 1.3× to 4× cheaper than a stream reader on Bun, Deno and
  * @hono/node-server). It is bounded all the same: every HTTP server frames a body by its
  * Content-Length and hands on no byte past it (Node, Bun and Deno checked; a request that also
  * says `Transfer-Encoding` is refused by them, and is read here as a stream). A body with no

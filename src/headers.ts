@@ -5,6 +5,7 @@
 
 /** A Fetch `Headers`-like object. */
 export interface HeadersLike {
+  /** The header's value, or null when it is absent; `name` in any letter case. */
   get(name: string): string | null;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The steps of a delivery, each named for what it checks (README: What each delivery is answered), and the three lists
+ * The steps of a delivery, each named for what it checks (docs/receiving.md), and the three lists
  * they are run in: an HTTP delivery whose handlers run now (request, body, verify, parse, age,
  * validate, claim, dispatch), one handed to an inbox (… age, claim, hand off), and a worker's
  * run of a stored delivery (verify, parse, validate, its run's key, claim, dispatch).

@@ -1,7 +1,7 @@
 /**
  * The receiver: verify, parse, validate, deduplicate and dispatch one delivery, and say which
- * HTTP status answers it (README: What each delivery is answered); with an inbox, store it and let workers run
- * the handlers (README: The inbox). The steps themselves are in `pipeline.ts`.
+ * HTTP status answers it (docs/receiving.md); with an inbox, store it and let workers run
+ * the handlers (docs/inbox.md). The steps themselves are in `pipeline.ts`.
  * @module
  */
 
@@ -47,9 +47,13 @@ const HOUR = 60 * MINUTE;
 
 /** A pino-compatible logger. It is never given a secret, a signature, a body or a token. */
 export interface Logger {
+  /** Detail for debugging: a delivery's steps. */
   debug(obj: Record<string, unknown>, msg?: string): void;
+  /** What went as it should. */
   info(obj: Record<string, unknown>, msg?: string): void;
+  /** A refused delivery or a failure the platform's retry may mend. */
   warn(obj: Record<string, unknown>, msg?: string): void;
+  /** A failure that needs a person: a handler, a store or a setup mistake. */
   error(obj: Record<string, unknown>, msg?: string): void;
 }
 

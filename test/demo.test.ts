@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
 
-describe('npm run demo (the README quick start)', () => {
+describe('npm run demo (the first repository command of the README)', () => {
   it('delivers every fixture, loses the invalid payload directly, and keeps and replays it with an inbox', async () => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', 'examples/demo.ts'], {
       timeout: 60_000,

@@ -1,5 +1,5 @@
-// The example of the README's "Testing" section, as it is there but for the two import paths
-// (`schoolhooks` and `schoolhooks/testing` in the README), so the README's code is proven to pass.
+// The example of docs/testing.md, as it is there but for the two import paths (`schoolhooks` and
+// `schoolhooks/testing` on the page), so the page's code is proven to pass.
 import { describe, expect, it } from 'vitest';
 import { createReceiver } from '../src/index.js';
 import {

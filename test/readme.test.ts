@@ -1,7 +1,9 @@
 /**
- * The README's examples run as written: its test file is the one `test/readme-testing.test.ts`
- * runs, and its curl + openssl recipe under "Signatures by hand" is run by bash against a real
- * receiver on a loopback port. (Its quick start, `npm run demo`, is run by `test/demo.test.ts`.)
+ * The docs' recipes run as written: the test file of docs/testing.md is the one
+ * `test/readme-testing.test.ts` runs, and the curl + openssl recipe under "Signatures by hand" of
+ * docs/receiving.md is run by bash against a real receiver on a loopback port. (The README's
+ * `npm run demo` is run by `test/demo.test.ts`; every other code block is type-checked by
+ * `test/docs-snippets.test.ts`.)
  */
 
 import { execFile } from 'node:child_process';
@@ -18,33 +20,28 @@ const run = promisify(execFile);
 const root = join(import.meta.dirname, '..');
 const SECRET = 'readme-secret-readme-secret-readme-secret-readme-secret-readme-s';
 
-let readme = '';
-
-/** The body of the first fenced block of `lang` after the heading `heading`. */
-function blockAfter(heading: string, lang: string): string {
-  const start = readme.indexOf(`\n${heading}\n`);
-  expect(start, `README has the heading ${heading}`).toBeGreaterThan(-1);
-  const open = readme.indexOf(`\n\`\`\`${lang}\n`, start);
+/** The body of the first fenced block of `lang` after the heading `heading` of a page. */
+async function blockAfter(page: string, heading: string, lang: string): Promise<string> {
+  const text = `\n${await readFile(join(root, page), 'utf8')}`;
+  const start = text.indexOf(`\n${heading}\n`);
+  expect(start, `${page} has the heading ${heading}`).toBeGreaterThan(-1);
+  const open = text.indexOf(`\n\`\`\`${lang}\n`, start);
   const body = open + lang.length + 5;
-  return readme.slice(body, readme.indexOf('\n```\n', body) + 1);
+  return text.slice(body, text.indexOf('\n```\n', body) + 1);
 }
 
-beforeAll(async () => {
-  readme = await readFile(join(root, 'README.md'), 'utf8');
-});
-
-describe("the README's Testing example", () => {
+describe("docs/testing.md's example", () => {
   it('is, import paths aside, the test file that test/readme-testing.test.ts runs', async () => {
     const tested = await readFile(join(root, 'test/readme-testing.test.ts'), 'utf8');
     const asRun = tested
       .replace(/^(\/\/.*\n)+/, '')
       .replace("'../src/index.js'", "'schoolhooks'")
       .replace("'../src/testing/index.js'", "'schoolhooks/testing'");
-    expect(blockAfter('## Testing', 'ts')).toBe(asRun);
+    expect(await blockAfter('docs/testing.md', '## A test file to copy', 'ts')).toBe(asRun);
   });
 });
 
-describe('"Signatures by hand": the curl + openssl recipe', () => {
+describe('docs/receiving.md, "Signatures by hand": the curl + openssl recipe', () => {
   let server: Server;
   let url = '';
   const seen: number[] = [];
@@ -65,7 +62,7 @@ describe('"Signatures by hand": the curl + openssl recipe', () => {
   });
 
   it('signs the bytes with openssl, and curl gets them processed by a real receiver', async () => {
-    const script = blockAfter('### Signatures by hand', 'sh');
+    const script = await blockAfter('docs/receiving.md', '## Signatures by hand', 'sh');
     expect(script).toContain('openssl dgst -sha256 -hmac "$SECRET"');
     const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], {
       env: { ...process.env, SCHOOL_WEBHOOK_SECRET: SECRET, URL: url },
@@ -76,7 +73,7 @@ describe('"Signatures by hand": the curl + openssl recipe', () => {
   });
 
   it('is refused, 401, with any other secret: the signature really is checked', async () => {
-    const script = blockAfter('### Signatures by hand', 'sh');
+    const script = await blockAfter('docs/receiving.md', '## Signatures by hand', 'sh');
     const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], {
       env: { ...process.env, SCHOOL_WEBHOOK_SECRET: 'another-secret', URL: url },
       timeout: 30_000,

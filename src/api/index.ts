@@ -33,4 +33,4 @@ export type {
   SchoolApiErrorOptions,
 } from './errors.js';
 // Not exported: the error mapping, the retry policy and the response schema; they are internal
-// and may change. The retry policy is described on `retryDelay` and in the README.
+// and may change. The retry policy is described on `retryDelay` and in docs/api.md.

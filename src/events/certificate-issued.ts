@@ -21,7 +21,7 @@ export const certificateIssuedDataSchema = z.looseObject({
   user: userWithProfileSchema,
   course: courseSchema,
   product: productSchema.nullish(),
-  // The certificate's public link is what a handler sends on: part of the spine (README: Events and types).
+  // The certificate's public link is what a handler sends on: part of the spine (docs/events.md).
   certificate: certificateSchema.extend({ link: z.string() }),
   states: statesSchema.nullish(),
 });

@@ -2,7 +2,7 @@
  * Zod schemas of the entities inside webhook payloads (docs/platform.md#entities and
  * docs/platform.md#utm-tags, from the platform's own entity reference).
  *
- * They are tolerant readers (README: Events and types). A payload is cut from the platform's models by an
+ * They are tolerant readers (docs/events.md). A payload is cut from the platform's models by an
  * allow-list, so of an entity only its `id` is sure to be there: every other field is typed when
  * present and may be absent, and a field the platform marks optional (or the interface marks
  * `(null)`) may also be null. A present field of the wrong type is still refused. Every object is
@@ -117,7 +117,7 @@ export type UtmParams = KnownOutput<typeof utmParamsSchema>;
 
 /**
  * The `states` object of an event (docs/platform.md#utm-tags): the sign-up and enrollment UTM tags.
- * Each may be absent, empty or null (README: Events and types).
+ * Each may be absent, empty or null (docs/events.md).
  */
 export const statesSchema = z.looseObject({
   utmSignupParams: utmParamsSchema.nullish(),
@@ -237,7 +237,7 @@ export type User = KnownOutput<typeof userSchema>;
 
 /**
  * The user of events whose interface row says "user (with profile)". The profile is embedded when
- * the platform has one, but it is not part of the spine (README: Events and types), so this is {@link userSchema}.
+ * the platform has one, but it is not part of the spine (docs/events.md), so this is {@link userSchema}.
  */
 export const userWithProfileSchema = userSchema;
 /** The user of events whose interface row says "user (with profile)". */
@@ -482,7 +482,7 @@ export type LineItem = KnownOutput<typeof lineItemSchema>;
 
 /**
  * The invoice a payment settles (`payment.invoice`). Its amount, currency and buyer are the spine
- * of PaymentCompleted (README: Events and types). `meta` is absent altogether when the buyer came without UTM
+ * of PaymentCompleted (docs/events.md). `meta` is absent altogether when the buyer came without UTM
  * tags, as in the platform's own documented example.
  */
 export const invoiceSchema = z.looseObject({

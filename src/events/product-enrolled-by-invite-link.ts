@@ -31,7 +31,7 @@ const PRESENT = { not: { type: 'null' } };
 /**
  * `data` of `ProductEnrolledByInviteLink` (docs/platform.md#events): the contract of `ProductEnrolledToFree`
  * plus the invite link, in `inviteLinkId` or in `access.meta.inviteLinkId`: one of the two is the
- * spine (README: Events and types), so a payload naming neither is refused.
+ * spine (docs/events.md), so a payload naming neither is refused.
  *
  * @example
  * ```ts

@@ -1,6 +1,6 @@
 /**
  * The inbox on BullMQ and Redis: deliveries are acknowledged once they are jobs in Redis, and
- * workers in any number of processes run the handlers with retries of our own (README: The inbox).
+ * workers in any number of processes run the handlers with retries of our own (docs/inbox.md).
  * Importing this entry loads bullmq and ioredis; the core never does.
  * @module schoolhooks/bullmq
  */

@@ -20,6 +20,7 @@ import type { InboxJob, InboxJobState } from './managed.js';
 
 /** What runs SQL on pg-boss's own connections: `boss.getDb()` of pg-boss 10, 11 and 12. */
 export interface PgBossDb {
+  /** Runs one statement with its parameters. */
   executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
 }
 

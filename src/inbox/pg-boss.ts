@@ -1,7 +1,7 @@
 /**
  * The inbox on pg-boss and Postgres: deliveries are acknowledged once their job row is
  * committed, and workers in any number of processes run the handlers with retries of our own
- * (README: Postgres). pg-boss is an optional peer: this module never imports it statically, and
+ * (docs/postgres.md). pg-boss is an optional peer: this module never imports it statically, and
  * loads it only when it is given a `connectionString` rather than a started `boss`.
  * @module
  */
@@ -43,18 +43,28 @@ export interface PgBossFetchedJob {
  * `PgBoss` of any of them as `boss`.
  */
 export interface PgBossLike {
+  /** Starts the instance (the inbox calls it only on an instance it made or that is not started). */
   start(): Promise<unknown>;
+  /** Stops the instance: only on one the inbox made. */
   stop(options?: { graceful?: boolean; wait?: boolean; timeout?: number }): Promise<void>;
+  /** Stores a job. */
   send(name: string, data: object, options: object): Promise<string | null>;
+  /** Takes jobs of a queue, with their metadata. */
   fetch(
     name: string,
     options: { batchSize: number; includeMetadata: true },
   ): Promise<PgBossFetchedJob[]>;
+  /** Marks a job done. */
   complete(name: string, id: string, data?: object): Promise<unknown>;
+  /** Creates a queue (pg-boss 10 and later need one before `send`). */
   createQueue(name: string): Promise<void>;
+  /** The version of pg-boss's tables, to tell the layouts apart. */
   schemaVersion(): Promise<unknown>;
+  /** What runs SQL on pg-boss's own connections. */
   getDb(): PgBossDb;
+  /** Listens to the instance's errors. */
   on(event: 'error', listener: (error: Error) => void): unknown;
+  /** Stops listening to the instance's errors. */
   off(event: 'error', listener: (error: Error) => void): unknown;
 }
 

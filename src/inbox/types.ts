@@ -1,6 +1,6 @@
 /**
  * The inbox contract: where a receiver stores a verified delivery before it acknowledges it,
- * for workers to run its handlers later (README: The inbox).
+ * for workers to run its handlers later (docs/inbox.md).
  * @module
  */
 

@@ -1,6 +1,6 @@
 /**
  * `schoolhooks/otel`: OpenTelemetry spans and metrics for every delivery and every inbox run
- * (README: Telemetry). Needs `@opentelemetry/api` (an optional peer dependency); the core
+ * (docs/telemetry.md). Needs `@opentelemetry/api` (an optional peer dependency); the core
  * never loads it.
  * @module schoolhooks/otel
  */
@@ -47,7 +47,7 @@ export interface OpenTelemetryOptions {
  * import { createReceiver } from 'schoolhooks';
  * import { openTelemetry } from 'schoolhooks/otel';
  *
- * // After the OpenTelemetry Node SDK was started (see the README's "Telemetry" section):
+ * // After the OpenTelemetry Node SDK was started (see docs/telemetry.md):
  * const receiver = createReceiver({
  *   secret: process.env.SCHOOL_WEBHOOK_SECRET!,
  *   telemetry: openTelemetry(),

@@ -14,7 +14,7 @@ const DURATION_BUCKETS_MS = [
   0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 15_000,
 ];
 
-/** The three instruments of README: Telemetry. */
+/** The three instruments of docs/telemetry.md. */
 export interface Instruments {
   deliveries: Counter;
   deliveryDuration: Histogram;

@@ -1,5 +1,5 @@
 /**
- * The names `schoolhooks/otel` reports under: spans, metrics and attributes (README: Telemetry).
+ * The names `schoolhooks/otel` reports under: spans, metrics and attributes (docs/telemetry.md).
  * They are the contract dashboards and alerts are written against.
  * @module
  */

@@ -46,7 +46,7 @@ export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): Idempot
   // long arrays written at every claim, which Bun's collector rescans whole at each young
   // collection (a delivery on Bun.serve slowed from 33 to 162 µs as the store filled), and a
   // `Map` evicted from its head scans the deleted entries before it. Dropping a whole
-  // generation does neither (docs/benchmarks.md).
+  // generation does neither (docs/maintainers/benchmarks.md).
   // The newer generation holds up to half of max, rounded up. It becomes the older one when full,
   // or when the two together hold max, so the older one never holds more than that half.
   const generation = Math.ceil(max / 2);

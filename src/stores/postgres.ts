@@ -17,7 +17,7 @@ import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './types.js
 // In the built types this module is named 'schoolhooks' (scripts/name-augmentations.mjs), the
 // module users import HandlerTransactions from.
 declare module '../run-handlers.js' {
-  /** With `schoolhooks/postgres` imported, `ctx.transaction` is pg's `PoolClient`. */
+  // With `schoolhooks/postgres` imported, `ctx.transaction` is pg's `PoolClient`.
   interface HandlerTransactions {
     postgres: PoolClient;
   }

@@ -1,6 +1,6 @@
 /**
  * The typed loader of `fixtures/<EventName>.json` (one full envelope per fixed-contract event) and
- * of `fixtures/sparse/<EventName>.json` (the same events carrying only their spine, README: Events and types).
+ * of `fixtures/sparse/<EventName>.json` (the same events carrying only their spine, docs/events.md).
  * The JSON is imported, so bundles (tsup) carry it and nothing is read from disk at run time.
  * @module
  */
@@ -70,7 +70,7 @@ export const FIXTURE_ENVELOPES: { readonly [N in FixedEventName]: WebhookEvent<N
 
 /**
  * The sparse fixture envelope of each fixed-contract event: only the fields a payload must carry
- * ("the spine", README: Events and types). Shared: clone before handing out.
+ * ("the spine", docs/events.md). Shared: clone before handing out.
  */
 export const SPARSE_FIXTURE_ENVELOPES: { readonly [N in FixedEventName]: WebhookEvent<N> } = {
   UserSignedUp: envelopeOf('UserSignedUp', sparseUserSignedUp),

@@ -1,6 +1,6 @@
 /**
  * Realistic variants of the fixtures: payloads the platform really sends that leave out fields
- * the full fixtures carry (`fixtures/variants/*.json`). Each must be processed (README: Events and types).
+ * the full fixtures carry (`fixtures/variants/*.json`). Each must be processed (docs/events.md).
  * @module
  */
 

@@ -41,7 +41,7 @@ export type Fixtures = { readonly [N in FixedEventName]: FixtureFactory<N> };
 export const fixtures: Fixtures = factoriesOf(FIXTURE_ENVELOPES);
 
 /**
- * One factory per fixed-contract event whose `data` carries only the event's spine (README: Events and types):
+ * One factory per fixed-contract event whose `data` carries only the event's spine (docs/events.md):
  * the fields a payload must have to be processed (`fixtures/sparse/<EventName>.json`), e.g. for
  * PaymentCompleted the payment's and invoice's ids, `totalAmount`, `currency` and the buyer's id.
  * Handlers that pass these read nothing the platform may leave out. Overrides merge as in

@@ -1,6 +1,6 @@
 /**
  * One integration suite for every adapter: each case starts a real server on 127.0.0.1, sends
- * real HTTP requests, and checks the status and JSON body of every row of the README's status table (What each delivery is answered).
+ * real HTTP requests, and checks the status and JSON body of every row of the status table of docs/receiving.md.
  */
 
 import { once } from 'node:events';

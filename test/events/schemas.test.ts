@@ -103,7 +103,7 @@ describe('valid fixtures', () => {
 
 /**
  * The top-level keys of each event's `data` that docs/platform.md#events names, split by whether they are the
- * spine (README: Events and types) or may be absent. `states` is optional in every event; it is listed where the
+ * spine (docs/events.md) or may be absent. `states` is optional in every event; it is listed where the
  * interface names it. ProductEnrolledByInviteLink's `inviteLinkId` has a test of its own: it may
  * be absent when `access.meta.inviteLinkId` names the link.
  */
@@ -327,7 +327,7 @@ describe('the payment tree (docs/platform.md#entities)', () => {
   const payment = (): Json => fixtureData('PaymentCompleted');
   const accept = (data: Json): boolean => accepts('PaymentCompleted', data);
 
-  /** The spine of PaymentCompleted (README: Events and types), with the ids of the entities in the fixture. */
+  /** The spine of PaymentCompleted (docs/events.md), with the ids of the entities in the fixture. */
   const SPINE = [
     'payment',
     'payment.id',

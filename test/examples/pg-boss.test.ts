@@ -1,5 +1,5 @@
 /**
- * The README's "A stack on Postgres alone" recipe is examples/pg-boss.js (its header comment
+ * The "A stack on Postgres alone" recipe of docs/postgres.md is examples/pg-boss.js (its header comment
  * aside), and it runs as written (its `schoolhooks` imports resolved to the sources): a web
  * process and a worker process on a database of this test's own; a payment delivered over HTTP
  * is answered 202, the worker grants it once in the run's transaction, a resend is a duplicate,
@@ -77,10 +77,10 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
-describe('README: a stack on Postgres alone', () => {
+describe('docs/postgres.md: a stack on Postgres alone', () => {
   it('is examples/pg-boss.js as written', async () => {
-    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
-    const heading = readme.indexOf('\n### A stack on Postgres alone: store, inbox and workers\n');
+    const readme = await readFile(join(ROOT, 'docs/postgres.md'), 'utf8');
+    const heading = readme.indexOf('\n## A stack on Postgres alone: store, inbox and workers\n');
     expect(heading).toBeGreaterThan(-1);
     const open = readme.indexOf('\n```js\n', heading) + '\n```js\n'.length;
     const block = readme.slice(open, readme.indexOf('\n```\n', open) + 1);

@@ -1,5 +1,5 @@
 /**
- * Without `telemetry`, the core never loads OpenTelemetry (README: Telemetry; the optional peers load only on their own subpaths): a process that
+ * Without `telemetry`, the core never loads OpenTelemetry (docs/telemetry.md; the optional peers load only on their own subpaths): a process that
  * refuses every @opentelemetry/* import still receives, queues and runs deliveries.
  */
 

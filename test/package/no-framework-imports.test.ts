@@ -42,7 +42,7 @@ const PEER_ENTRIES: Readonly<Record<string, RegExp>> = {
   'src/inbox/pg-boss.ts': /^pg-boss$/,
 };
 
-/** Where servers and clients are allowed: the Redis store (README: Choosing a store), the toolkit and the CLI. */
+/** Where servers and clients are allowed: the Redis store (docs/stores.md), the toolkit and the CLI. */
 const EXEMPT = ['src/stores/redis.ts', 'src/testing/', 'src/cli/'];
 
 /** The TypeScript files of `src/` and `adapters/`, repo-relative. */

@@ -1,10 +1,10 @@
 /**
- * The tolerant-reader contract (README: Events and types; docs/decisions.md), as properties through a real receiver: a fixture with
+ * The tolerant-reader contract (docs/events.md; docs/decisions.md), as properties through a real receiver: a fixture with
  * any set of fields outside the spine removed, or nulled where the platform allows null, is
  * processed; a fixture with a spine field removed or given a wrong type is 422 invalid_payload;
  * and the generated validators agree with Zod on every one of them.
  *
- * The spine is read from `fixtures/sparse/` (written by hand from the spine table of README: Events and types, not from the
+ * The spine is read from `fixtures/sparse/` (written by hand from the spine table of docs/events.md, not from the
  * schemas) plus the `id` of every entity object present.
  */
 

@@ -257,7 +257,7 @@ export async function runSmoke({ createReceiver, fetchHandler, fixtures }) {
       }
     }
 
-    // node:crypto wherever the runtime has it (docs/benchmarks.md: 15x faster), Web Crypto elsewhere; the
+    // node:crypto wherever the runtime has it (docs/maintainers/benchmarks.md: 15x faster), Web Crypto elsewhere; the
     // deliveries above went through whichever path the package chose.
     const expected = hasNodeCrypto() ? 'node:crypto' : 'web-crypto';
     const actual = verifyCalls.count > 0 ? 'web-crypto' : 'node:crypto';

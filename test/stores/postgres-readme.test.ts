@@ -1,5 +1,5 @@
 /**
- * The README's recipe "an ORM on the same transaction", run as written: Drizzle on
+ * The recipe "an ORM on the same transaction" of docs/postgres.md, run as written: Drizzle on
  * `ctx.transaction`, so the ORM's writes and the delivery's completion are one commit.
  */
 
@@ -22,7 +22,7 @@ let pool: pg.Pool;
 const deliveries = uniqueTable('sh_readme');
 const grantsTable = uniqueTable('grants');
 
-// As in the README, with this run's own table names.
+// As in docs/postgres.md, with this run's own table names.
 const grants = pgTable(grantsTable, {
   idempotencyKey: text('idempotency_key').primaryKey(),
   userId: integer('user_id').notNull(),
@@ -45,7 +45,7 @@ afterAll(async () => {
   await database?.close();
 });
 
-describe('README: Drizzle on ctx.transaction', () => {
+describe('docs/postgres.md: Drizzle on ctx.transaction', () => {
   it('commits the ORM write with the delivery, and rolls it back when a handler fails', async () => {
     let crmDown = true;
     const receiver = createReceiver({
