@@ -4,6 +4,10 @@
  */
 
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { OUTCOMES } from '../src/outcome.js';
+
+/** The status of a body over the limit (`too_large` in the outcome table). */
+const TOO_LARGE = OUTCOMES.too_large.status;
 
 /**
  * The headers an answer with `status` needs besides its content type: after a 413 the connection
@@ -15,7 +19,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
  * not how a connection is kept.
  */
 export function closingHeaders(status: number): Record<string, string> | undefined {
-  return status === 413 ? { connection: 'close' } : undefined;
+  return status === TOO_LARGE ? { connection: 'close' } : undefined;
 }
 
 /** The headers of an answer with `status`: JSON, and {@link closingHeaders}. */

@@ -17,6 +17,7 @@ import { createVerifier } from '../src/signature.js';
 import { memoryStore } from '../src/stores/memory.js';
 import { BODY_KINDS, bodyFactory, randomTag, SECRET, type BodyKind } from './bodies.js';
 import { cpuMicros } from './measure.js';
+import { RECEIVER_DEFAULTS } from '../src/defaults.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 /** Distinct bodies each step cycles through. */
@@ -132,9 +133,9 @@ async function measureKind(kind: BodyKind): Promise<StepCosts> {
   const storeUs = await timeAsync(
     async (i) => {
       const key = keys[i % keys.length] + String(i);
-      const claim = await store.claim(key, 60_000);
+      const claim = await store.claim(key, RECEIVER_DEFAULTS.leaseMs);
       if (claim.state !== 'claimed') throw new Error('the store did not hand out a fresh key');
-      await store.complete(key, claim.token, 7 * 24 * 3_600_000, fingerprint);
+      await store.complete(key, claim.token, RECEIVER_DEFAULTS.dedupTtlMs, fingerprint);
     },
     MEASURE_MS,
     keys.length * 4,
@@ -197,9 +198,9 @@ async function measureHeap(count = 100_000): Promise<InProcessResult['heap']> {
     // string from JSON.parse (randomUUID() alone returns a rope of a dozen pieces).
     const key = JSON.parse(`"${randomUUID()}"`) as string;
     const fingerprint = String(await verify(String(i), signatureOf(String(i))));
-    const claim = await store.claim(key, 60_000);
+    const claim = await store.claim(key, RECEIVER_DEFAULTS.leaseMs);
     if (claim.state !== 'claimed') throw new Error('claim failed');
-    await store.complete(key, claim.token, 7 * 24 * 3_600_000, fingerprint);
+    await store.complete(key, claim.token, RECEIVER_DEFAULTS.dedupTtlMs, fingerprint);
   }
   const after = settle();
   // Keep the store alive until after the measurement.

@@ -14,6 +14,7 @@ import { BENCH_PATH, DIAGNOSTIC_IDS, type NodeServerId, SERVER_IDS, SERVERS } fr
 import { BENCH_RECEIVER_OPTIONS, SECRET } from './bodies.js';
 import { getHeader } from '../src/headers.js';
 import { sameWork } from './same-work.js';
+import { HOUR } from '../src/platform-contract.js';
 
 const [id, namespace = 'bench'] = process.argv.slice(2) as [NodeServerId, string?];
 if (![...SERVER_IDS, ...DIAGNOSTIC_IDS].includes(id) || SERVERS[id].web) {
@@ -263,7 +264,7 @@ async function countedInbox(client: Redis) {
     queueName: `inbox-${namespace}`,
     // Under REDIS_PREFIX, so bench/run.ts deletes the jobs with the store's keys.
     prefix: `${REDIS_PREFIX}bull`,
-    keepCompletedMs: 3_600_000,
+    keepCompletedMs: HOUR,
   });
   return {
     async enqueue(delivery: Parameters<typeof inbox.enqueue>[0]) {
@@ -283,7 +284,7 @@ async function countedPgBoss() {
     connectionString: DATABASE_URL,
     schema: postgresBenchTable(`${namespace}:pg-boss`),
     queueName: 'bench',
-    keepCompletedMs: 3_600_000,
+    keepCompletedMs: HOUR,
   });
   await inbox.start();
   return {

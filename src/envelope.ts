@@ -4,6 +4,7 @@
  */
 
 import type { Envelope } from './events/index.js';
+import { MINUTE } from './platform-contract.js';
 
 /** A parsed envelope, with the text it was parsed from. */
 export interface ParsedEnvelope {
@@ -153,7 +154,7 @@ function patternMsOf(text: string): number | undefined {
       Number(seconds),
       Number(ms),
     ) -
-    offsetMinutes * 60_000
+    offsetMinutes * MINUTE
   );
 }
 

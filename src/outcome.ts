@@ -6,6 +6,8 @@
  * @module
  */
 
+import { isSuccessStatus } from './platform-contract.js';
+
 /** How loudly an outcome is logged: a method of the receiver's `Logger`. */
 export type OutcomeLogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -23,9 +25,9 @@ export type OutcomeRun = 'succeeded' | 'retry' | 'dead_letter';
 export interface OutcomeRule {
   /** The HTTP status of the answer. */
   readonly status: number;
-  /** Whether the answer acknowledges the delivery (`body.ok`; a 2xx). */
+  /** Whether the answer acknowledges the delivery (`body.ok`): the platform counts it delivered. */
   readonly success: boolean;
-  /** Whether the platform delivers it again (any answer but 200, 201 or 202). */
+  /** Whether the platform delivers it again (any answer but its success statuses). */
   readonly platformRetries: boolean;
   /** The log level of its line. */
   readonly logLevel: OutcomeLogLevel;
@@ -85,12 +87,12 @@ function rule<S extends number>(
   shownAs: OutcomeClass,
   { verified, run }: { verified: boolean; run: OutcomeRun },
 ): OutcomeRule & { readonly status: S } {
-  const success = status >= 200 && status < 300;
+  // What the platform counts as delivered (src/platform-contract.ts) is what acknowledges it.
+  const success = isSuccessStatus(status);
   return {
     status,
     success,
-    // The platform retries any answer but 200, 201 and 202 (every 2xx we send is one of them).
-    platformRetries: !(status === 200 || status === 201 || status === 202),
+    platformRetries: !success,
     logLevel,
     verified,
     class: shownAs,

@@ -12,6 +12,7 @@
 
 import { declaredLength } from './body.js';
 import type { DeadlineQueue } from './deadlines.js';
+import { RECEIVER_DEFAULTS } from './defaults.js';
 import { parseEnvelope, type ParsedEnvelope } from './envelope.js';
 import {
   ConfigError,
@@ -45,10 +46,6 @@ import type { Fingerprint, RawBody, Verification } from './signature.js';
 import { signatureFailureOf } from './signature-failure.js';
 import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, TraceCarrier } from './telemetry.js';
-
-const MINUTE = 60_000;
-/** How far in the future a timestamp may lie (clock skew between the platform and us). */
-const FUTURE_SKEW_MS = 5 * MINUTE;
 
 /** A request as the first steps read it. */
 export interface PipelineRequest {
@@ -519,7 +516,7 @@ export class DeliveryPipeline {
  * @internal also the age check of bench/same-work.ts.
  */
 export function isWithinAgeWindow(ageMs: number, maxEventAgeMs: number): boolean {
-  return ageMs <= maxEventAgeMs && ageMs >= -FUTURE_SKEW_MS;
+  return ageMs <= maxEventAgeMs && ageMs >= -RECEIVER_DEFAULTS.futureSkewMs;
 }
 
 /** A stored run's step: the delivery's own key was completed when it was stored; its run holds a key of its own. */

@@ -27,6 +27,7 @@ import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './inbox/types.js';
 import { OUTCOMES, type Outcome } from './outcome.js';
 import { fromBase64 } from './base64.js';
+import { RECEIVER_DEFAULTS } from './defaults.js';
 import { Delivery, DeliveryPipeline, Ending, type PipelineConfig } from './pipeline.js';
 import type { AnyHandler, HandlerContext } from './run-handlers.js';
 import { nearestName } from './nearest-name.js';
@@ -41,9 +42,6 @@ import {
 import { memoryStore } from './stores/memory.js';
 import type { IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, Telemetry, TelemetryStart } from './telemetry.js';
-
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
 
 /** A pino-compatible logger. It is never given a secret, a signature, a body or a token. */
 export interface Logger {
@@ -282,11 +280,11 @@ type ReceiverSettings = ReturnType<typeof checkOptions>;
 export function checkOptions({
   secret,
   store = memoryStore(),
-  maxBodyBytes = 1024 * 1024,
-  maxEventAgeMs = 72 * HOUR,
-  dedupTtlMs = 7 * 24 * HOUR,
-  leaseMs = MINUTE,
-  handlerTimeoutMs = 10_000,
+  maxBodyBytes = RECEIVER_DEFAULTS.maxBodyBytes,
+  maxEventAgeMs = RECEIVER_DEFAULTS.maxEventAgeMs,
+  dedupTtlMs = RECEIVER_DEFAULTS.dedupTtlMs,
+  leaseMs = RECEIVER_DEFAULTS.leaseMs,
+  handlerTimeoutMs = RECEIVER_DEFAULTS.handlerTimeoutMs,
   logger,
   now = Date.now,
   inbox,

@@ -5,6 +5,8 @@
  * @module
  */
 
+import { INBOX_DEFAULTS } from './defaults.js';
+
 /** How many runs a job gets, and the wait before its first retry (doubling after each). */
 export interface RetryPolicy {
   /** Runs in all, the first included; after the last failed one the job is a dead letter. */
@@ -14,10 +16,14 @@ export interface RetryPolicy {
 }
 
 /**
- * The inboxes' defaults: 10 runs, 30 s before the first retry; about 4 h 16 min from the first
- * failure to the last run, longer than the platform's own retries (about 5 h in all) are spread.
+ * The inboxes' defaults (src/defaults.ts): 10 runs, 30 s before the first retry, about 4 h 16 min
+ * from the first failure to the last run, a span like the platform's own retries
+ * (`PLATFORM_LIMITS.retrySpanMs` in src/platform-contract.ts).
  */
-export const DEFAULT_RETRY_POLICY: RetryPolicy = { attempts: 10, backoffMs: 30_000 };
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  attempts: INBOX_DEFAULTS.attempts,
+  backoffMs: INBOX_DEFAULTS.backoffMs,
+};
 
 /**
  * The wait after `failures` failed tries: `baseMs` after the first, doubling each time, never

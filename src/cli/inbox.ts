@@ -13,6 +13,7 @@ import type { PgBossLike } from '../inbox/pg-boss.js';
 import { didYouMean } from '../nearest-name.js';
 import { CliFailure, defineCommand, errorLine, EXIT, messageOf, UsageError } from './command.js';
 import { checkEventOption } from './event-names.js';
+import { BULLMQ_DEFAULTS, INBOX_DEFAULTS, PG_BOSS_DEFAULTS } from '../defaults.js';
 
 const STATES: readonly InboxJobState[] = ['waiting', 'delayed', 'active', 'failed', 'completed'];
 const ACTIONS = ['list', 'show', 'retry'] as const;
@@ -54,15 +55,20 @@ A job's body and signature are never printed.`,
     queue: {
       type: 'string',
       value: 'NAME',
-      default: 'schoolhooks',
+      default: INBOX_DEFAULTS.queueName,
       help: `Queue name; a queue that is not there is a usage
 error that lists the ones there`,
     },
-    prefix: { type: 'string', value: 'P', default: 'bull', help: 'BullMQ key prefix' },
+    prefix: {
+      type: 'string',
+      value: 'P',
+      default: BULLMQ_DEFAULTS.prefix,
+      help: 'BullMQ key prefix',
+    },
     schema: {
       type: 'string',
       value: 'NAME',
-      default: 'pgboss',
+      default: PG_BOSS_DEFAULTS.schema,
       help: "--postgres: the schema of pg-boss's tables",
     },
     state: { type: 'string', value: 'STATE', help: `list: ${STATES.join(', ')}` },

@@ -4,7 +4,7 @@
  */
 
 import { outcomeOfText, postAsPlatform } from '../testing/exchange.js';
-import { isSuccessStatus, PLATFORM_LIMITS } from '../testing/platform-limits.js';
+import { isSuccessStatus, PLATFORM_LIMITS, SECOND } from '../platform-contract.js';
 import { signBody } from '../testing/sign-body.js';
 import { CliFailure, messageOf } from './command.js';
 
@@ -37,7 +37,7 @@ export async function postDelivery(
   if (sent.status === null) {
     if (sent.timedOut) {
       throw new CliFailure(
-        `${url}: no answer within ${PLATFORM_LIMITS.responseTimeoutMs / 1000} s (the platform's timeout)`,
+        `${url}: no answer within ${PLATFORM_LIMITS.responseTimeoutMs / SECOND} s (the platform's timeout)`,
       );
     }
     const { error } = sent;

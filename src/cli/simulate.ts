@@ -7,15 +7,15 @@ import { FIXED_CONTRACT_EVENTS, type FixedEventName } from '../events/index.js';
 import { createPlatformSimulator } from '../testing/platform-simulator.js';
 import type { DeliveryLogEntry } from '../testing/simulator-types.js';
 import { createVirtualClock } from '../testing/virtual-clock.js';
-import { PLATFORM_LIMITS } from '../testing/platform-limits.js';
+import { PLATFORM_LIMITS } from '../platform-contract.js';
 import { defineCommand, EXIT, requireHttpUrl, UsageError } from './command.js';
 import { formatDuration } from './duration.js';
 import { SECRET_OPTION, secretFrom } from './secret.js';
 
-const { successStatuses, responseTimeoutMs, maxAttempts, retryDelaysMs } = PLATFORM_LIMITS;
+const { successStatuses, responseTimeoutMs, maxAttempts, retryDelaysMs, retrySpanMs } =
+  PLATFORM_LIMITS;
 const SUCCESS = `${successStatuses.slice(0, -1).join(', ')} or ${successStatuses.at(-1)}`;
 const DELAYS = `${retryDelaysMs.slice(0, -1).map(formatDuration).join(', ')} and ${formatDuration(retryDelaysMs.at(-1) ?? 0)}`;
-const RETRY_SPAN = retryDelaysMs.reduce((sum, delay) => sum + delay, 0);
 
 /** The `simulate` command. */
 export const simulateCommand = defineCommand({
@@ -25,7 +25,7 @@ export const simulateCommand = defineCommand({
   description: `Delivers events to the receiver at URL as the platform does: the fixtures in turn, each
 with a new idempotencyKey, signed with the secret; success only on ${SUCCESS} within
 ${formatDuration(responseTimeoutMs)}; up to ${maxAttempts} attempts, ${DELAYS} after each failed one.
-Time is virtual: the ${formatDuration(RETRY_SPAN)} of retries take as long as the requests do.
+Time is virtual: the ${formatDuration(retrySpanMs)} of retries take as long as the requests do.
 With --faults, that share of attempts has its answer dropped, delayed past the timeout,
 duplicated or reordered.
 Prints one line per request and a summary.

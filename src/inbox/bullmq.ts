@@ -32,6 +32,7 @@ import {
   verdictOf,
 } from './managed.js';
 import type { StoredDelivery } from './types.js';
+import { BULLMQ_DEFAULTS, INBOX_DEFAULTS } from '../defaults.js';
 
 /** The name of the backoff strategy bullmqInbox gives BullMQ (its jobs' `backoff.type`). */
 export const BACKOFF_STRATEGY = 'schoolhooks';
@@ -252,7 +253,12 @@ interface InboxSettings {
 
 /** The options with their defaults, or a `ConfigError` naming the first that cannot work. */
 function checkOptions(options: BullmqInboxOptions): InboxSettings {
-  const { queueName = 'schoolhooks', prefix = 'bull', enqueueTimeoutMs = 2000, logger } = options;
+  const {
+    queueName = INBOX_DEFAULTS.queueName,
+    prefix = BULLMQ_DEFAULTS.prefix,
+    enqueueTimeoutMs = INBOX_DEFAULTS.enqueueTimeoutMs,
+    logger,
+  } = options;
   if (queueName === '' || queueName.includes(':')) {
     throw new ConfigError('bullmqInbox: queueName must be a non-empty name without ":"');
   }

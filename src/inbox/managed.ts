@@ -6,7 +6,8 @@
 import { ConfigError } from '../errors.js';
 import type { Outcome } from '../outcome.js';
 import type { Receiver } from '../receiver.js';
-import { DEFAULT_RETRY_POLICY, nextRetry, type RetryPolicy } from '../retry-policy.js';
+import { INBOX_DEFAULTS } from '../defaults.js';
+import { nextRetry, type RetryPolicy } from '../retry-policy.js';
 import type { Inbox, StoredRunResult } from './types.js';
 
 /** Where a job is: waiting or delayed for a run, running, done, or a dead letter (`failed`). */
@@ -69,8 +70,6 @@ export function checkInboxOptions(
   }
 }
 
-const DAY = 24 * 3_600_000;
-
 /** How many runs a job gets, the first retry's wait, and how long finished jobs are kept. */
 export interface InboxPolicy extends RetryPolicy {
   /** How long a completed job is kept, in ms. */
@@ -79,15 +78,8 @@ export interface InboxPolicy extends RetryPolicy {
   keepFailedMs: number;
 }
 
-/** Every inbox's defaults: the one retry policy, completed jobs kept a day, dead letters 30 days. */
-export const INBOX_DEFAULTS: Readonly<InboxPolicy> = {
-  ...DEFAULT_RETRY_POLICY,
-  keepCompletedMs: DAY,
-  keepFailedMs: 30 * DAY,
-};
-
 /**
- * An inbox's policy from its options, each one given or {@link INBOX_DEFAULTS}', checked as
+ * An inbox's policy from its options, each one given or `INBOX_DEFAULTS` (src/defaults.ts), checked as
  * {@link checkInboxOptions} checks them.
  */
 export function inboxPolicy(factory: string, options: Partial<InboxPolicy>): InboxPolicy {

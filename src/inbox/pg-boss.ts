@@ -29,6 +29,7 @@ import {
   type PgBossJobRow,
 } from './pg-boss-tables.js';
 import type { StoredDelivery } from './types.js';
+import { INBOX_DEFAULTS, PG_BOSS_DEFAULTS } from '../defaults.js';
 
 /** One job as pg-boss's `fetch` hands it out with its metadata (pg-boss 10, 11 and 12). */
 export interface PgBossFetchedJob {
@@ -210,7 +211,7 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
       });
     },
 
-    work(receiver, { concurrency = 1, pollIntervalMs = 1000 } = {}) {
+    work(receiver, { concurrency = 1, pollIntervalMs = PG_BOSS_DEFAULTS.pollIntervalMs } = {}) {
       if (closed) throw new ConfigError('pgBossInbox: the inbox is closed');
       checkConcurrency('pgBossInbox', concurrency);
       if (!(pollIntervalMs > 0) || !Number.isFinite(pollIntervalMs)) {
@@ -282,10 +283,10 @@ function checkOptions(options: PgBossInboxOptions): InboxSettings {
   const {
     boss: given,
     connectionString,
-    schema = 'pgboss',
-    queueName = 'schoolhooks',
-    expireInMs = 15 * 60_000,
-    enqueueTimeoutMs = 2000,
+    schema = PG_BOSS_DEFAULTS.schema,
+    queueName = INBOX_DEFAULTS.queueName,
+    expireInMs = PG_BOSS_DEFAULTS.expireInMs,
+    enqueueTimeoutMs = INBOX_DEFAULTS.enqueueTimeoutMs,
     logger,
   } = options;
   if ((given === undefined) === (connectionString === undefined)) {

@@ -5,13 +5,30 @@
 
 import type { Counter, Histogram, Meter } from '@opentelemetry/api';
 import { METRICS } from './names.js';
+import { PLATFORM_LIMITS } from '../platform-contract.js';
 
 /**
  * Bucket boundaries in ms: most deliveries end well under a millisecond, handlers take tens
- * of ms to seconds, and the platform gives up at 15 s (the SDK's default buckets start at 5 ms).
+ * of ms to seconds, and the platform gives up at its response timeout (the SDK's default buckets start at 5 ms).
  */
 const DURATION_BUCKETS_MS = [
-  0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 15_000,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+  25,
+  50,
+  100,
+  250,
+  500,
+  1000,
+  2500,
+  5000,
+  10_000,
+  PLATFORM_LIMITS.responseTimeoutMs,
 ];
 
 /** The three instruments of docs/telemetry.md. */

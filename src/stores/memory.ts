@@ -5,6 +5,7 @@
 
 import { ConfigError } from '../errors.js';
 import type { IdempotencyStore } from './types.js';
+import { MEMORY_STORE_DEFAULTS } from '../defaults.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -38,7 +39,9 @@ interface Entry {
  * const receiver = createReceiver({ secret, store: memoryStore({ max: 50_000 }) });
  * ```
  */
-export function memoryStore({ max = 100_000 }: MemoryStoreOptions = {}): IdempotencyStore {
+export function memoryStore({
+  max = MEMORY_STORE_DEFAULTS.max,
+}: MemoryStoreOptions = {}): IdempotencyStore {
   if (!Number.isSafeInteger(max) || max < 1) {
     throw new ConfigError(`memoryStore max must be a positive integer, not ${String(max)}`);
   }

@@ -13,6 +13,7 @@ import { noop } from '../noop.js';
 import { storageKey } from './storage-key.js';
 import { storeUnavailable } from './unavailable.js';
 import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './types.js';
+import { POSTGRES_STORE_DEFAULTS } from '../defaults.js';
 
 // In the built types this module is named 'schoolhooks' (scripts/name-augmentations.mjs), the
 // module users import HandlerTransactions from.
@@ -49,9 +50,6 @@ export interface PostgresStoreSqlOptions {
   table?: string;
 }
 
-const DEFAULT_TABLE = 'schoolhooks_deliveries';
-/** How often, at most, expired keys are deleted. */
-const SWEEP_EVERY_MS = 60_000;
 /** How many expired keys one statement deletes, and how many statements one sweep runs. */
 const SWEEP_BATCH = 500;
 const SWEEP_BATCHES = 10;
@@ -105,7 +103,9 @@ function ddl({ quoted, index }: TableName): string {
  * await pool.query(postgresStoreSql({ table: 'webhooks.deliveries' }));
  * ```
  */
-export function postgresStoreSql({ table = DEFAULT_TABLE }: PostgresStoreSqlOptions = {}): string {
+export function postgresStoreSql({
+  table = POSTGRES_STORE_DEFAULTS.table,
+}: PostgresStoreSqlOptions = {}): string {
   return ddl(tableName(table, 'postgresStoreSql'));
 }
 
@@ -160,8 +160,8 @@ interface Holder {
  */
 export function postgresStore({
   pool,
-  table = DEFAULT_TABLE,
-  connectTimeoutMs = 1000,
+  table = POSTGRES_STORE_DEFAULTS.table,
+  connectTimeoutMs = POSTGRES_STORE_DEFAULTS.connectTimeoutMs,
 }: PostgresStoreOptions): IdempotencyStore {
   const name = tableName(table, 'postgresStore');
   if (!(connectTimeoutMs > 0) || !Number.isFinite(connectTimeoutMs)) {
@@ -213,7 +213,7 @@ export function postgresStore({
   /** Deletes expired keys in small batches, at most once a minute, never holding up a claim. */
   function sweep(): void {
     const now = Date.now();
-    if (now - lastSweep < SWEEP_EVERY_MS) return;
+    if (now - lastSweep < POSTGRES_STORE_DEFAULTS.sweepEveryMs) return;
     lastSweep = now;
     void (async () => {
       for (let batch = 0; batch < SWEEP_BATCHES; batch++) {

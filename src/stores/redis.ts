@@ -14,6 +14,7 @@ import type { AsyncIdempotencyStore, ClaimResult } from './types.js';
 import { BoundedCalls, type BoundedCall as Call } from '../bounded-calls.js';
 import { readinessOf } from './client-readiness.js';
 import { storageKey } from './storage-key.js';
+import { REDIS_STORE_DEFAULTS } from '../defaults.js';
 
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions {
@@ -149,9 +150,9 @@ function hashTag(idempotencyKey: string): string {
  */
 export function redisStore({
   client,
-  prefix = 'schoolhooks:',
+  prefix = REDIS_STORE_DEFAULTS.prefix,
   namespace,
-  commandTimeoutMs = 1000,
+  commandTimeoutMs = REDIS_STORE_DEFAULTS.commandTimeoutMs,
 }: RedisStoreOptions): AsyncIdempotencyStore {
   if (/[{}]/.test(prefix) || (namespace !== undefined && /[{}]/.test(namespace))) {
     // A brace there would become the hash tag and put every key of the store in one slot.

@@ -10,7 +10,7 @@ import {
   UNCONTRACTED_EVENTS,
   type KnownEventName,
 } from '../events/index.js';
-import { PLATFORM_LIMITS } from './platform-limits.js';
+import { PLATFORM_LIMITS } from '../platform-contract.js';
 
 const { maxFieldLength, secretKeyLength } = PLATFORM_LIMITS;
 

@@ -12,7 +12,7 @@ import {
   type EndpointHandler,
   type EndpointUpdate,
 } from './endpoint-config.js';
-import { PLATFORM_LIMITS } from './platform-limits.js';
+import { PLATFORM_LIMITS } from '../platform-contract.js';
 import type { SimulatedEndpoint } from './simulator-types.js';
 
 /** One endpoint, as the platform keeps it (mutable; callers get a frozen {@link viewOf}). */

@@ -33,7 +33,7 @@ export type {
   TestDeliveryOptions,
 } from './simulator-types.js';
 export type { FaultKind, FaultOptions } from './fault-picker.js';
-export { PLATFORM_LIMITS } from './platform-limits.js';
+export { PLATFORM_LIMITS } from '../platform-contract.js';
 export type {
   EndpointConfig,
   EndpointHandler,

@@ -7,19 +7,17 @@
 import { ConfigError } from '../errors.js';
 import { fixtureData } from './fixtures.js';
 import { serializeEnvelope } from './create-delivery.js';
-
-/** A receiver's default `maxBodyBytes`: 1 MiB. */
-const DEFAULT_LIMIT = 1024 * 1024;
+import { RECEIVER_DEFAULTS } from '../defaults.js';
 
 /** What the manifest's `generated` field names. @internal */
 export const GENERATED_BODIES = ['oversized'] as const;
 
 /**
  * A valid UserSignedUp envelope whose `data` carries a `padding` string so the whole body is
- * exactly `bytes` long (default: 1 byte over 1 MiB): only its size is wrong. @internal
+ * exactly `bytes` long (default: 1 byte over the receiver's default `maxBodyBytes`): only its size is wrong. @internal
  */
 export function oversizedBody({
-  bytes = DEFAULT_LIMIT + 1,
+  bytes = RECEIVER_DEFAULTS.maxBodyBytes + 1,
   idempotencyKey = 'bd37ae80-b54e-4b12-a360-517c7fd058f4',
   timestamp = '2026-10-01T10:00:00.000Z',
 }: { bytes?: number; idempotencyKey?: string; timestamp?: string } = {}): string {

@@ -12,7 +12,7 @@ import { generateSecretKey } from './endpoint-config.js';
 import { createEndpointRegistry, viewOf } from './endpoint-registry.js';
 import { exchange } from './exchange.js';
 import { faultPicker } from './fault-picker.js';
-import { PLATFORM_LIMITS } from './platform-limits.js';
+import { PLATFORM_LIMITS } from '../platform-contract.js';
 import type {
   DeliveryLogEntry,
   PlatformSimulator,

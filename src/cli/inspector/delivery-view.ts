@@ -65,13 +65,13 @@ export function viewOf(delivery: RecordedDelivery, origin: string): DeliveryView
     bodyBytes: delivery.body?.byteLength ?? 0,
     issues: delivery.issues,
     errors: delivery.errors,
-    causes: delivery.status === 401 ? causesOf(delivery) : [],
+    causes: delivery.outcome === 'invalid_signature' ? causesOf(delivery) : [],
     canReplay: delivery.body !== undefined && delivery.outcome !== 'too_large',
     curl: curlCommand(delivery, origin),
   };
 }
 
-/** The likely causes of a 401, from the reason the receiver's SignatureError gave. */
+/** The likely causes of a signature that failed (`invalid_signature`), from the reason the receiver's SignatureError gave. */
 function causesOf(delivery: RecordedDelivery): string[] {
   const reason = delivery.errors.find((error) => error.reason !== undefined)?.reason;
   return reason === undefined ? [] : [...signatureFailure(reason).causes];

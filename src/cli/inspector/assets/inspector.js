@@ -500,7 +500,7 @@
     parts.push(
       section(
         `Body (${view.bodyBytes} bytes)`,
-        view.status === 401 && view.body !== null
+        view.outcome === 'invalid_signature' && view.body !== null
           ? el(
               'p',
               'hint',

@@ -1,0 +1,57 @@
+/**
+ * The platform's facts, in one place: how long it waits for an answer, which answers count as
+ * delivered, how often and after how long it tries again, and the limits of its endpoint
+ * settings (docs/platform.md). The receiver's outcome table, the CLI, the testing toolkit and
+ * the docs read them here; the time units every module counts in are here too.
+ * @module
+ */
+
+/** One second, in ms. */
+export const SECOND = 1000;
+/** One minute, in ms. */
+export const MINUTE = 60 * SECOND;
+/** One hour, in ms. */
+export const HOUR = 60 * MINUTE;
+/** One day, in ms. */
+export const DAY = 24 * HOUR;
+
+/** The wait before each retry, counted from the failed attempt before it. */
+const RETRY_DELAYS_MS = [11 * MINUTE, 33 * MINUTE, 77 * MINUTE, 165 * MINUTE] as const;
+
+/**
+ * The numbers the platform delivers by, as the receiver and the simulator apply them: handy in
+ * assertions.
+ *
+ * @example
+ * ```ts
+ * import { PLATFORM_LIMITS } from 'schoolhooks/testing';
+ *
+ * const gaps = attempts.slice(1).map((entry, i) => entry.at - attempts[i].at);
+ * expect(gaps).toEqual(PLATFORM_LIMITS.retryDelaysMs);
+ * ```
+ */
+export const PLATFORM_LIMITS = {
+  /** Webhook endpoints per seller. */
+  maxEndpoints: 5,
+  /** Longest endpoint `url` and `note`, in characters. */
+  maxFieldLength: 255,
+  /** Length of a generated secretKey. */
+  secretKeyLength: 64,
+  /** How long the platform waits for an answer. */
+  responseTimeoutMs: 15 * SECOND,
+  /** The answers counted as delivered; any other is retried. */
+  successStatuses: [200, 201, 202],
+  /** Attempts in all: the first delivery and one more per entry of `retryDelaysMs`. */
+  maxAttempts: RETRY_DELAYS_MS.length + 1,
+  /** The wait before each retry, counted from the failed attempt before it. */
+  retryDelaysMs: RETRY_DELAYS_MS,
+  /** From the first attempt to the last: the sum of `retryDelaysMs` (4h 46m). */
+  retrySpanMs: RETRY_DELAYS_MS.reduce((sum, delay) => sum + delay, 0),
+  /** An endpoint with no successful delivery for this long is disabled. */
+  autoDisableAfterMs: 14 * DAY,
+} as const;
+
+/** Whether the platform counts `status` as delivered (and stops trying). */
+export function isSuccessStatus(status: number | null): boolean {
+  return status !== null && (PLATFORM_LIMITS.successStatuses as readonly number[]).includes(status);
+}
