@@ -3,35 +3,41 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import tseslint from 'typescript-eslint';
 
-const { peerDependenciesMeta = {} } = JSON.parse(
-  readFileSync(join(import.meta.dirname, 'package.json'), 'utf8'),
-);
+const read = (file) => JSON.parse(readFileSync(join(import.meta.dirname, file), 'utf8'));
+const { peerDependenciesMeta = {} } = read('package.json');
+/** The framework-free rule's manifest, which the import test and the package check read too. */
+const boundaries = read('scripts/boundaries.json');
 
-/**
- * The optional peers, as package.json lists them (OpenTelemetry has a rule of its own, below),
- * each with its subpaths; Hono's servers; Node's HTTP servers.
- */
-const frameworks = [
-  ...Object.entries(peerDependenciesMeta)
-    .filter(([name, meta]) => meta.optional && !name.startsWith('@opentelemetry/'))
-    .flatMap(([name]) => [name, `${name}/*`]),
-  '@hono/*',
-  'node:http',
-  'http',
-  'node:https',
-];
+const isOpenTelemetry = (name) => name.startsWith(boundaries.openTelemetry);
 
-const frameworkFree = frameworks.map((group) => ({
-  group: [group],
-  message: 'The core is framework-free.',
-}));
+/** The optional peers, as package.json lists them (OpenTelemetry has a rule of its own, below). */
+const peers = Object.entries(peerDependenciesMeta)
+  .filter(([name, meta]) => meta.optional && !isOpenTelemetry(name))
+  .map(([name]) => name);
+
+/** What the core may not import, each peer with its subpaths, and the servers of the manifest. */
+const frameworks = [...peers.flatMap((name) => [name, `${name}/*`]), ...boundaries.servers];
+
+/** The patterns refused in a file: every framework but the peers the manifest lets it import. */
+function frameworkFree(allowed = [], message = 'The core is framework-free.') {
+  return frameworks
+    .filter((group) => !allowed.some((peer) => group === peer || group === `${peer}/*`))
+    .map((group) => ({ group: [group], message }));
+}
 
 const openTelemetryFree = [
   {
-    group: ['@opentelemetry/*'],
+    group: [`${boundaries.openTelemetry}*`],
     message: 'Only src/otel imports OpenTelemetry: the core holds the Telemetry interface alone.',
   },
 ];
+
+/** A manifest path as an eslint glob: a folder (ending in `/`) stands for every file in it. */
+const glob = (path) => (path.endsWith('/') ? `${path}**/*.ts` : path);
+
+/** The peer entries of src/ (adapters are held to the rule by the import test alone). */
+const srcPeerEntries = boundaries.peerEntries.filter(({ path }) => path.startsWith('src/'));
+const otelHome = srcPeerEntries.find(({ loads = [] }) => loads.some(isOpenTelemetry));
 
 export default tseslint.config(
   {
@@ -85,48 +91,32 @@ export default tseslint.config(
     rules: { 'no-undef': 'off' },
   },
   {
-    // The core stays framework-free: only the Redis and Postgres stores (types), the BullMQ
-    // inbox, the testing toolkit and the CLI may reach for servers and clients. Only src/otel may
-    // import OpenTelemetry (README: Telemetry).
+    // The core stays framework-free (scripts/boundaries.json): the unrestricted files and the peer
+    // entries aside, no file of src/ imports a framework, a server or a client, not even its
+    // types. Only src/otel may import OpenTelemetry (README: Telemetry).
     files: ['src/**/*.ts'],
-    ignores: [
-      'src/stores/redis.ts',
-      'src/inbox/bullmq.ts',
-      'src/stores/postgres.ts',
-      'src/testing/**',
-      'src/cli/**',
-      'src/otel/**',
-    ],
+    ignores: [...boundaries.unrestricted, ...srcPeerEntries].map(({ path }) => glob(path)),
     rules: {
-      'no-restricted-imports': ['error', { patterns: [...frameworkFree, ...openTelemetryFree] }],
+      'no-restricted-imports': ['error', { patterns: [...frameworkFree(), ...openTelemetryFree] }],
     },
   },
   {
-    files: ['src/otel/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: frameworkFree }] },
-  },
-  {
-    files: ['src/stores/redis.ts', 'src/testing/**/*.ts', 'src/cli/**/*.ts', 'adapters/**/*.ts'],
+    files: [...boundaries.unrestricted.map(({ path }) => glob(path)), 'adapters/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: openTelemetryFree }] },
   },
-  {
-    // schoolhooks/bullmq: BullMQ and ioredis, and still no web framework nor OpenTelemetry.
-    files: ['src/inbox/bullmq.ts'],
+  // Each peer entry: the peers it is built on (or the types it takes), and no other framework.
+  ...srcPeerEntries.map(({ path, subpath, loads = [], typesOf = [] }) => ({
+    files: [glob(path)],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
-            ...frameworks
-              .filter((group) => !/^(?:bullmq|ioredis)(?:\/|$)/.test(group))
-              .map((group) => ({
-                group: [group],
-                message: 'schoolhooks/bullmq is framework-free.',
-              })),
-            ...openTelemetryFree,
+            ...frameworkFree([...loads, ...typesOf], `schoolhooks/${subpath} is framework-free.`),
+            ...(path === otelHome.path ? [] : openTelemetryFree),
           ],
         },
       ],
     },
-  },
+  })),
 );

@@ -10,7 +10,8 @@
  *      `import` and with `require`, and the bin runs (and `listen --ui` serves the inspector's
  *      packed page). An import of an optional peer anywhere in a subpath's graph fails with
  *      ERR_MODULE_NOT_FOUND. A subpath built on peers (`schoolhooks/otel`, `schoolhooks/bullmq`,
- *      `schoolhooks/nestjs`: the peers its bundle imports) fails by naming one while they are
+ *      `schoolhooks/nestjs`) imports exactly the peers scripts/boundaries.json lets it load (the
+ *      manifest eslint and the import test read too), fails by naming one while they are
  *      absent, and loads once they, and only they, are added.
  *   4. The core bundle: `dist/index.js` and its chunks import nothing at runtime but the declared
  *      dependencies (no node: built-in, so Workers can load it), and stay within a gzip budget.
@@ -63,6 +64,8 @@ const FIXTURE_BYTES_BUDGET = 64 * 1024;
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+/** Where the framework-free rule bends: the peers each subpath's bundle may load. */
+const boundaries = JSON.parse(readFileSync(join(root, 'scripts', 'boundaries.json'), 'utf8'));
 
 /** The optional peers, as package.json lists them: the core must never load one. */
 const FRAMEWORKS = Object.entries(pkg.peerDependenciesMeta ?? {})
@@ -248,6 +251,16 @@ async function checkIsolation(tarball) {
       ([subpath, peers]) => `${specifierOf(subpath)} imports ${peers.join(', ')}`,
     ),
   );
+  for (const subpath of subpaths) {
+    const found = builtOnPeers[subpath] ?? [];
+    const allowed = peersAllowed(subpath);
+    if (found.join() !== allowed.join()) {
+      ok = false;
+      lines.push(
+        `${specifierOf(subpath)} imports ${found.join(', ') || 'no peer'}; scripts/boundaries.json allows ${allowed.join(', ') || 'none'}`,
+      );
+    }
+  }
   const specifiers = subpaths.filter((subpath) => !(subpath in builtOnPeers)).map(specifierOf);
   for (const specifier of specifiers) {
     for (const failure of await loadFailures(specifier, options)) {
@@ -354,6 +367,18 @@ async function checkCoreBundle() {
     `${kB(output.contents.byteLength)} minified, ${kB(gzipped)} gzipped (budget ${kB(CORE_GZIP_BUDGET)})`,
     lines,
   );
+}
+
+/**
+ * The peers scripts/boundaries.json lets `subpath`'s bundle import statically, in the order of
+ * package.json's optional peers (as {@link peerSubpaths} lists them).
+ * @returns {string[]}
+ */
+function peersAllowed(subpath) {
+  const loads = boundaries.peerEntries
+    .filter((entry) => entry.subpath === subpath)
+    .flatMap((entry) => entry.loads ?? []);
+  return FRAMEWORKS.filter((peer) => loads.includes(peer));
 }
 
 /**

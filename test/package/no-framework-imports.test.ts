@@ -1,11 +1,10 @@
 /**
  * The core and the adapters import the optional peers of package.json and node:http for their
  * types only: importing `schoolhooks` must never load a framework the user did not install.
- * `src/inbox/bullmq.ts` (`schoolhooks/bullmq`) loads bullmq and ioredis, and `adapters/nestjs.ts`
- * loads Nest (its decorators run when the module is defined), `src/inbox/pg-boss.ts` imports
- * pg-boss when given a connectionString, and nothing else of them; no other
- * scanned file loads them. OpenTelemetry is imported by `src/otel/` alone, not even for types
- * elsewhere.
+ * Where that rule bends (a subpath built on a peer, the toolkit and the CLI, OpenTelemetry's one
+ * home) is written once, in scripts/boundaries.json, which eslint.config.js and
+ * scripts/check-package.mjs read too; this test reads it and checks every file of src/ and
+ * adapters/ against it, and checks the scanner against imports planted below.
  * Read with the TypeScript parser, so type-only imports are told apart from imports that survive
  * compilation.
  */
@@ -15,35 +14,48 @@ import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
+import boundaries from '../../scripts/boundaries.json' with { type: 'json' };
 
 const root = join(import.meta.dirname, '..', '..');
 
-/** The optional peers, as package.json lists them (OpenTelemetry has a test of its own, below). */
+/** Whether `file` is the manifest's `path` (a folder, ending in `/`, holds it). */
+const isUnder = (file: string, path: string): boolean =>
+  path.endsWith('/') ? file.startsWith(path) : file === path;
+
+/** The optional peers, as package.json lists them. */
 const PEERS = Object.entries(pkg.peerDependenciesMeta)
-  .filter(([name, meta]) => meta.optional && !name.startsWith('@opentelemetry/'))
+  .filter(([, meta]) => meta.optional)
   .map(([name]) => name);
 
 const escape = (name: string) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
-/** Modules only types may come from: the optional peers, their subpaths, and Node's HTTP servers. */
+/** A module name of the manifest as a pattern: `@hono/*` is any package of the scope. */
+const pattern = (name: string) => escape(name).replace('\\*', '[^/]+');
+
+/** Modules only types may come from: the optional peers and the servers, with their subpaths. */
 const FORBIDDEN = new RegExp(
-  `^(?:${[...PEERS.map(escape), '@hono\\/[^/]+', '(?:node:)?https?', '(?:node:)?http2'].join('|')})(?:\\/.*)?$`,
+  `^(?:${[...PEERS, ...boundaries.servers].map(pattern).join('|')})(?:\\/.*)?$`,
 );
 
 /** The module of `schoolhooks/bullmq`, by any relative path: loading it loads bullmq. */
 const BULLMQ_ENTRY = /(?:^|\/)inbox\/bullmq(?:\.js)?$|^\.\/bullmq(?:\.js)?$/;
 
-/** What an entry of an optional peer may load at runtime, beyond what the core may. */
-const PEER_ENTRIES: Readonly<Record<string, RegExp>> = {
-  'src/inbox/bullmq.ts': /^(?:bullmq|ioredis)$/,
-  'adapters/nestjs.ts': /^@nestjs\/(?:common|core)$/,
-  // With import(), only for a connectionString: schoolhooks/postgres loads without pg-boss
-  // (the package gate checks it).
-  'src/inbox/pg-boss.ts': /^pg-boss$/,
-};
+interface PeerEntry {
+  path: string;
+  loads?: string[];
+  loadsWithImportCall?: string[];
+}
 
-/** Where servers and clients are allowed: the Redis store (docs/stores.md), the toolkit and the CLI. */
-const EXEMPT = ['src/stores/redis.ts', 'src/testing/', 'src/cli/'];
+/** The peers `file` may load at runtime: statically, and with `import()`. */
+function allowedPeers(file: string | undefined): { loads: string[]; called: string[] } {
+  const entry = (boundaries.peerEntries as PeerEntry[]).find(
+    ({ path }) => file !== undefined && isUnder(file, path),
+  );
+  return { loads: entry?.loads ?? [], called: entry?.loadsWithImportCall ?? [] };
+}
+
+/** Where servers and clients are allowed (the manifest's `unrestricted`). */
+const EXEMPT = boundaries.unrestricted.map(({ path }) => path);
 
 /** The TypeScript files of `src/` and `adapters/`, repo-relative. */
 function sourceFiles(): string[] {
@@ -61,49 +73,59 @@ function sourceFiles(): string[] {
 
 /** The files that must stay framework-free. */
 function coreFiles(): string[] {
-  return sourceFiles().filter(
-    (file) => !EXEMPT.some((exempt) => file === exempt || file.startsWith(exempt)),
-  );
+  return sourceFiles().filter((file) => !EXEMPT.some((exempt) => isUnder(file, exempt)));
 }
 
-/** Where OpenTelemetry may be imported. */
-const OPEN_TELEMETRY_HOME = 'src/otel/';
+/** Where OpenTelemetry may be imported: the peer entry that loads it. */
+const OPEN_TELEMETRY_HOME = (boundaries.peerEntries as PeerEntry[]).find(({ loads }) =>
+  loads?.some((name) => name.startsWith(boundaries.openTelemetry)),
+)!.path;
 
 /**
  * The module specifiers a file loads at runtime. Under `verbatimModuleSyntax` only a whole
  * `import type` / `export type` disappears: `import { type A } from 'x'` still compiles to
  * `import {} from 'x'`, which loads `x`.
  */
-function runtimeImports(source: string, fileName = 'file.ts', withTypes = false): string[] {
+function runtimeImports(source: string, fileName = 'file.ts', withTypes = false): Imported[] {
   const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true);
-  const found: string[] = [];
+  const found: Imported[] = [];
   const visit = (node: ts.Node): void => {
     if (ts.isImportDeclaration(node) && (withTypes || !node.importClause?.isTypeOnly)) {
-      found.push(specifier(node.moduleSpecifier));
+      found.push({ name: specifier(node.moduleSpecifier), importCall: false });
     } else if (
       ts.isExportDeclaration(node) &&
       node.moduleSpecifier &&
       (withTypes || !node.isTypeOnly)
     ) {
-      found.push(specifier(node.moduleSpecifier));
+      found.push({ name: specifier(node.moduleSpecifier), importCall: false });
     } else if (
       ts.isImportEqualsDeclaration(node) &&
       (withTypes || !node.isTypeOnly) &&
       ts.isExternalModuleReference(node.moduleReference)
     ) {
-      found.push(specifier(node.moduleReference.expression));
+      found.push({ name: specifier(node.moduleReference.expression), importCall: false });
     } else if (ts.isCallExpression(node) && node.arguments.length > 0) {
       const isImport = node.expression.kind === ts.SyntaxKind.ImportKeyword;
       const isRequire = ts.isIdentifier(node.expression) && node.expression.text === 'require';
-      if (isImport || isRequire) found.push(specifier(node.arguments[0]!));
+      if (isImport || isRequire) {
+        found.push({ name: specifier(node.arguments[0]!), importCall: isImport });
+      }
     } else if (withTypes && ts.isImportTypeNode(node)) {
       const { argument } = node;
-      if (ts.isLiteralTypeNode(argument)) found.push(specifier(argument.literal));
+      if (ts.isLiteralTypeNode(argument)) {
+        found.push({ name: specifier(argument.literal), importCall: false });
+      }
     }
     ts.forEachChild(node, visit);
   };
   visit(file);
   return found;
+}
+
+/** A module a file imports, and whether with `import()`. */
+interface Imported {
+  name: string;
+  importCall: boolean;
 }
 
 function specifier(node: ts.Node): string {
@@ -112,12 +134,16 @@ function specifier(node: ts.Node): string {
 }
 
 function forbiddenImports(source: string, fileName?: string): string[] {
-  const allowed = fileName === undefined ? undefined : PEER_ENTRIES[fileName];
-  return runtimeImports(source, fileName).filter(
-    (name) =>
-      ((FORBIDDEN.test(name) || BULLMQ_ENTRY.test(name)) && !allowed?.test(name)) ||
-      name.startsWith('<computed'),
-  );
+  const { loads, called } = allowedPeers(fileName);
+  return runtimeImports(source, fileName)
+    .filter(
+      ({ name, importCall }) =>
+        ((FORBIDDEN.test(name) || BULLMQ_ENTRY.test(name)) &&
+          !loads.includes(name) &&
+          !(importCall && called.includes(name))) ||
+        name.startsWith('<computed'),
+    )
+    .map(({ name }) => name);
 }
 
 describe('the core and the adapters', () => {
@@ -147,9 +173,9 @@ describe('the core and the adapters', () => {
 
 /** Every import of OpenTelemetry in a file, type-only ones included. */
 function openTelemetryImports(source: string, fileName?: string): string[] {
-  return runtimeImports(source, fileName, true).filter((name) =>
-    name.startsWith('@opentelemetry/'),
-  );
+  return runtimeImports(source, fileName, true)
+    .map(({ name }) => name)
+    .filter((name) => name.startsWith(boundaries.openTelemetry));
 }
 
 describe('OpenTelemetry', () => {
@@ -240,6 +266,47 @@ describe('the import scanner', () => {
     expect(forbiddenImports("import { Queue } from 'bullmq';", 'src/inbox/index.ts')).toEqual([
       'bullmq',
     ]);
+  });
+
+  it('lets schoolhooks/postgres load pg-boss with import() only', () => {
+    const entry = 'src/inbox/pg-boss.ts';
+    expect(forbiddenImports("const { PgBoss } = await import('pg-boss');", entry)).toEqual([]);
+    expect(forbiddenImports("import { PgBoss } from 'pg-boss';", entry)).toEqual(['pg-boss']);
+    expect(forbiddenImports("const pg = await import('pg');", entry)).toEqual(['pg']);
+    expect(forbiddenImports("const { PgBoss } = await import('pg-boss');", 'src/index.ts')).toEqual(
+      ['pg-boss'],
+    );
+  });
+
+  it('lets src/otel load OpenTelemetry, and no other file', () => {
+    expect(
+      forbiddenImports("import { trace } from '@opentelemetry/api';", 'src/otel/index.ts'),
+    ).toEqual([]);
+    expect(forbiddenImports("import express from 'express';", 'src/otel/index.ts')).toEqual([
+      'express',
+    ]);
+    expect(
+      forbiddenImports("import { trace } from '@opentelemetry/api';", 'src/telemetry.ts'),
+    ).toEqual(['@opentelemetry/api']);
+  });
+
+  it('names in its manifest only files that exist and peers package.json lists', () => {
+    const files = sourceFiles();
+    for (const { path } of [...boundaries.unrestricted, ...boundaries.peerEntries]) {
+      expect(
+        files.some((file) => isUnder(file, path)),
+        path,
+      ).toBe(true);
+    }
+    for (const entry of boundaries.peerEntries as (PeerEntry & { typesOf?: string[] })[]) {
+      for (const peer of [
+        ...(entry.loads ?? []),
+        ...(entry.loadsWithImportCall ?? []),
+        ...(entry.typesOf ?? []),
+      ]) {
+        expect(PEERS, `${entry.path}: ${peer}`).toContain(peer);
+      }
+    }
   });
 
   it('flags an import whose specifier it cannot read', () => {
