@@ -6,229 +6,229 @@ import type { FixedEventName } from './index.js';
 
 const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function check49(v) {
+function UserSignedUp_data_user_profile_avatar_id(v) {
   if (!(!(!(Number.isInteger(v)) || (v < -9007199254740991 || v > 9007199254740991)) || !(!(typeof v === 'string')))) return false;
   return true;
 }
 
-function check27(v) {
+function UserSignedUp_data_user_profile(v) {
   if (!(isObject(v))) return false;
   if (v.id === undefined) return false;
   {
-    const v28 = v.id;
-    if (v28 !== undefined) {
-      if (!(Number.isInteger(v28))) return false;
-      if ((v28 < -9007199254740991 || v28 > 9007199254740991)) return false;
+    const v1 = v.id;
+    if (v1 !== undefined) {
+      if (!(Number.isInteger(v1))) return false;
+      if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
     }
   }
   {
-    const v29 = v.createdAt;
-    if (v29 !== undefined) {
-      if (!(typeof v29 === 'string')) return false;
+    const v1 = v.createdAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v30 = v.updatedAt;
-    if (v30 !== undefined) {
-      if (!(typeof v30 === 'string')) return false;
+    const v1 = v.updatedAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v31 = v.deletedAt;
-    if (v31 !== undefined) {
-      if (v31 !== null) {
-        if (!(typeof v31 === 'string')) return false;
+    const v1 = v.deletedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v32 = v.archivedAt;
-    if (v32 !== undefined) {
-      if (v32 !== null) {
-        if (!(typeof v32 === 'string')) return false;
+    const v1 = v.archivedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v33 = v.userId;
-    if (v33 !== undefined) {
-      if (v33 !== null) {
-        if (!(Number.isInteger(v33))) return false;
-        if ((v33 < -9007199254740991 || v33 > 9007199254740991)) return false;
+    const v1 = v.userId;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(Number.isInteger(v1))) return false;
+        if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
       }
     }
   }
   {
-    const v34 = v.official;
-    if (v34 !== undefined) {
-      if (!(typeof v34 === 'boolean')) return false;
+    const v1 = v.official;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean')) return false;
     }
   }
   {
-    const v35 = v.firstName;
-    if (v35 !== undefined) {
-      if (!(typeof v35 === 'string' || v35 === null)) return false;
+    const v1 = v.firstName;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v36 = v.lastName;
-    if (v36 !== undefined) {
-      if (!(typeof v36 === 'string' || v36 === null)) return false;
+    const v1 = v.lastName;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v37 = v.fullName;
-    if (v37 !== undefined) {
-      if (!(typeof v37 === 'string' || v37 === null)) return false;
+    const v1 = v.fullName;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v38 = v.fullNameShort;
-    if (v38 !== undefined) {
-      if (!(typeof v38 === 'string' || v38 === null)) return false;
+    const v1 = v.fullNameShort;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v39 = v.bdate;
-    if (v39 !== undefined) {
-      if (!(typeof v39 === 'string' || v39 === null)) return false;
+    const v1 = v.bdate;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v40 = v.sex;
-    if (v40 !== undefined) {
-      if (v40 !== null) {
-        if (!(typeof v40 === 'string')) return false;
+    const v1 = v.sex;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v41 = v.role;
-    if (v41 !== undefined) {
-      if (v41 !== null) {
-        if (!(typeof v41 === 'string')) return false;
+    const v1 = v.role;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v42 = v.country;
-    if (v42 !== undefined) {
-      if (!(typeof v42 === 'string' || v42 === null)) return false;
+    const v1 = v.country;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v43 = v.city;
-    if (v43 !== undefined) {
-      if (!(typeof v43 === 'string' || v43 === null)) return false;
+    const v1 = v.city;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v44 = v.status;
-    if (v44 !== undefined) {
-      if (!(typeof v44 === 'string' || v44 === null)) return false;
+    const v1 = v.status;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v45 = v.title;
-    if (v45 !== undefined) {
-      if (!(typeof v45 === 'string' || v45 === null)) return false;
+    const v1 = v.title;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v46 = v.emojiTitle;
-    if (v46 !== undefined) {
-      if (!(typeof v46 === 'string' || v46 === null)) return false;
+    const v1 = v.emojiTitle;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v47 = v.avatar;
-    if (v47 !== undefined) {
-      if (!(isObject(v47))) return false;
-      if (v47.id === undefined) return false;
+    const v1 = v.avatar;
+    if (v1 !== undefined) {
+      if (!(isObject(v1))) return false;
+      if (v1.id === undefined) return false;
       {
-        const v48 = v47.id;
-        if (v48 !== undefined) {
-          if (!check49(v48)) return false;
+        const v2 = v1.id;
+        if (v2 !== undefined) {
+          if (!UserSignedUp_data_user_profile_avatar_id(v2)) return false;
         }
       }
       {
-        const v50 = v47.small;
-        if (v50 !== undefined) {
-          if (!(typeof v50 === 'string')) return false;
+        const v2 = v1.small;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
       {
-        const v51 = v47.medium;
-        if (v51 !== undefined) {
-          if (!(typeof v51 === 'string')) return false;
+        const v2 = v1.medium;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
       {
-        const v52 = v47.maximum;
-        if (v52 !== undefined) {
-          if (!(typeof v52 === 'string')) return false;
+        const v2 = v1.maximum;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
     }
   }
   {
-    const v53 = v.titleState;
-    if (v53 !== undefined) {
-      if (!(isObject(v53))) return false;
+    const v1 = v.titleState;
+    if (v1 !== undefined) {
+      if (!(isObject(v1))) return false;
       {
-        const v54 = v53.manualTitle;
-        if (v54 !== undefined) {
-          if (!(typeof v54 === 'string' || v54 === null)) return false;
+        const v2 = v1.manualTitle;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string' || v2 === null)) return false;
         }
       }
       {
-        const v55 = v53.manualEmojiTitle;
-        if (v55 !== undefined) {
-          if (!(typeof v55 === 'string' || v55 === null)) return false;
+        const v2 = v1.manualEmojiTitle;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string' || v2 === null)) return false;
         }
       }
       {
-        const v56 = v53.manualNextTitle;
-        if (v56 !== undefined) {
-          if (!(typeof v56 === 'string' || v56 === null)) return false;
+        const v2 = v1.manualNextTitle;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string' || v2 === null)) return false;
         }
       }
       {
-        const v57 = v53.manualNextEmojiTitle;
-        if (v57 !== undefined) {
-          if (!(typeof v57 === 'string' || v57 === null)) return false;
+        const v2 = v1.manualNextEmojiTitle;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string' || v2 === null)) return false;
         }
       }
       {
-        const v58 = v53.manualExpiredAt;
-        if (v58 !== undefined) {
-          if (v58 !== null) {
-            if (!(typeof v58 === 'string')) return false;
+        const v2 = v1.manualExpiredAt;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
       }
       {
-        const v59 = v53.locationTitle;
-        if (v59 !== undefined) {
-          if (!(typeof v59 === 'string' || v59 === null)) return false;
+        const v2 = v1.locationTitle;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string' || v2 === null)) return false;
         }
       }
       {
-        const v60 = v53.locationEmojiTitle;
-        if (v60 !== undefined) {
-          if (!(typeof v60 === 'string' || v60 === null)) return false;
+        const v2 = v1.locationEmojiTitle;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string' || v2 === null)) return false;
         }
       }
       {
-        const v61 = v53.achievementTitle;
-        if (v61 !== undefined) {
-          if (!(typeof v61 === 'string' || v61 === null)) return false;
+        const v2 = v1.achievementTitle;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string' || v2 === null)) return false;
         }
       }
       {
-        const v62 = v53.achievementEmojiTitle;
-        if (v62 !== undefined) {
-          if (!(typeof v62 === 'string' || v62 === null)) return false;
+        const v2 = v1.achievementEmojiTitle;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string' || v2 === null)) return false;
         }
       }
     }
@@ -236,296 +236,296 @@ function check27(v) {
   return true;
 }
 
-function check2(v) {
+function UserSignedUp_data_user(v) {
   if (!(isObject(v))) return false;
   if (v.id === undefined) return false;
   {
-    const v3 = v.id;
-    if (v3 !== undefined) {
-      if (!(Number.isInteger(v3))) return false;
-      if ((v3 < -9007199254740991 || v3 > 9007199254740991)) return false;
+    const v1 = v.id;
+    if (v1 !== undefined) {
+      if (!(Number.isInteger(v1))) return false;
+      if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
     }
   }
   {
-    const v4 = v.createdAt;
-    if (v4 !== undefined) {
-      if (!(typeof v4 === 'string')) return false;
+    const v1 = v.createdAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v5 = v.updatedAt;
-    if (v5 !== undefined) {
-      if (!(typeof v5 === 'string')) return false;
+    const v1 = v.updatedAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v6 = v.deletedAt;
-    if (v6 !== undefined) {
-      if (v6 !== null) {
-        if (!(typeof v6 === 'string')) return false;
+    const v1 = v.deletedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v7 = v.archivedAt;
-    if (v7 !== undefined) {
-      if (v7 !== null) {
-        if (!(typeof v7 === 'string')) return false;
+    const v1 = v.archivedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v8 = v.uuid;
-    if (v8 !== undefined) {
-      if (!(typeof v8 === 'string')) return false;
+    const v1 = v.uuid;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v9 = v.status;
-    if (v9 !== undefined) {
-      if (!(typeof v9 === 'string')) return false;
+    const v1 = v.status;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v10 = v.active;
-    if (v10 !== undefined) {
-      if (!(typeof v10 === 'boolean')) return false;
+    const v1 = v.active;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean')) return false;
     }
   }
   {
-    const v11 = v.activated;
-    if (v11 !== undefined) {
-      if (!(typeof v11 === 'boolean')) return false;
+    const v1 = v.activated;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean')) return false;
     }
   }
   {
-    const v12 = v.banned;
-    if (v12 !== undefined) {
-      if (!(typeof v12 === 'boolean')) return false;
+    const v1 = v.banned;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean')) return false;
     }
   }
   {
-    const v13 = v.alive;
-    if (v13 !== undefined) {
-      if (!(typeof v13 === 'boolean' || v13 === null)) return false;
+    const v1 = v.alive;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean' || v1 === null)) return false;
     }
   }
   {
-    const v14 = v.domain;
-    if (v14 !== undefined) {
-      if (!(typeof v14 === 'string')) return false;
+    const v1 = v.domain;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v15 = v.email;
-    if (v15 !== undefined) {
-      if (!(typeof v15 === 'string' || v15 === null)) return false;
+    const v1 = v.email;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v16 = v.phone;
-    if (v16 !== undefined) {
-      if (!(typeof v16 === 'string' || v16 === null)) return false;
+    const v1 = v.phone;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v17 = v.tgId;
-    if (v17 !== undefined) {
-      if (!(Number.isFinite(v17) || v17 === null)) return false;
+    const v1 = v.tgId;
+    if (v1 !== undefined) {
+      if (!(Number.isFinite(v1) || v1 === null)) return false;
     }
   }
   {
-    const v18 = v.vkId;
-    if (v18 !== undefined) {
-      if (!(Number.isFinite(v18) || typeof v18 === 'string' || v18 === null)) return false;
+    const v1 = v.vkId;
+    if (v1 !== undefined) {
+      if (!(Number.isFinite(v1) || typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v19 = v.appleId;
-    if (v19 !== undefined) {
-      if (!(typeof v19 === 'string' || v19 === null)) return false;
+    const v1 = v.appleId;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v20 = v.extId;
-    if (v20 !== undefined) {
-      if (!(typeof v20 === 'string' || Number.isFinite(v20) || v20 === null)) return false;
+    const v1 = v.extId;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || Number.isFinite(v1) || v1 === null)) return false;
     }
   }
   {
-    const v21 = v.schoolId;
-    if (v21 !== undefined) {
-      if (v21 !== null) {
-        if (!(Number.isInteger(v21))) return false;
-        if ((v21 < -9007199254740991 || v21 > 9007199254740991)) return false;
+    const v1 = v.schoolId;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(Number.isInteger(v1))) return false;
+        if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
       }
     }
   }
   {
-    const v22 = v.language;
-    if (v22 !== undefined) {
-      if (v22 !== null) {
-        if (!(typeof v22 === 'string')) return false;
+    const v1 = v.language;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v23 = v.timezone;
-    if (v23 !== undefined) {
-      if (!(Number.isFinite(v23) || typeof v23 === 'string' || v23 === null)) return false;
+    const v1 = v.timezone;
+    if (v1 !== undefined) {
+      if (!(Number.isFinite(v1) || typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v24 = v.lastOnlineAt;
-    if (v24 !== undefined) {
-      if (v24 !== null) {
-        if (!(typeof v24 === 'string')) return false;
+    const v1 = v.lastOnlineAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v25 = v.isSleepingNow;
-    if (v25 !== undefined) {
-      if (!(typeof v25 === 'boolean')) return false;
+    const v1 = v.isSleepingNow;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean')) return false;
     }
   }
   {
-    const v26 = v.profile;
-    if (v26 !== undefined) {
-      if (v26 !== null) {
-        if (!check27(v26)) return false;
+    const v1 = v.profile;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_user_profile(v1)) return false;
       }
     }
   }
   {
-    const v63 = v.school;
-    if (v63 !== undefined) {
-      if (v63 !== null) {
-        if (!(isObject(v63))) return false;
-        if (v63.id === undefined) return false;
+    const v1 = v.school;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(isObject(v1))) return false;
+        if (v1.id === undefined) return false;
         {
-          const v64 = v63.id;
-          if (v64 !== undefined) {
-            if (!(Number.isInteger(v64))) return false;
-            if ((v64 < -9007199254740991 || v64 > 9007199254740991)) return false;
+          const v2 = v1.id;
+          if (v2 !== undefined) {
+            if (!(Number.isInteger(v2))) return false;
+            if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
           }
         }
         {
-          const v65 = v63.createdAt;
-          if (v65 !== undefined) {
-            if (!(typeof v65 === 'string')) return false;
+          const v2 = v1.createdAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v66 = v63.updatedAt;
-          if (v66 !== undefined) {
-            if (!(typeof v66 === 'string')) return false;
+          const v2 = v1.updatedAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v67 = v63.deletedAt;
-          if (v67 !== undefined) {
-            if (v67 !== null) {
-              if (!(typeof v67 === 'string')) return false;
+          const v2 = v1.deletedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
             }
           }
         }
         {
-          const v68 = v63.archivedAt;
-          if (v68 !== undefined) {
-            if (v68 !== null) {
-              if (!(typeof v68 === 'string')) return false;
+          const v2 = v1.archivedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
             }
           }
         }
         {
-          const v69 = v63.name;
-          if (v69 !== undefined) {
-            if (!(typeof v69 === 'string')) return false;
+          const v2 = v1.name;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v70 = v63.description;
-          if (v70 !== undefined) {
-            if (!(typeof v70 === 'string' || v70 === null)) return false;
+          const v2 = v1.description;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v71 = v63.segment;
-          if (v71 !== undefined) {
-            if (!(typeof v71 === 'string')) return false;
+          const v2 = v1.segment;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v72 = v63.accessType;
-          if (v72 !== undefined) {
-            if (!(typeof v72 === 'string')) return false;
+          const v2 = v1.accessType;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v73 = v63.domainType;
-          if (v73 !== undefined) {
-            if (!(typeof v73 === 'string')) return false;
+          const v2 = v1.domainType;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v74 = v63.baseDomain;
-          if (v74 !== undefined) {
-            if (!(typeof v74 === 'string')) return false;
+          const v2 = v1.baseDomain;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v75 = v63.customDomain;
-          if (v75 !== undefined) {
-            if (!(typeof v75 === 'string' || v75 === null)) return false;
+          const v2 = v1.customDomain;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v76 = v63.domain;
-          if (v76 !== undefined) {
-            if (!(typeof v76 === 'string' || v76 === null)) return false;
+          const v2 = v1.domain;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v77 = v63.fqdn;
-          if (v77 !== undefined) {
-            if (!(typeof v77 === 'string' || v77 === null)) return false;
+          const v2 = v1.fqdn;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v78 = v63.baseFqdn;
-          if (v78 !== undefined) {
-            if (!(typeof v78 === 'string' || v78 === null)) return false;
+          const v2 = v1.baseFqdn;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v79 = v63.publicUrl;
-          if (v79 !== undefined) {
-            if (!(typeof v79 === 'string' || v79 === null)) return false;
+          const v2 = v1.publicUrl;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v80 = v63.iconUrl;
-          if (v80 !== undefined) {
-            if (!(typeof v80 === 'string' || v80 === null)) return false;
+          const v2 = v1.iconUrl;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v81 = v63.active;
-          if (v81 !== undefined) {
-            if (!(typeof v81 === 'boolean')) return false;
+          const v2 = v1.active;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean')) return false;
           }
         }
         {
-          const v82 = v63.isPublic;
-          if (v82 !== undefined) {
-            if (!(typeof v82 === 'boolean' || v82 === null)) return false;
+          const v2 = v1.isPublic;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean' || v2 === null)) return false;
           }
         }
         {
-          const v83 = v63.isPrivate;
-          if (v83 !== undefined) {
-            if (!(typeof v83 === 'boolean' || v83 === null)) return false;
+          const v2 = v1.isPrivate;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean' || v2 === null)) return false;
           }
         }
       }
@@ -534,126 +534,126 @@ function check2(v) {
   return true;
 }
 
-function check89(v) {
+function UserSignedUp_data_states_utmSignupParams(v) {
   if (!(isObject(v))) return false;
   {
-    const v90 = v.utm_source;
-    if (v90 !== undefined) {
-      if (!(typeof v90 === 'string')) return false;
+    const v1 = v.utm_source;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v91 = v.utm_medium;
-    if (v91 !== undefined) {
-      if (!(typeof v91 === 'string')) return false;
+    const v1 = v.utm_medium;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v92 = v.utm_campaign;
-    if (v92 !== undefined) {
-      if (!(typeof v92 === 'string')) return false;
+    const v1 = v.utm_campaign;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v93 = v.utm_term;
-    if (v93 !== undefined) {
-      if (!(typeof v93 === 'string')) return false;
+    const v1 = v.utm_term;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v94 = v.utm_content;
-    if (v94 !== undefined) {
-      if (!(typeof v94 === 'string')) return false;
+    const v1 = v.utm_content;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v95 = v.gclid;
-    if (v95 !== undefined) {
-      if (!(typeof v95 === 'string')) return false;
+    const v1 = v.gclid;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v96 = v.fbclid;
-    if (v96 !== undefined) {
-      if (!(typeof v96 === 'string')) return false;
+    const v1 = v.fbclid;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v97 = v.yclid;
-    if (v97 !== undefined) {
-      if (!(typeof v97 === 'string')) return false;
+    const v1 = v.yclid;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v98 = v.referrer;
-    if (v98 !== undefined) {
-      if (!(typeof v98 === 'string')) return false;
+    const v1 = v.referrer;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v99 = v.aff_id;
-    if (v99 !== undefined) {
-      if (!(typeof v99 === 'string')) return false;
+    const v1 = v.aff_id;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v100 = v.sub_id;
-    if (v100 !== undefined) {
-      if (!(typeof v100 === 'string')) return false;
+    const v1 = v.sub_id;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v101 = v.track_id;
-    if (v101 !== undefined) {
-      if (!(typeof v101 === 'string')) return false;
+    const v1 = v.track_id;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   return true;
 }
 
-function check87(v) {
+function UserSignedUp_data_states(v) {
   if (!(isObject(v))) return false;
   {
-    const v88 = v.utmSignupParams;
-    if (v88 !== undefined) {
-      if (v88 !== null) {
-        if (!check89(v88)) return false;
+    const v1 = v.utmSignupParams;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states_utmSignupParams(v1)) return false;
       }
     }
   }
   {
-    const v102 = v.utmEnrollParams;
-    if (v102 !== undefined) {
-      if (v102 !== null) {
-        if (!check89(v102)) return false;
+    const v1 = v.utmEnrollParams;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states_utmSignupParams(v1)) return false;
       }
     }
   }
   return true;
 }
 
-function check0(v) {
+function UserSignedUp_data(v) {
   if (!(isObject(v))) return false;
   if (v.user === undefined) return false;
   {
     const v1 = v.user;
     if (v1 !== undefined) {
-      if (!check2(v1)) return false;
+      if (!UserSignedUp_data_user(v1)) return false;
     }
   }
   {
-    const v84 = v.profile;
-    if (v84 !== undefined) {
-      if (v84 !== null) {
-        if (!check27(v84)) return false;
+    const v1 = v.profile;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_user_profile(v1)) return false;
       }
     }
   }
   {
-    const v86 = v.states;
-    if (v86 !== undefined) {
-      if (v86 !== null) {
-        if (!check87(v86)) return false;
+    const v1 = v.states;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states(v1)) return false;
       }
     }
   }
@@ -661,12 +661,12 @@ function check0(v) {
 }
 
 function UserSignedUp(v) {
-  if (!check0(v)) return false;
+  if (!UserSignedUp_data(v)) return false;
   return true;
 }
 
 function UserAcquainted(v) {
-  if (!check0(v)) return false;
+  if (!UserSignedUp_data(v)) return false;
   return true;
 }
 
@@ -675,30 +675,30 @@ function UserTgConnected(v) {
   if (v.user === undefined) return false;
   if (v.prevTgId === undefined) return false;
   {
-    const v105 = v.user;
-    if (v105 !== undefined) {
-      if (!check2(v105)) return false;
+    const v1 = v.user;
+    if (v1 !== undefined) {
+      if (!UserSignedUp_data_user(v1)) return false;
     }
   }
   {
-    const v107 = v.profile;
-    if (v107 !== undefined) {
-      if (v107 !== null) {
-        if (!check27(v107)) return false;
+    const v1 = v.profile;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_user_profile(v1)) return false;
       }
     }
   }
   {
-    const v109 = v.prevTgId;
-    if (v109 !== undefined) {
-      if (!(Number.isFinite(v109) || v109 === null)) return false;
+    const v1 = v.prevTgId;
+    if (v1 !== undefined) {
+      if (!(Number.isFinite(v1) || v1 === null)) return false;
     }
   }
   {
-    const v110 = v.states;
-    if (v110 !== undefined) {
-      if (v110 !== null) {
-        if (!check87(v110)) return false;
+    const v1 = v.states;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states(v1)) return false;
       }
     }
   }
@@ -709,389 +709,389 @@ function UserCreatedViaLms(v) {
   if (!(isObject(v))) return false;
   if (v.user === undefined) return false;
   {
-    const v112 = v.user;
-    if (v112 !== undefined) {
-      if (!check2(v112)) return false;
+    const v1 = v.user;
+    if (v1 !== undefined) {
+      if (!UserSignedUp_data_user(v1)) return false;
     }
   }
   {
-    const v114 = v.profile;
-    if (v114 !== undefined) {
-      if (v114 !== null) {
-        if (!check27(v114)) return false;
+    const v1 = v.profile;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_user_profile(v1)) return false;
       }
     }
   }
   {
-    const v116 = v.states;
-    if (v116 !== undefined) {
-      if (v116 !== null) {
-        if (!check87(v116)) return false;
+    const v1 = v.states;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states(v1)) return false;
       }
     }
   }
   return true;
 }
 
-function check133(v) {
+function CourseProgressChanged_course_tags_items(v) {
   if (!(typeof v === 'string')) return false;
   return true;
 }
 
-function check136(v) {
+function CourseProgressChanged_course_seoTags(v) {
   if (!(Array.isArray(v))) return false;
   return true;
 }
 
-function check121(v) {
+function CourseProgressChanged_course(v) {
   if (!(isObject(v))) return false;
   if (v.id === undefined) return false;
   {
-    const v122 = v.id;
-    if (v122 !== undefined) {
-      if (!(Number.isInteger(v122))) return false;
-      if ((v122 < -9007199254740991 || v122 > 9007199254740991)) return false;
+    const v1 = v.id;
+    if (v1 !== undefined) {
+      if (!(Number.isInteger(v1))) return false;
+      if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
     }
   }
   {
-    const v123 = v.createdAt;
-    if (v123 !== undefined) {
-      if (!(typeof v123 === 'string')) return false;
+    const v1 = v.createdAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v124 = v.updatedAt;
-    if (v124 !== undefined) {
-      if (!(typeof v124 === 'string')) return false;
+    const v1 = v.updatedAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v125 = v.deletedAt;
-    if (v125 !== undefined) {
-      if (v125 !== null) {
-        if (!(typeof v125 === 'string')) return false;
+    const v1 = v.deletedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v126 = v.archivedAt;
-    if (v126 !== undefined) {
-      if (v126 !== null) {
-        if (!(typeof v126 === 'string')) return false;
+    const v1 = v.archivedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v127 = v.type;
-    if (v127 !== undefined) {
-      if (!(typeof v127 === 'string')) return false;
+    const v1 = v.type;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v128 = v.productId;
-    if (v128 !== undefined) {
-      if (v128 !== null) {
-        if (!(Number.isInteger(v128))) return false;
-        if ((v128 < -9007199254740991 || v128 > 9007199254740991)) return false;
+    const v1 = v.productId;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(Number.isInteger(v1))) return false;
+        if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
       }
     }
   }
   {
-    const v129 = v.name;
-    if (v129 !== undefined) {
-      if (!(typeof v129 === 'string')) return false;
+    const v1 = v.name;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v130 = v.description;
-    if (v130 !== undefined) {
-      if (!(typeof v130 === 'string')) return false;
+    const v1 = v.description;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v131 = v.alias;
-    if (v131 !== undefined) {
-      if (!(typeof v131 === 'string' || v131 === null)) return false;
+    const v1 = v.alias;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v132 = v.tags;
-    if (v132 !== undefined) {
-      if (!(Array.isArray(v132))) return false;
-      if (true) for (let i134 = 0; i134 < v132.length; i134++) if (!check133(v132[i134])) return false;
+    const v1 = v.tags;
+    if (v1 !== undefined) {
+      if (!(Array.isArray(v1))) return false;
+      if (true) for (let i = 0; i < v1.length; i++) if (!CourseProgressChanged_course_tags_items(v1[i])) return false;
     }
   }
   {
-    const v135 = v.seoTags;
-    if (v135 !== undefined) {
-      if (!check136(v135)) return false;
+    const v1 = v.seoTags;
+    if (v1 !== undefined) {
+      if (!CourseProgressChanged_course_seoTags(v1)) return false;
     }
   }
   {
-    const v137 = v.image;
-    if (v137 !== undefined) {
-      if (v137 !== null) {
-        if (!(isObject(v137))) return false;
+    const v1 = v.image;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(isObject(v1))) return false;
       }
     }
   }
   {
-    const v138 = v.settings;
-    if (v138 !== undefined) {
-      if (!(isObject(v138))) return false;
+    const v1 = v.settings;
+    if (v1 !== undefined) {
+      if (!(isObject(v1))) return false;
     }
   }
   {
-    const v139 = v.order;
-    if (v139 !== undefined) {
-      if (!(Number.isFinite(v139))) return false;
+    const v1 = v.order;
+    if (v1 !== undefined) {
+      if (!(Number.isFinite(v1))) return false;
     }
   }
   {
-    const v140 = v.isBundle;
-    if (v140 !== undefined) {
-      if (!(typeof v140 === 'boolean' || v140 === null)) return false;
+    const v1 = v.isBundle;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean' || v1 === null)) return false;
     }
   }
   return true;
 }
 
-function check142(v) {
+function CourseProgressChanged_product(v) {
   if (!(isObject(v))) return false;
   if (v.id === undefined) return false;
   {
-    const v143 = v.id;
-    if (v143 !== undefined) {
-      if (!(Number.isInteger(v143))) return false;
-      if ((v143 < -9007199254740991 || v143 > 9007199254740991)) return false;
+    const v1 = v.id;
+    if (v1 !== undefined) {
+      if (!(Number.isInteger(v1))) return false;
+      if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
     }
   }
   {
-    const v144 = v.createdAt;
-    if (v144 !== undefined) {
-      if (!(typeof v144 === 'string')) return false;
+    const v1 = v.createdAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v145 = v.updatedAt;
-    if (v145 !== undefined) {
-      if (!(typeof v145 === 'string')) return false;
+    const v1 = v.updatedAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v146 = v.deletedAt;
-    if (v146 !== undefined) {
-      if (v146 !== null) {
-        if (!(typeof v146 === 'string')) return false;
+    const v1 = v.deletedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v147 = v.archivedAt;
-    if (v147 !== undefined) {
-      if (v147 !== null) {
-        if (!(typeof v147 === 'string')) return false;
+    const v1 = v.archivedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v148 = v.sellerId;
-    if (v148 !== undefined) {
-      if (!(Number.isInteger(v148))) return false;
-      if ((v148 < -9007199254740991 || v148 > 9007199254740991)) return false;
+    const v1 = v.sellerId;
+    if (v1 !== undefined) {
+      if (!(Number.isInteger(v1))) return false;
+      if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
     }
   }
   {
-    const v149 = v.type;
-    if (v149 !== undefined) {
-      if (!(typeof v149 === 'string')) return false;
+    const v1 = v.type;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v150 = v.status;
-    if (v150 !== undefined) {
-      if (v150 !== null) {
-        if (!(typeof v150 === 'string')) return false;
+    const v1 = v.status;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v151 = v.currency;
-    if (v151 !== undefined) {
-      if (!(typeof v151 === 'string')) return false;
+    const v1 = v.currency;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v152 = v.name;
-    if (v152 !== undefined) {
-      if (!(typeof v152 === 'string' || v152 === null)) return false;
+    const v1 = v.name;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string' || v1 === null)) return false;
     }
   }
   {
-    const v153 = v.showInCatalog;
-    if (v153 !== undefined) {
-      if (!(typeof v153 === 'boolean')) return false;
+    const v1 = v.showInCatalog;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean')) return false;
     }
   }
   {
-    const v154 = v.approves;
-    if (v154 !== undefined) {
-      if (!check136(v154)) return false;
+    const v1 = v.approves;
+    if (v1 !== undefined) {
+      if (!CourseProgressChanged_course_seoTags(v1)) return false;
     }
   }
   {
-    const v156 = v.domains;
-    if (v156 !== undefined) {
-      if (!check136(v156)) return false;
+    const v1 = v.domains;
+    if (v1 !== undefined) {
+      if (!CourseProgressChanged_course_seoTags(v1)) return false;
     }
   }
   {
-    const v158 = v.publishedAt;
-    if (v158 !== undefined) {
-      if (v158 !== null) {
-        if (!(typeof v158 === 'string')) return false;
+    const v1 = v.publishedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v159 = v.saleStartAt;
-    if (v159 !== undefined) {
-      if (v159 !== null) {
-        if (!(typeof v159 === 'string')) return false;
+    const v1 = v.saleStartAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v160 = v.saleFinishAt;
-    if (v160 !== undefined) {
-      if (v160 !== null) {
-        if (!(typeof v160 === 'string')) return false;
+    const v1 = v.saleFinishAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v161 = v.isFree;
-    if (v161 !== undefined) {
-      if (!(typeof v161 === 'boolean' || v161 === null)) return false;
+    const v1 = v.isFree;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean' || v1 === null)) return false;
     }
   }
   {
-    const v162 = v.isPublished;
-    if (v162 !== undefined) {
-      if (!(typeof v162 === 'boolean' || v162 === null)) return false;
+    const v1 = v.isPublished;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean' || v1 === null)) return false;
     }
   }
   {
-    const v163 = v.course;
-    if (v163 !== undefined) {
-      if (v163 !== null) {
-        if (!check121(v163)) return false;
+    const v1 = v.course;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_course(v1)) return false;
       }
     }
   }
   return true;
 }
 
-function check166(v) {
+function CourseProgressChanged_access(v) {
   if (!(isObject(v))) return false;
   if (v.id === undefined) return false;
   {
-    const v167 = v.id;
-    if (v167 !== undefined) {
-      if (!(Number.isInteger(v167))) return false;
-      if ((v167 < -9007199254740991 || v167 > 9007199254740991)) return false;
+    const v1 = v.id;
+    if (v1 !== undefined) {
+      if (!(Number.isInteger(v1))) return false;
+      if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
     }
   }
   {
-    const v168 = v.createdAt;
-    if (v168 !== undefined) {
-      if (!(typeof v168 === 'string')) return false;
+    const v1 = v.createdAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v169 = v.updatedAt;
-    if (v169 !== undefined) {
-      if (!(typeof v169 === 'string')) return false;
+    const v1 = v.updatedAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v170 = v.deletedAt;
-    if (v170 !== undefined) {
-      if (v170 !== null) {
-        if (!(typeof v170 === 'string')) return false;
+    const v1 = v.deletedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v171 = v.archivedAt;
-    if (v171 !== undefined) {
-      if (v171 !== null) {
-        if (!(typeof v171 === 'string')) return false;
+    const v1 = v.archivedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v172 = v.productId;
-    if (v172 !== undefined) {
-      if (!(Number.isInteger(v172))) return false;
-      if ((v172 < -9007199254740991 || v172 > 9007199254740991)) return false;
+    const v1 = v.productId;
+    if (v1 !== undefined) {
+      if (!(Number.isInteger(v1))) return false;
+      if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
     }
   }
   {
-    const v173 = v.parentId;
-    if (v173 !== undefined) {
-      if (v173 !== null) {
-        if (!(Number.isInteger(v173))) return false;
-        if ((v173 < -9007199254740991 || v173 > 9007199254740991)) return false;
+    const v1 = v.parentId;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(Number.isInteger(v1))) return false;
+        if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
       }
     }
   }
   {
-    const v174 = v.active;
-    if (v174 !== undefined) {
-      if (!(typeof v174 === 'boolean')) return false;
+    const v1 = v.active;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean')) return false;
     }
   }
   {
-    const v175 = v.deactivatedAt;
-    if (v175 !== undefined) {
-      if (v175 !== null) {
-        if (!(typeof v175 === 'string')) return false;
+    const v1 = v.deactivatedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v176 = v.expireAt;
-    if (v176 !== undefined) {
-      if (v176 !== null) {
-        if (!(typeof v176 === 'string')) return false;
+    const v1 = v.expireAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v177 = v.billingIsActive;
-    if (v177 !== undefined) {
-      if (!(typeof v177 === 'boolean' || v177 === null)) return false;
+    const v1 = v.billingIsActive;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean' || v1 === null)) return false;
     }
   }
   {
-    const v178 = v.meta;
-    if (v178 !== undefined) {
-      if (v178 !== null) {
-        if (!(isObject(v178))) return false;
+    const v1 = v.meta;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(isObject(v1))) return false;
         {
-          const v179 = v178.inviteLinkId;
-          if (v179 !== undefined) {
-            if (v179 !== null) {
-              if (!check49(v179)) return false;
+          const v2 = v1.inviteLinkId;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!UserSignedUp_data_user_profile_avatar_id(v2)) return false;
             }
           }
         }
         {
-          const v181 = v178.utmParams;
-          if (v181 !== undefined) {
-            if (v181 !== null) {
-              if (!check89(v181)) return false;
+          const v2 = v1.utmParams;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!UserSignedUp_data_states_utmSignupParams(v2)) return false;
             }
           }
         }
@@ -1101,79 +1101,79 @@ function check166(v) {
   return true;
 }
 
-function check186(v) {
+function CourseProgressChanged_groups_items(v) {
   if (!(isObject(v))) return false;
   if (v.id === undefined) return false;
   {
-    const v187 = v.id;
-    if (v187 !== undefined) {
-      if (!(Number.isInteger(v187))) return false;
-      if ((v187 < -9007199254740991 || v187 > 9007199254740991)) return false;
+    const v1 = v.id;
+    if (v1 !== undefined) {
+      if (!(Number.isInteger(v1))) return false;
+      if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
     }
   }
   {
-    const v188 = v.createdAt;
-    if (v188 !== undefined) {
-      if (!(typeof v188 === 'string')) return false;
+    const v1 = v.createdAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v189 = v.updatedAt;
-    if (v189 !== undefined) {
-      if (!(typeof v189 === 'string')) return false;
+    const v1 = v.updatedAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v190 = v.deletedAt;
-    if (v190 !== undefined) {
-      if (v190 !== null) {
-        if (!(typeof v190 === 'string')) return false;
+    const v1 = v.deletedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v191 = v.archivedAt;
-    if (v191 !== undefined) {
-      if (v191 !== null) {
-        if (!(typeof v191 === 'string')) return false;
+    const v1 = v.archivedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v192 = v.uuid;
-    if (v192 !== undefined) {
-      if (!(typeof v192 === 'string')) return false;
+    const v1 = v.uuid;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v194 = v.name;
-    if (v194 !== undefined) {
-      if (!(typeof v194 === 'string')) return false;
+    const v1 = v.name;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v195 = v.order;
-    if (v195 !== undefined) {
-      if (!(Number.isFinite(v195) || v195 === null)) return false;
+    const v1 = v.order;
+    if (v1 !== undefined) {
+      if (!(Number.isFinite(v1) || v1 === null)) return false;
     }
   }
   {
-    const v196 = v.maxMembers;
-    if (v196 !== undefined) {
-      if (!(Number.isFinite(v196) || v196 === null)) return false;
+    const v1 = v.maxMembers;
+    if (v1 !== undefined) {
+      if (!(Number.isFinite(v1) || v1 === null)) return false;
     }
   }
   {
-    const v201 = v.isTgConnected;
-    if (v201 !== undefined) {
-      if (!(typeof v201 === 'boolean' || v201 === null)) return false;
+    const v1 = v.isTgConnected;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'boolean' || v1 === null)) return false;
     }
   }
   {
-    const v202 = v.tgConnectionMode;
-    if (v202 !== undefined) {
-      if (v202 !== null) {
-        if (!(typeof v202 === 'string')) return false;
+    const v1 = v.tgConnectionMode;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
@@ -1185,64 +1185,64 @@ function CourseProgressChanged(v) {
   if (v.user === undefined) return false;
   if (v.course === undefined) return false;
   {
-    const v118 = v.user;
-    if (v118 !== undefined) {
-      if (!check2(v118)) return false;
+    const v1 = v.user;
+    if (v1 !== undefined) {
+      if (!UserSignedUp_data_user(v1)) return false;
     }
   }
   {
-    const v120 = v.course;
-    if (v120 !== undefined) {
-      if (!check121(v120)) return false;
+    const v1 = v.course;
+    if (v1 !== undefined) {
+      if (!CourseProgressChanged_course(v1)) return false;
     }
   }
   {
-    const v141 = v.product;
-    if (v141 !== undefined) {
-      if (v141 !== null) {
-        if (!check142(v141)) return false;
+    const v1 = v.product;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_product(v1)) return false;
       }
     }
   }
   {
-    const v165 = v.access;
-    if (v165 !== undefined) {
-      if (v165 !== null) {
-        if (!check166(v165)) return false;
+    const v1 = v.access;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_access(v1)) return false;
       }
     }
   }
   {
-    const v183 = v.states;
-    if (v183 !== undefined) {
-      if (v183 !== null) {
-        if (!check87(v183)) return false;
+    const v1 = v.states;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states(v1)) return false;
       }
     }
   }
   {
-    const v185 = v.groups;
-    if (v185 !== undefined) {
-      if (v185 !== null) {
-        if (!(Array.isArray(v185))) return false;
-        if (true) for (let i203 = 0; i203 < v185.length; i203++) if (!check186(v185[i203])) return false;
+    const v1 = v.groups;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(Array.isArray(v1))) return false;
+        if (true) for (let i = 0; i < v1.length; i++) if (!CourseProgressChanged_groups_items(v1[i])) return false;
       }
     }
   }
   {
-    const v204 = v.status;
-    if (v204 !== undefined) {
-      if (v204 !== null) {
-        if (!(typeof v204 === 'string')) return false;
-        if (!(v204 === "NotStarted" || v204 === "OnTheory" || v204 === "OnPractice" || v204 === "OnReview" || v204 === "OnCorrection" || v204 === "Completed")) return false;
+    const v1 = v.status;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
+        if (!(v1 === "NotStarted" || v1 === "OnTheory" || v1 === "OnPractice" || v1 === "OnReview" || v1 === "OnCorrection" || v1 === "Completed")) return false;
       }
     }
   }
   {
-    const v205 = v.lessonId;
-    if (v205 !== undefined) {
-      if (v205 !== null) {
-        if (!check49(v205)) return false;
+    const v1 = v.lessonId;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_user_profile_avatar_id(v1)) return false;
       }
     }
   }
@@ -1254,47 +1254,47 @@ function CourseCompleted(v) {
   if (v.user === undefined) return false;
   if (v.course === undefined) return false;
   {
-    const v207 = v.user;
-    if (v207 !== undefined) {
-      if (!check2(v207)) return false;
+    const v1 = v.user;
+    if (v1 !== undefined) {
+      if (!UserSignedUp_data_user(v1)) return false;
     }
   }
   {
-    const v209 = v.course;
-    if (v209 !== undefined) {
-      if (!check121(v209)) return false;
+    const v1 = v.course;
+    if (v1 !== undefined) {
+      if (!CourseProgressChanged_course(v1)) return false;
     }
   }
   {
-    const v211 = v.product;
-    if (v211 !== undefined) {
-      if (v211 !== null) {
-        if (!check142(v211)) return false;
+    const v1 = v.product;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_product(v1)) return false;
       }
     }
   }
   {
-    const v213 = v.access;
-    if (v213 !== undefined) {
-      if (v213 !== null) {
-        if (!check166(v213)) return false;
+    const v1 = v.access;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_access(v1)) return false;
       }
     }
   }
   {
-    const v215 = v.states;
-    if (v215 !== undefined) {
-      if (v215 !== null) {
-        if (!check87(v215)) return false;
+    const v1 = v.states;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states(v1)) return false;
       }
     }
   }
   {
-    const v217 = v.groups;
-    if (v217 !== undefined) {
-      if (v217 !== null) {
-        if (!(Array.isArray(v217))) return false;
-        if (true) for (let i219 = 0; i219 < v217.length; i219++) if (!check186(v217[i219])) return false;
+    const v1 = v.groups;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(Array.isArray(v1))) return false;
+        if (true) for (let i = 0; i < v1.length; i++) if (!CourseProgressChanged_groups_items(v1[i])) return false;
       }
     }
   }
@@ -1305,757 +1305,757 @@ function CourseLessonPracticeCompleted(v) {
   if (!(isObject(v))) return false;
   if (v.user === undefined) return false;
   {
-    const v220 = v.user;
-    if (v220 !== undefined) {
-      if (!check2(v220)) return false;
+    const v1 = v.user;
+    if (v1 !== undefined) {
+      if (!UserSignedUp_data_user(v1)) return false;
     }
   }
   {
-    const v222 = v.course;
-    if (v222 !== undefined) {
-      if (v222 !== null) {
-        if (!check121(v222)) return false;
+    const v1 = v.course;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_course(v1)) return false;
       }
     }
   }
   {
-    const v224 = v.lesson;
-    if (v224 !== undefined) {
-      if (v224 !== null) {
-        if (!(isObject(v224))) return false;
-        if (v224.id === undefined) return false;
+    const v1 = v.lesson;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(isObject(v1))) return false;
+        if (v1.id === undefined) return false;
         {
-          const v225 = v224.id;
-          if (v225 !== undefined) {
-            if (!(Number.isInteger(v225))) return false;
-            if ((v225 < -9007199254740991 || v225 > 9007199254740991)) return false;
+          const v2 = v1.id;
+          if (v2 !== undefined) {
+            if (!(Number.isInteger(v2))) return false;
+            if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
           }
         }
         {
-          const v226 = v224.createdAt;
-          if (v226 !== undefined) {
-            if (!(typeof v226 === 'string')) return false;
+          const v2 = v1.createdAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v227 = v224.updatedAt;
-          if (v227 !== undefined) {
-            if (!(typeof v227 === 'string')) return false;
+          const v2 = v1.updatedAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v228 = v224.deletedAt;
-          if (v228 !== undefined) {
-            if (v228 !== null) {
-              if (!(typeof v228 === 'string')) return false;
+          const v2 = v1.deletedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
             }
           }
         }
         {
-          const v229 = v224.archivedAt;
-          if (v229 !== undefined) {
-            if (v229 !== null) {
-              if (!(typeof v229 === 'string')) return false;
+          const v2 = v1.archivedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
             }
           }
         }
         {
-          const v230 = v224.courseId;
-          if (v230 !== undefined) {
-            if (!(Number.isInteger(v230))) return false;
-            if ((v230 < -9007199254740991 || v230 > 9007199254740991)) return false;
+          const v2 = v1.courseId;
+          if (v2 !== undefined) {
+            if (!(Number.isInteger(v2))) return false;
+            if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
           }
         }
         {
-          const v231 = v224.type;
-          if (v231 !== undefined) {
-            if (!(typeof v231 === 'string')) return false;
+          const v2 = v1.type;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v232 = v224.accessType;
-          if (v232 !== undefined) {
-            if (!(typeof v232 === 'string')) return false;
+          const v2 = v1.accessType;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v233 = v224.status;
-          if (v233 !== undefined) {
-            if (!(typeof v233 === 'string' || v233 === null)) return false;
+          const v2 = v1.status;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v234 = v224.name;
-          if (v234 !== undefined) {
-            if (!(typeof v234 === 'string')) return false;
+          const v2 = v1.name;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v235 = v224.description;
-          if (v235 !== undefined) {
-            if (!(typeof v235 === 'string' || v235 === null)) return false;
+          const v2 = v1.description;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v237 = v224.order;
-          if (v237 !== undefined) {
-            if (!(Number.isFinite(v237))) return false;
+          const v2 = v1.order;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2))) return false;
           }
         }
         {
-          const v238 = v224.withContent;
-          if (v238 !== undefined) {
-            if (!(typeof v238 === 'boolean')) return false;
+          const v2 = v1.withContent;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean')) return false;
           }
         }
         {
-          const v239 = v224.withPractice;
-          if (v239 !== undefined) {
-            if (!(typeof v239 === 'boolean')) return false;
+          const v2 = v1.withPractice;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean')) return false;
           }
         }
         {
-          const v240 = v224.publishedAt;
-          if (v240 !== undefined) {
-            if (v240 !== null) {
-              if (!(typeof v240 === 'string')) return false;
+          const v2 = v1.publishedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
             }
           }
         }
         {
-          const v241 = v224.settings;
-          if (v241 !== undefined) {
-            if (!(isObject(v241))) return false;
+          const v2 = v1.settings;
+          if (v2 !== undefined) {
+            if (!(isObject(v2))) return false;
           }
         }
         {
-          const v242 = v224.isPublished;
-          if (v242 !== undefined) {
-            if (!(typeof v242 === 'boolean' || v242 === null)) return false;
-          }
-        }
-      }
-    }
-  }
-  {
-    const v243 = v.practice;
-    if (v243 !== undefined) {
-      if (v243 !== null) {
-        if (!(isObject(v243))) return false;
-        if (v243.id === undefined) return false;
-        {
-          const v244 = v243.id;
-          if (v244 !== undefined) {
-            if (!(Number.isInteger(v244))) return false;
-            if ((v244 < -9007199254740991 || v244 > 9007199254740991)) return false;
-          }
-        }
-        {
-          const v245 = v243.createdAt;
-          if (v245 !== undefined) {
-            if (!(typeof v245 === 'string')) return false;
-          }
-        }
-        {
-          const v246 = v243.updatedAt;
-          if (v246 !== undefined) {
-            if (!(typeof v246 === 'string')) return false;
-          }
-        }
-        {
-          const v247 = v243.deletedAt;
-          if (v247 !== undefined) {
-            if (v247 !== null) {
-              if (!(typeof v247 === 'string')) return false;
-            }
-          }
-        }
-        {
-          const v248 = v243.archivedAt;
-          if (v248 !== undefined) {
-            if (v248 !== null) {
-              if (!(typeof v248 === 'string')) return false;
-            }
-          }
-        }
-        {
-          const v249 = v243.name;
-          if (v249 !== undefined) {
-            if (!(typeof v249 === 'string')) return false;
-          }
-        }
-        {
-          const v250 = v243.description;
-          if (v250 !== undefined) {
-            if (!(typeof v250 === 'string' || v250 === null)) return false;
-          }
-        }
-        {
-          const v251 = v243.questionMode;
-          if (v251 !== undefined) {
-            if (!(typeof v251 === 'string')) return false;
-          }
-        }
-        {
-          const v252 = v243.resultMode;
-          if (v252 !== undefined) {
-            if (!(typeof v252 === 'string')) return false;
-          }
-        }
-        {
-          const v253 = v243.variantMode;
-          if (v253 !== undefined) {
-            if (!(typeof v253 === 'string')) return false;
-          }
-        }
-        {
-          const v254 = v243.retryVariantMode;
-          if (v254 !== undefined) {
-            if (!(typeof v254 === 'string')) return false;
-          }
-        }
-        {
-          const v255 = v243.maxAttempts;
-          if (v255 !== undefined) {
-            if (!(Number.isFinite(v255) || v255 === null)) return false;
-          }
-        }
-        {
-          const v256 = v243.timeLimitInMinutes;
-          if (v256 !== undefined) {
-            if (!(Number.isFinite(v256) || v256 === null)) return false;
-          }
-        }
-        {
-          const v257 = v243.deadlineInDays;
-          if (v257 !== undefined) {
-            if (!(Number.isFinite(v257) || v257 === null)) return false;
-          }
-        }
-        {
-          const v258 = v243.passThreshold;
-          if (v258 !== undefined) {
-            if (!(Number.isFinite(v258) || v258 === null)) return false;
-          }
-        }
-        {
-          const v259 = v243.starsPerTaskPoint;
-          if (v259 !== undefined) {
-            if (!(Number.isFinite(v259) || v259 === null)) return false;
-          }
-        }
-        {
-          const v260 = v243.requireAllAnswers;
-          if (v260 !== undefined) {
-            if (!(typeof v260 === 'boolean')) return false;
-          }
-        }
-        {
-          const v261 = v243.tasksCount;
-          if (v261 !== undefined) {
-            if (!(Number.isFinite(v261))) return false;
+          const v2 = v1.isPublished;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean' || v2 === null)) return false;
           }
         }
       }
     }
   }
   {
-    const v262 = v.attempt;
-    if (v262 !== undefined) {
-      if (v262 !== null) {
-        if (!(isObject(v262))) return false;
-        if (v262.id === undefined) return false;
+    const v1 = v.practice;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(isObject(v1))) return false;
+        if (v1.id === undefined) return false;
         {
-          const v263 = v262.id;
-          if (v263 !== undefined) {
-            if (!(Number.isInteger(v263))) return false;
-            if ((v263 < -9007199254740991 || v263 > 9007199254740991)) return false;
+          const v2 = v1.id;
+          if (v2 !== undefined) {
+            if (!(Number.isInteger(v2))) return false;
+            if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
           }
         }
         {
-          const v264 = v262.createdAt;
-          if (v264 !== undefined) {
-            if (!(typeof v264 === 'string')) return false;
+          const v2 = v1.createdAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v265 = v262.updatedAt;
-          if (v265 !== undefined) {
-            if (!(typeof v265 === 'string')) return false;
+          const v2 = v1.updatedAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v266 = v262.deletedAt;
-          if (v266 !== undefined) {
-            if (v266 !== null) {
-              if (!(typeof v266 === 'string')) return false;
+          const v2 = v1.deletedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
             }
           }
         }
         {
-          const v267 = v262.archivedAt;
-          if (v267 !== undefined) {
-            if (v267 !== null) {
-              if (!(typeof v267 === 'string')) return false;
+          const v2 = v1.archivedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
             }
           }
         }
         {
-          const v268 = v262.uuid;
-          if (v268 !== undefined) {
-            if (!(typeof v268 === 'string' || v268 === null)) return false;
+          const v2 = v1.name;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v269 = v262.variantId;
-          if (v269 !== undefined) {
-            if (!check49(v269)) return false;
+          const v2 = v1.description;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v271 = v262.userId;
-          if (v271 !== undefined) {
-            if (!(Number.isInteger(v271))) return false;
-            if ((v271 < -9007199254740991 || v271 > 9007199254740991)) return false;
+          const v2 = v1.questionMode;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v272 = v262.score;
-          if (v272 !== undefined) {
-            if (!(Number.isFinite(v272) || v272 === null)) return false;
+          const v2 = v1.resultMode;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v273 = v262.status;
-          if (v273 !== undefined) {
-            if (v273 !== null) {
-              if (!(typeof v273 === 'string')) return false;
-            }
+          const v2 = v1.variantMode;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v274 = v262.order;
-          if (v274 !== undefined) {
-            if (!(Number.isFinite(v274))) return false;
+          const v2 = v1.retryVariantMode;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v275 = v262.finished;
-          if (v275 !== undefined) {
-            if (!(typeof v275 === 'boolean')) return false;
+          const v2 = v1.maxAttempts;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2) || v2 === null)) return false;
           }
         }
         {
-          const v276 = v262.sentToReviewAt;
-          if (v276 !== undefined) {
-            if (v276 !== null) {
-              if (!(typeof v276 === 'string')) return false;
-            }
+          const v2 = v1.timeLimitInMinutes;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2) || v2 === null)) return false;
           }
         }
         {
-          const v277 = v262.sentAfterDeadline;
-          if (v277 !== undefined) {
-            if (!(typeof v277 === 'boolean')) return false;
+          const v2 = v1.deadlineInDays;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2) || v2 === null)) return false;
           }
         }
         {
-          const v278 = v262.deadlineAt;
-          if (v278 !== undefined) {
-            if (v278 !== null) {
-              if (!(typeof v278 === 'string')) return false;
-            }
+          const v2 = v1.passThreshold;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2) || v2 === null)) return false;
           }
         }
         {
-          const v279 = v262.passedAt;
-          if (v279 !== undefined) {
-            if (v279 !== null) {
-              if (!(typeof v279 === 'string')) return false;
-            }
+          const v2 = v1.starsPerTaskPoint;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2) || v2 === null)) return false;
           }
         }
         {
-          const v280 = v262.solvedCount;
-          if (v280 !== undefined) {
-            if (!(Number.isFinite(v280))) return false;
+          const v2 = v1.requireAllAnswers;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean')) return false;
           }
         }
         {
-          const v281 = v262.pointsAmount;
-          if (v281 !== undefined) {
-            if (!(Number.isFinite(v281))) return false;
-          }
-        }
-        {
-          const v282 = v262.maxPointsAmount;
-          if (v282 !== undefined) {
-            if (!(Number.isFinite(v282))) return false;
-          }
-        }
-        {
-          const v283 = v262.uncounted;
-          if (v283 !== undefined) {
-            if (!(typeof v283 === 'boolean')) return false;
-          }
-        }
-        {
-          const v284 = v262.isPassed;
-          if (v284 !== undefined) {
-            if (!(typeof v284 === 'boolean' || v284 === null)) return false;
-          }
-        }
-        {
-          const v285 = v262.correctPercent;
-          if (v285 !== undefined) {
-            if (!(Number.isFinite(v285) || v285 === null)) return false;
-          }
-        }
-        {
-          const v286 = v262.isExpired;
-          if (v286 !== undefined) {
-            if (!(typeof v286 === 'boolean' || v286 === null)) return false;
+          const v2 = v1.tasksCount;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2))) return false;
           }
         }
       }
     }
   }
   {
-    const v287 = v.variantId;
-    if (v287 !== undefined) {
-      if (v287 !== null) {
-        if (!check49(v287)) return false;
+    const v1 = v.attempt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(isObject(v1))) return false;
+        if (v1.id === undefined) return false;
+        {
+          const v2 = v1.id;
+          if (v2 !== undefined) {
+            if (!(Number.isInteger(v2))) return false;
+            if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
+          }
+        }
+        {
+          const v2 = v1.createdAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
+          }
+        }
+        {
+          const v2 = v1.updatedAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
+          }
+        }
+        {
+          const v2 = v1.deletedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
+            }
+          }
+        }
+        {
+          const v2 = v1.archivedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
+            }
+          }
+        }
+        {
+          const v2 = v1.uuid;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
+          }
+        }
+        {
+          const v2 = v1.variantId;
+          if (v2 !== undefined) {
+            if (!UserSignedUp_data_user_profile_avatar_id(v2)) return false;
+          }
+        }
+        {
+          const v2 = v1.userId;
+          if (v2 !== undefined) {
+            if (!(Number.isInteger(v2))) return false;
+            if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
+          }
+        }
+        {
+          const v2 = v1.score;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2) || v2 === null)) return false;
+          }
+        }
+        {
+          const v2 = v1.status;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
+            }
+          }
+        }
+        {
+          const v2 = v1.order;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2))) return false;
+          }
+        }
+        {
+          const v2 = v1.finished;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean')) return false;
+          }
+        }
+        {
+          const v2 = v1.sentToReviewAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
+            }
+          }
+        }
+        {
+          const v2 = v1.sentAfterDeadline;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean')) return false;
+          }
+        }
+        {
+          const v2 = v1.deadlineAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
+            }
+          }
+        }
+        {
+          const v2 = v1.passedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
+            }
+          }
+        }
+        {
+          const v2 = v1.solvedCount;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2))) return false;
+          }
+        }
+        {
+          const v2 = v1.pointsAmount;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2))) return false;
+          }
+        }
+        {
+          const v2 = v1.maxPointsAmount;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2))) return false;
+          }
+        }
+        {
+          const v2 = v1.uncounted;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean')) return false;
+          }
+        }
+        {
+          const v2 = v1.isPassed;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean' || v2 === null)) return false;
+          }
+        }
+        {
+          const v2 = v1.correctPercent;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2) || v2 === null)) return false;
+          }
+        }
+        {
+          const v2 = v1.isExpired;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean' || v2 === null)) return false;
+          }
+        }
       }
     }
   }
   {
-    const v289 = v.states;
-    if (v289 !== undefined) {
-      if (v289 !== null) {
-        if (!check87(v289)) return false;
+    const v1 = v.variantId;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_user_profile_avatar_id(v1)) return false;
+      }
+    }
+  }
+  {
+    const v1 = v.states;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states(v1)) return false;
       }
     }
   }
   return true;
 }
 
-function check344(v) {
+function PaymentCompleted_payment_invoice_products_items(v) {
   if (!(isObject(v))) return false;
   if (v.id === undefined) return false;
   {
-    const v345 = v.id;
-    if (v345 !== undefined) {
-      if (!(Number.isInteger(v345))) return false;
-      if ((v345 < -9007199254740991 || v345 > 9007199254740991)) return false;
+    const v1 = v.id;
+    if (v1 !== undefined) {
+      if (!(Number.isInteger(v1))) return false;
+      if ((v1 < -9007199254740991 || v1 > 9007199254740991)) return false;
     }
   }
   {
-    const v346 = v.createdAt;
-    if (v346 !== undefined) {
-      if (!(typeof v346 === 'string')) return false;
+    const v1 = v.createdAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v347 = v.updatedAt;
-    if (v347 !== undefined) {
-      if (!(typeof v347 === 'string')) return false;
+    const v1 = v.updatedAt;
+    if (v1 !== undefined) {
+      if (!(typeof v1 === 'string')) return false;
     }
   }
   {
-    const v348 = v.deletedAt;
-    if (v348 !== undefined) {
-      if (v348 !== null) {
-        if (!(typeof v348 === 'string')) return false;
+    const v1 = v.deletedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v349 = v.archivedAt;
-    if (v349 !== undefined) {
-      if (v349 !== null) {
-        if (!(typeof v349 === 'string')) return false;
+    const v1 = v.archivedAt;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(typeof v1 === 'string')) return false;
       }
     }
   }
   {
-    const v350 = v.originalPrice;
-    if (v350 !== undefined) {
-      if (!(Number.isFinite(v350))) return false;
+    const v1 = v.originalPrice;
+    if (v1 !== undefined) {
+      if (!(Number.isFinite(v1))) return false;
     }
   }
   {
-    const v351 = v.totalPrice;
-    if (v351 !== undefined) {
-      if (!(Number.isFinite(v351))) return false;
+    const v1 = v.totalPrice;
+    if (v1 !== undefined) {
+      if (!(Number.isFinite(v1))) return false;
     }
   }
   {
-    const v352 = v.discountAmount;
-    if (v352 !== undefined) {
-      if (!(Number.isFinite(v352))) return false;
+    const v1 = v.discountAmount;
+    if (v1 !== undefined) {
+      if (!(Number.isFinite(v1))) return false;
     }
   }
   {
-    const v353 = v.price;
-    if (v353 !== undefined) {
-      if (v353 !== null) {
-        if (!(isObject(v353))) return false;
-        if (v353.id === undefined) return false;
+    const v1 = v.price;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(isObject(v1))) return false;
+        if (v1.id === undefined) return false;
         {
-          const v354 = v353.id;
-          if (v354 !== undefined) {
-            if (!(Number.isInteger(v354))) return false;
-            if ((v354 < -9007199254740991 || v354 > 9007199254740991)) return false;
+          const v2 = v1.id;
+          if (v2 !== undefined) {
+            if (!(Number.isInteger(v2))) return false;
+            if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
           }
         }
         {
-          const v355 = v353.createdAt;
-          if (v355 !== undefined) {
-            if (!(typeof v355 === 'string')) return false;
+          const v2 = v1.createdAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v356 = v353.updatedAt;
-          if (v356 !== undefined) {
-            if (!(typeof v356 === 'string')) return false;
+          const v2 = v1.updatedAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v357 = v353.deletedAt;
-          if (v357 !== undefined) {
-            if (v357 !== null) {
-              if (!(typeof v357 === 'string')) return false;
+          const v2 = v1.deletedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
             }
           }
         }
         {
-          const v358 = v353.archivedAt;
-          if (v358 !== undefined) {
-            if (v358 !== null) {
-              if (!(typeof v358 === 'string')) return false;
+          const v2 = v1.archivedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
             }
           }
         }
         {
-          const v359 = v353.mode;
-          if (v359 !== undefined) {
-            if (!(typeof v359 === 'string')) return false;
+          const v2 = v1.mode;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v360 = v353.type;
-          if (v360 !== undefined) {
-            if (!(typeof v360 === 'string')) return false;
+          const v2 = v1.type;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
         {
-          const v361 = v353.title;
-          if (v361 !== undefined) {
-            if (!(typeof v361 === 'string' || v361 === null)) return false;
+          const v2 = v1.title;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v362 = v353.description;
-          if (v362 !== undefined) {
-            if (!(typeof v362 === 'string' || v362 === null)) return false;
+          const v2 = v1.description;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string' || v2 === null)) return false;
           }
         }
         {
-          const v363 = v353.amount;
-          if (v363 !== undefined) {
-            if (!(Number.isFinite(v363))) return false;
+          const v2 = v1.amount;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2))) return false;
           }
         }
         {
-          const v364 = v353.previousAmount;
-          if (v364 !== undefined) {
-            if (!(Number.isFinite(v364) || v364 === null)) return false;
+          const v2 = v1.previousAmount;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2) || v2 === null)) return false;
           }
         }
         {
-          const v365 = v353.accessDays;
-          if (v365 !== undefined) {
-            if (!(Number.isFinite(v365) || v365 === null)) return false;
+          const v2 = v1.accessDays;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2) || v2 === null)) return false;
           }
         }
         {
-          const v366 = v353.infinityAccess;
-          if (v366 !== undefined) {
-            if (!(typeof v366 === 'boolean')) return false;
+          const v2 = v1.infinityAccess;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean')) return false;
           }
         }
         {
-          const v367 = v353.active;
-          if (v367 !== undefined) {
-            if (!(typeof v367 === 'boolean')) return false;
+          const v2 = v1.active;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean')) return false;
           }
         }
         {
-          const v368 = v353.hidden;
-          if (v368 !== undefined) {
-            if (!(typeof v368 === 'boolean')) return false;
+          const v2 = v1.hidden;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean')) return false;
           }
         }
         {
-          const v369 = v353.activeFrom;
-          if (v369 !== undefined) {
-            if (v369 !== null) {
-              if (!(typeof v369 === 'string')) return false;
+          const v2 = v1.activeFrom;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
             }
           }
         }
         {
-          const v370 = v353.activeTo;
-          if (v370 !== undefined) {
-            if (v370 !== null) {
-              if (!(typeof v370 === 'string')) return false;
+          const v2 = v1.activeTo;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
             }
           }
         }
         {
-          const v371 = v353.meta;
-          if (v371 !== undefined) {
-            if (!(isObject(v371))) return false;
+          const v2 = v1.meta;
+          if (v2 !== undefined) {
+            if (!(isObject(v2))) return false;
           }
         }
         {
-          const v372 = v353.installmentConfig;
-          if (v372 !== undefined) {
-            if (v372 !== null) {
-              if (!(isObject(v372))) return false;
+          const v2 = v1.installmentConfig;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(isObject(v2))) return false;
             }
           }
         }
         {
-          const v373 = v353.subscriptionConfig;
-          if (v373 !== undefined) {
-            if (v373 !== null) {
-              if (!(isObject(v373))) return false;
+          const v2 = v1.subscriptionConfig;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(isObject(v2))) return false;
             }
           }
         }
         {
-          const v374 = v353.isDemo;
-          if (v374 !== undefined) {
-            if (!(typeof v374 === 'boolean' || v374 === null)) return false;
+          const v2 = v1.isDemo;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean' || v2 === null)) return false;
           }
         }
         {
-          const v375 = v353.isRecurrent;
-          if (v375 !== undefined) {
-            if (!(typeof v375 === 'boolean' || v375 === null)) return false;
+          const v2 = v1.isRecurrent;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean' || v2 === null)) return false;
           }
         }
         {
-          const v376 = v353.isInstallment;
-          if (v376 !== undefined) {
-            if (!(typeof v376 === 'boolean' || v376 === null)) return false;
+          const v2 = v1.isInstallment;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean' || v2 === null)) return false;
           }
         }
         {
-          const v377 = v353.isSubscription;
-          if (v377 !== undefined) {
-            if (!(typeof v377 === 'boolean' || v377 === null)) return false;
-          }
-        }
-      }
-    }
-  }
-  {
-    const v378 = v.discount;
-    if (v378 !== undefined) {
-      if (v378 !== null) {
-        if (!(isObject(v378))) return false;
-        if (v378.id === undefined) return false;
-        {
-          const v379 = v378.id;
-          if (v379 !== undefined) {
-            if (!(Number.isInteger(v379))) return false;
-            if ((v379 < -9007199254740991 || v379 > 9007199254740991)) return false;
-          }
-        }
-        {
-          const v380 = v378.createdAt;
-          if (v380 !== undefined) {
-            if (!(typeof v380 === 'string')) return false;
-          }
-        }
-        {
-          const v381 = v378.updatedAt;
-          if (v381 !== undefined) {
-            if (!(typeof v381 === 'string')) return false;
-          }
-        }
-        {
-          const v382 = v378.deletedAt;
-          if (v382 !== undefined) {
-            if (v382 !== null) {
-              if (!(typeof v382 === 'string')) return false;
-            }
-          }
-        }
-        {
-          const v383 = v378.archivedAt;
-          if (v383 !== undefined) {
-            if (v383 !== null) {
-              if (!(typeof v383 === 'string')) return false;
-            }
-          }
-        }
-        {
-          const v384 = v378.code;
-          if (v384 !== undefined) {
-            if (!(typeof v384 === 'string')) return false;
-          }
-        }
-        {
-          const v385 = v378.type;
-          if (v385 !== undefined) {
-            if (!(typeof v385 === 'string')) return false;
-          }
-        }
-        {
-          const v386 = v378.value;
-          if (v386 !== undefined) {
-            if (!(Number.isFinite(v386))) return false;
-          }
-        }
-        {
-          const v387 = v378.currency;
-          if (v387 !== undefined) {
-            if (!(typeof v387 === 'string')) return false;
-          }
-        }
-        {
-          const v388 = v378.active;
-          if (v388 !== undefined) {
-            if (!(typeof v388 === 'boolean')) return false;
-          }
-        }
-        {
-          const v389 = v378.activeFrom;
-          if (v389 !== undefined) {
-            if (v389 !== null) {
-              if (!(typeof v389 === 'string')) return false;
-            }
-          }
-        }
-        {
-          const v390 = v378.activeTo;
-          if (v390 !== undefined) {
-            if (v390 !== null) {
-              if (!(typeof v390 === 'string')) return false;
-            }
+          const v2 = v1.isSubscription;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean' || v2 === null)) return false;
           }
         }
       }
     }
   }
   {
-    const v391 = v.product;
-    if (v391 !== undefined) {
-      if (v391 !== null) {
-        if (!check142(v391)) return false;
+    const v1 = v.discount;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!(isObject(v1))) return false;
+        if (v1.id === undefined) return false;
+        {
+          const v2 = v1.id;
+          if (v2 !== undefined) {
+            if (!(Number.isInteger(v2))) return false;
+            if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
+          }
+        }
+        {
+          const v2 = v1.createdAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
+          }
+        }
+        {
+          const v2 = v1.updatedAt;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
+          }
+        }
+        {
+          const v2 = v1.deletedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
+            }
+          }
+        }
+        {
+          const v2 = v1.archivedAt;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
+            }
+          }
+        }
+        {
+          const v2 = v1.code;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
+          }
+        }
+        {
+          const v2 = v1.type;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
+          }
+        }
+        {
+          const v2 = v1.value;
+          if (v2 !== undefined) {
+            if (!(Number.isFinite(v2))) return false;
+          }
+        }
+        {
+          const v2 = v1.currency;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'string')) return false;
+          }
+        }
+        {
+          const v2 = v1.active;
+          if (v2 !== undefined) {
+            if (!(typeof v2 === 'boolean')) return false;
+          }
+        }
+        {
+          const v2 = v1.activeFrom;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
+            }
+          }
+        }
+        {
+          const v2 = v1.activeTo;
+          if (v2 !== undefined) {
+            if (v2 !== null) {
+              if (!(typeof v2 === 'string')) return false;
+            }
+          }
+        }
+      }
+    }
+  }
+  {
+    const v1 = v.product;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_product(v1)) return false;
       }
     }
   }
@@ -2066,209 +2066,209 @@ function PaymentCompleted(v) {
   if (!(isObject(v))) return false;
   if (v.payment === undefined) return false;
   {
-    const v291 = v.payment;
-    if (v291 !== undefined) {
-      if (!(isObject(v291))) return false;
-      if (v291.id === undefined) return false;
-      if (v291.invoice === undefined) return false;
+    const v1 = v.payment;
+    if (v1 !== undefined) {
+      if (!(isObject(v1))) return false;
+      if (v1.id === undefined) return false;
+      if (v1.invoice === undefined) return false;
       {
-        const v292 = v291.id;
-        if (v292 !== undefined) {
-          if (!(Number.isInteger(v292))) return false;
-          if ((v292 < -9007199254740991 || v292 > 9007199254740991)) return false;
+        const v2 = v1.id;
+        if (v2 !== undefined) {
+          if (!(Number.isInteger(v2))) return false;
+          if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
         }
       }
       {
-        const v293 = v291.createdAt;
-        if (v293 !== undefined) {
-          if (!(typeof v293 === 'string')) return false;
+        const v2 = v1.createdAt;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
       {
-        const v294 = v291.updatedAt;
-        if (v294 !== undefined) {
-          if (!(typeof v294 === 'string')) return false;
+        const v2 = v1.updatedAt;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
       {
-        const v295 = v291.deletedAt;
-        if (v295 !== undefined) {
-          if (v295 !== null) {
-            if (!(typeof v295 === 'string')) return false;
+        const v2 = v1.deletedAt;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
       }
       {
-        const v296 = v291.archivedAt;
-        if (v296 !== undefined) {
-          if (v296 !== null) {
-            if (!(typeof v296 === 'string')) return false;
+        const v2 = v1.archivedAt;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
       }
       {
-        const v297 = v291.uuid;
-        if (v297 !== undefined) {
-          if (!(typeof v297 === 'string')) return false;
+        const v2 = v1.uuid;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
       {
-        const v298 = v291.type;
-        if (v298 !== undefined) {
-          if (!(typeof v298 === 'string')) return false;
+        const v2 = v1.type;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
       {
-        const v299 = v291.status;
-        if (v299 !== undefined) {
-          if (v299 !== null) {
-            if (!(typeof v299 === 'string')) return false;
+        const v2 = v1.status;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
       }
       {
-        const v300 = v291.released;
-        if (v300 !== undefined) {
-          if (!(typeof v300 === 'boolean')) return false;
+        const v2 = v1.released;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'boolean')) return false;
         }
       }
       {
-        const v301 = v291.checkoutPaymentId;
-        if (v301 !== undefined) {
-          if (!(typeof v301 === 'string' || Number.isFinite(v301) || v301 === null)) return false;
+        const v2 = v1.checkoutPaymentId;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string' || Number.isFinite(v2) || v2 === null)) return false;
         }
       }
       {
-        const v302 = v291.checkoutUrl;
-        if (v302 !== undefined) {
-          if (!(typeof v302 === 'string' || v302 === null)) return false;
+        const v2 = v1.checkoutUrl;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string' || v2 === null)) return false;
         }
       }
       {
-        const v303 = v291.paidAt;
-        if (v303 !== undefined) {
-          if (v303 !== null) {
-            if (!(typeof v303 === 'string')) return false;
+        const v2 = v1.paidAt;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
       }
       {
-        const v304 = v291.expireAt;
-        if (v304 !== undefined) {
-          if (v304 !== null) {
-            if (!(typeof v304 === 'string')) return false;
+        const v2 = v1.expireAt;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
       }
       {
-        const v305 = v291.isCompleted;
-        if (v305 !== undefined) {
-          if (!(typeof v305 === 'boolean' || v305 === null)) return false;
+        const v2 = v1.isCompleted;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'boolean' || v2 === null)) return false;
         }
       }
       {
-        const v306 = v291.isCanceled;
-        if (v306 !== undefined) {
-          if (!(typeof v306 === 'boolean' || v306 === null)) return false;
+        const v2 = v1.isCanceled;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'boolean' || v2 === null)) return false;
         }
       }
       {
-        const v307 = v291.meta;
-        if (v307 !== undefined) {
-          if (v307 !== null) {
-            if (!(isObject(v307))) return false;
+        const v2 = v1.meta;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!(isObject(v2))) return false;
           }
         }
       }
       {
-        const v308 = v291.webhookLogs;
-        if (v308 !== undefined) {
-          if (v308 !== null) {
-            if (!check136(v308)) return false;
+        const v2 = v1.webhookLogs;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!CourseProgressChanged_course_seoTags(v2)) return false;
           }
         }
       }
       {
-        const v310 = v291.chargeLogs;
-        if (v310 !== undefined) {
-          if (v310 !== null) {
-            if (!check136(v310)) return false;
+        const v2 = v1.chargeLogs;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!CourseProgressChanged_course_seoTags(v2)) return false;
           }
         }
       }
       {
-        const v312 = v291.statusHistoryLogs;
-        if (v312 !== undefined) {
-          if (v312 !== null) {
-            if (!check136(v312)) return false;
+        const v2 = v1.statusHistoryLogs;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!CourseProgressChanged_course_seoTags(v2)) return false;
           }
         }
       }
       {
-        const v314 = v291.acquiring;
-        if (v314 !== undefined) {
-          if (v314 !== null) {
-            if (!(isObject(v314))) return false;
-            if (v314.id === undefined) return false;
+        const v2 = v1.acquiring;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!(isObject(v2))) return false;
+            if (v2.id === undefined) return false;
             {
-              const v315 = v314.id;
-              if (v315 !== undefined) {
-                if (!(Number.isInteger(v315))) return false;
-                if ((v315 < -9007199254740991 || v315 > 9007199254740991)) return false;
+              const v3 = v2.id;
+              if (v3 !== undefined) {
+                if (!(Number.isInteger(v3))) return false;
+                if ((v3 < -9007199254740991 || v3 > 9007199254740991)) return false;
               }
             }
             {
-              const v316 = v314.uuid;
-              if (v316 !== undefined) {
-                if (!(typeof v316 === 'string')) return false;
+              const v3 = v2.uuid;
+              if (v3 !== undefined) {
+                if (!(typeof v3 === 'string')) return false;
               }
             }
             {
-              const v317 = v314.active;
-              if (v317 !== undefined) {
-                if (!(typeof v317 === 'boolean' || v317 === null)) return false;
+              const v3 = v2.active;
+              if (v3 !== undefined) {
+                if (!(typeof v3 === 'boolean' || v3 === null)) return false;
               }
             }
             {
-              const v318 = v314.name;
-              if (v318 !== undefined) {
-                if (!(typeof v318 === 'string' || v318 === null)) return false;
+              const v3 = v2.name;
+              if (v3 !== undefined) {
+                if (!(typeof v3 === 'string' || v3 === null)) return false;
               }
             }
             {
-              const v319 = v314.description;
-              if (v319 !== undefined) {
-                if (!(typeof v319 === 'string' || v319 === null)) return false;
+              const v3 = v2.description;
+              if (v3 !== undefined) {
+                if (!(typeof v3 === 'string' || v3 === null)) return false;
               }
             }
             {
-              const v320 = v314.hasProviderCommission;
-              if (v320 !== undefined) {
-                if (!(typeof v320 === 'boolean' || v320 === null)) return false;
+              const v3 = v2.hasProviderCommission;
+              if (v3 !== undefined) {
+                if (!(typeof v3 === 'boolean' || v3 === null)) return false;
               }
             }
             {
-              const v321 = v314.provider;
-              if (v321 !== undefined) {
-                if (v321 !== null) {
-                  if (!(isObject(v321))) return false;
-                  if (v321.id === undefined) return false;
+              const v3 = v2.provider;
+              if (v3 !== undefined) {
+                if (v3 !== null) {
+                  if (!(isObject(v3))) return false;
+                  if (v3.id === undefined) return false;
                   {
-                    const v322 = v321.id;
-                    if (v322 !== undefined) {
-                      if (!check49(v322)) return false;
+                    const v4 = v3.id;
+                    if (v4 !== undefined) {
+                      if (!UserSignedUp_data_user_profile_avatar_id(v4)) return false;
                     }
                   }
                   {
-                    const v324 = v321.type;
-                    if (v324 !== undefined) {
-                      if (!(typeof v324 === 'string' || v324 === null)) return false;
+                    const v4 = v3.type;
+                    if (v4 !== undefined) {
+                      if (!(typeof v4 === 'string' || v4 === null)) return false;
                     }
                   }
                   {
-                    const v325 = v321.active;
-                    if (v325 !== undefined) {
-                      if (!(typeof v325 === 'boolean' || v325 === null)) return false;
+                    const v4 = v3.active;
+                    if (v4 !== undefined) {
+                      if (!(typeof v4 === 'boolean' || v4 === null)) return false;
                     }
                   }
                 }
@@ -2278,134 +2278,134 @@ function PaymentCompleted(v) {
         }
       }
       {
-        const v326 = v291.invoice;
-        if (v326 !== undefined) {
-          if (!(isObject(v326))) return false;
-          if (v326.id === undefined) return false;
-          if (v326.totalAmount === undefined) return false;
-          if (v326.currency === undefined) return false;
-          if (v326.user === undefined) return false;
+        const v2 = v1.invoice;
+        if (v2 !== undefined) {
+          if (!(isObject(v2))) return false;
+          if (v2.id === undefined) return false;
+          if (v2.totalAmount === undefined) return false;
+          if (v2.currency === undefined) return false;
+          if (v2.user === undefined) return false;
           {
-            const v327 = v326.id;
-            if (v327 !== undefined) {
-              if (!(Number.isInteger(v327))) return false;
-              if ((v327 < -9007199254740991 || v327 > 9007199254740991)) return false;
+            const v3 = v2.id;
+            if (v3 !== undefined) {
+              if (!(Number.isInteger(v3))) return false;
+              if ((v3 < -9007199254740991 || v3 > 9007199254740991)) return false;
             }
           }
           {
-            const v328 = v326.createdAt;
-            if (v328 !== undefined) {
-              if (!(typeof v328 === 'string')) return false;
+            const v3 = v2.createdAt;
+            if (v3 !== undefined) {
+              if (!(typeof v3 === 'string')) return false;
             }
           }
           {
-            const v329 = v326.updatedAt;
-            if (v329 !== undefined) {
-              if (!(typeof v329 === 'string')) return false;
+            const v3 = v2.updatedAt;
+            if (v3 !== undefined) {
+              if (!(typeof v3 === 'string')) return false;
             }
           }
           {
-            const v330 = v326.deletedAt;
-            if (v330 !== undefined) {
-              if (v330 !== null) {
-                if (!(typeof v330 === 'string')) return false;
+            const v3 = v2.deletedAt;
+            if (v3 !== undefined) {
+              if (v3 !== null) {
+                if (!(typeof v3 === 'string')) return false;
               }
             }
           }
           {
-            const v331 = v326.archivedAt;
-            if (v331 !== undefined) {
-              if (v331 !== null) {
-                if (!(typeof v331 === 'string')) return false;
+            const v3 = v2.archivedAt;
+            if (v3 !== undefined) {
+              if (v3 !== null) {
+                if (!(typeof v3 === 'string')) return false;
               }
             }
           }
           {
-            const v332 = v326.uuid;
-            if (v332 !== undefined) {
-              if (!(typeof v332 === 'string')) return false;
+            const v3 = v2.uuid;
+            if (v3 !== undefined) {
+              if (!(typeof v3 === 'string')) return false;
             }
           }
           {
-            const v333 = v326.humanId;
-            if (v333 !== undefined) {
-              if (v333 !== null) {
-                if (!(Number.isInteger(v333))) return false;
-                if ((v333 < -9007199254740991 || v333 > 9007199254740991)) return false;
+            const v3 = v2.humanId;
+            if (v3 !== undefined) {
+              if (v3 !== null) {
+                if (!(Number.isInteger(v3))) return false;
+                if ((v3 < -9007199254740991 || v3 > 9007199254740991)) return false;
               }
             }
           }
           {
-            const v334 = v326.type;
-            if (v334 !== undefined) {
-              if (!(typeof v334 === 'string')) return false;
+            const v3 = v2.type;
+            if (v3 !== undefined) {
+              if (!(typeof v3 === 'string')) return false;
             }
           }
           {
-            const v335 = v326.status;
-            if (v335 !== undefined) {
-              if (v335 !== null) {
-                if (!(typeof v335 === 'string')) return false;
+            const v3 = v2.status;
+            if (v3 !== undefined) {
+              if (v3 !== null) {
+                if (!(typeof v3 === 'string')) return false;
               }
             }
           }
           {
-            const v336 = v326.totalAmount;
-            if (v336 !== undefined) {
-              if (!(Number.isFinite(v336))) return false;
+            const v3 = v2.totalAmount;
+            if (v3 !== undefined) {
+              if (!(Number.isFinite(v3))) return false;
             }
           }
           {
-            const v337 = v326.discountAmount;
-            if (v337 !== undefined) {
-              if (!(Number.isFinite(v337))) return false;
+            const v3 = v2.discountAmount;
+            if (v3 !== undefined) {
+              if (!(Number.isFinite(v3))) return false;
             }
           }
           {
-            const v338 = v326.currency;
-            if (v338 !== undefined) {
-              if (!(typeof v338 === 'string')) return false;
+            const v3 = v2.currency;
+            if (v3 !== undefined) {
+              if (!(typeof v3 === 'string')) return false;
             }
           }
           {
-            const v339 = v326.expireAt;
-            if (v339 !== undefined) {
-              if (v339 !== null) {
-                if (!(typeof v339 === 'string')) return false;
+            const v3 = v2.expireAt;
+            if (v3 !== undefined) {
+              if (v3 !== null) {
+                if (!(typeof v3 === 'string')) return false;
               }
             }
           }
           {
-            const v340 = v326.isActive;
-            if (v340 !== undefined) {
-              if (!(typeof v340 === 'boolean' || v340 === null)) return false;
+            const v3 = v2.isActive;
+            if (v3 !== undefined) {
+              if (!(typeof v3 === 'boolean' || v3 === null)) return false;
             }
           }
           {
-            const v341 = v326.user;
-            if (v341 !== undefined) {
-              if (!check2(v341)) return false;
+            const v3 = v2.user;
+            if (v3 !== undefined) {
+              if (!UserSignedUp_data_user(v3)) return false;
             }
           }
           {
-            const v343 = v326.products;
-            if (v343 !== undefined) {
-              if (v343 !== null) {
-                if (!(Array.isArray(v343))) return false;
-                if (true) for (let i393 = 0; i393 < v343.length; i393++) if (!check344(v343[i393])) return false;
+            const v3 = v2.products;
+            if (v3 !== undefined) {
+              if (v3 !== null) {
+                if (!(Array.isArray(v3))) return false;
+                if (true) for (let i = 0; i < v3.length; i++) if (!PaymentCompleted_payment_invoice_products_items(v3[i])) return false;
               }
             }
           }
           {
-            const v394 = v326.meta;
-            if (v394 !== undefined) {
-              if (v394 !== null) {
-                if (!(isObject(v394))) return false;
+            const v3 = v2.meta;
+            if (v3 !== undefined) {
+              if (v3 !== null) {
+                if (!(isObject(v3))) return false;
                 {
-                  const v395 = v394.utmParams;
-                  if (v395 !== undefined) {
-                    if (v395 !== null) {
-                      if (!check89(v395)) return false;
+                  const v4 = v3.utmParams;
+                  if (v4 !== undefined) {
+                    if (v4 !== null) {
+                      if (!UserSignedUp_data_states_utmSignupParams(v4)) return false;
                     }
                   }
                 }
@@ -2417,62 +2417,62 @@ function PaymentCompleted(v) {
     }
   }
   {
-    const v397 = v.states;
-    if (v397 !== undefined) {
-      if (v397 !== null) {
-        if (!check87(v397)) return false;
+    const v1 = v.states;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states(v1)) return false;
       }
     }
   }
   return true;
 }
 
-function check399(v) {
+function ProductEnrolledToFree_data(v) {
   if (!(isObject(v))) return false;
   if (v.user === undefined) return false;
   {
-    const v400 = v.user;
-    if (v400 !== undefined) {
-      if (!check2(v400)) return false;
+    const v1 = v.user;
+    if (v1 !== undefined) {
+      if (!UserSignedUp_data_user(v1)) return false;
     }
   }
   {
-    const v402 = v.profile;
-    if (v402 !== undefined) {
-      if (v402 !== null) {
-        if (!check27(v402)) return false;
+    const v1 = v.profile;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_user_profile(v1)) return false;
       }
     }
   }
   {
-    const v404 = v.access;
-    if (v404 !== undefined) {
-      if (v404 !== null) {
-        if (!check166(v404)) return false;
+    const v1 = v.access;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_access(v1)) return false;
       }
     }
   }
   {
-    const v406 = v.states;
-    if (v406 !== undefined) {
-      if (v406 !== null) {
-        if (!check87(v406)) return false;
+    const v1 = v.states;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states(v1)) return false;
       }
     }
   }
   {
-    const v408 = v.product;
-    if (v408 !== undefined) {
-      if (v408 !== null) {
-        if (!check142(v408)) return false;
+    const v1 = v.product;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_product(v1)) return false;
       }
     }
   }
   {
-    const v410 = v.course;
-    if (v410 !== undefined) {
-      if (v410 !== null) {
-        if (!check121(v410)) return false;
+    const v1 = v.course;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_course(v1)) return false;
       }
     }
   }
@@ -2480,49 +2480,49 @@ function check399(v) {
 }
 
 function ProductEnrolledToFree(v) {
-  if (!check399(v)) return false;
+  if (!ProductEnrolledToFree_data(v)) return false;
   return true;
 }
 
 function ProductEnrolledViaLms(v) {
-  if (!check399(v)) return false;
+  if (!ProductEnrolledToFree_data(v)) return false;
   return true;
 }
 
 function ProductEnrolledViaPayment(v) {
-  if (!check399(v)) return false;
+  if (!ProductEnrolledToFree_data(v)) return false;
   return true;
 }
 
-function check428(v) {
+function ProductEnrolledByInviteLink_anyOf0(v) {
   if (!(isObject(v))) return false;
   if (v.inviteLinkId === undefined) return false;
   {
-    const v429 = v.inviteLinkId;
-    if (v429 !== undefined) {
-      if (v429 === null) return false;
+    const v1 = v.inviteLinkId;
+    if (v1 !== undefined) {
+      if (v1 === null) return false;
     }
   }
   return true;
 }
 
-function check430(v) {
+function ProductEnrolledByInviteLink_anyOf1(v) {
   if (!(isObject(v))) return false;
   if (v.access === undefined) return false;
   {
-    const v431 = v.access;
-    if (v431 !== undefined) {
-      if (!(isObject(v431))) return false;
-      if (v431.meta === undefined) return false;
+    const v1 = v.access;
+    if (v1 !== undefined) {
+      if (!(isObject(v1))) return false;
+      if (v1.meta === undefined) return false;
       {
-        const v432 = v431.meta;
-        if (v432 !== undefined) {
-          if (!(isObject(v432))) return false;
-          if (v432.inviteLinkId === undefined) return false;
+        const v2 = v1.meta;
+        if (v2 !== undefined) {
+          if (!(isObject(v2))) return false;
+          if (v2.inviteLinkId === undefined) return false;
           {
-            const v433 = v432.inviteLinkId;
-            if (v433 !== undefined) {
-              if (v433 === null) return false;
+            const v3 = v2.inviteLinkId;
+            if (v3 !== undefined) {
+              if (v3 === null) return false;
             }
           }
         }
@@ -2536,60 +2536,60 @@ function ProductEnrolledByInviteLink(v) {
   if (!(isObject(v))) return false;
   if (v.user === undefined) return false;
   {
-    const v414 = v.user;
-    if (v414 !== undefined) {
-      if (!check2(v414)) return false;
+    const v1 = v.user;
+    if (v1 !== undefined) {
+      if (!UserSignedUp_data_user(v1)) return false;
     }
   }
   {
-    const v416 = v.profile;
-    if (v416 !== undefined) {
-      if (v416 !== null) {
-        if (!check27(v416)) return false;
+    const v1 = v.profile;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_user_profile(v1)) return false;
       }
     }
   }
   {
-    const v418 = v.access;
-    if (v418 !== undefined) {
-      if (v418 !== null) {
-        if (!check166(v418)) return false;
+    const v1 = v.access;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_access(v1)) return false;
       }
     }
   }
   {
-    const v420 = v.states;
-    if (v420 !== undefined) {
-      if (v420 !== null) {
-        if (!check87(v420)) return false;
+    const v1 = v.states;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states(v1)) return false;
       }
     }
   }
   {
-    const v422 = v.product;
-    if (v422 !== undefined) {
-      if (v422 !== null) {
-        if (!check142(v422)) return false;
+    const v1 = v.product;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_product(v1)) return false;
       }
     }
   }
   {
-    const v424 = v.course;
-    if (v424 !== undefined) {
-      if (v424 !== null) {
-        if (!check121(v424)) return false;
+    const v1 = v.course;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_course(v1)) return false;
       }
     }
   }
   {
-    const v426 = v.inviteLinkId;
-    if (v426 !== undefined) {
-      if (v426 !== null) {
-        if (!check49(v426)) return false;
+    const v1 = v.inviteLinkId;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_user_profile_avatar_id(v1)) return false;
       }
     }
   }
-  if (!(check428(v) || check430(v))) return false;
+  if (!(ProductEnrolledByInviteLink_anyOf0(v) || ProductEnrolledByInviteLink_anyOf1(v))) return false;
   return true;
 }
 
@@ -2599,120 +2599,120 @@ function CertificateIssued(v) {
   if (v.course === undefined) return false;
   if (v.certificate === undefined) return false;
   {
-    const v434 = v.user;
-    if (v434 !== undefined) {
-      if (!check2(v434)) return false;
+    const v1 = v.user;
+    if (v1 !== undefined) {
+      if (!UserSignedUp_data_user(v1)) return false;
     }
   }
   {
-    const v436 = v.course;
-    if (v436 !== undefined) {
-      if (!check121(v436)) return false;
+    const v1 = v.course;
+    if (v1 !== undefined) {
+      if (!CourseProgressChanged_course(v1)) return false;
     }
   }
   {
-    const v438 = v.product;
-    if (v438 !== undefined) {
-      if (v438 !== null) {
-        if (!check142(v438)) return false;
+    const v1 = v.product;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!CourseProgressChanged_product(v1)) return false;
       }
     }
   }
   {
-    const v440 = v.certificate;
-    if (v440 !== undefined) {
-      if (!(isObject(v440))) return false;
-      if (v440.id === undefined) return false;
-      if (v440.link === undefined) return false;
+    const v1 = v.certificate;
+    if (v1 !== undefined) {
+      if (!(isObject(v1))) return false;
+      if (v1.id === undefined) return false;
+      if (v1.link === undefined) return false;
       {
-        const v441 = v440.id;
-        if (v441 !== undefined) {
-          if (!(Number.isInteger(v441))) return false;
-          if ((v441 < -9007199254740991 || v441 > 9007199254740991)) return false;
+        const v2 = v1.id;
+        if (v2 !== undefined) {
+          if (!(Number.isInteger(v2))) return false;
+          if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
         }
       }
       {
-        const v442 = v440.createdAt;
-        if (v442 !== undefined) {
-          if (!(typeof v442 === 'string')) return false;
+        const v2 = v1.createdAt;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
       {
-        const v443 = v440.updatedAt;
-        if (v443 !== undefined) {
-          if (!(typeof v443 === 'string')) return false;
+        const v2 = v1.updatedAt;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
       {
-        const v444 = v440.deletedAt;
-        if (v444 !== undefined) {
-          if (v444 !== null) {
-            if (!(typeof v444 === 'string')) return false;
+        const v2 = v1.deletedAt;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
       }
       {
-        const v445 = v440.archivedAt;
-        if (v445 !== undefined) {
-          if (v445 !== null) {
-            if (!(typeof v445 === 'string')) return false;
+        const v2 = v1.archivedAt;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
       }
       {
-        const v446 = v440.uuid;
-        if (v446 !== undefined) {
-          if (!(typeof v446 === 'string')) return false;
+        const v2 = v1.uuid;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
       {
-        const v447 = v440.link;
-        if (v447 !== undefined) {
-          if (!(typeof v447 === 'string')) return false;
+        const v2 = v1.link;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
       {
-        const v448 = v440.userId;
-        if (v448 !== undefined) {
-          if (!(Number.isInteger(v448))) return false;
-          if ((v448 < -9007199254740991 || v448 > 9007199254740991)) return false;
+        const v2 = v1.userId;
+        if (v2 !== undefined) {
+          if (!(Number.isInteger(v2))) return false;
+          if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
         }
       }
       {
-        const v449 = v440.courseId;
-        if (v449 !== undefined) {
-          if (!(Number.isInteger(v449))) return false;
-          if ((v449 < -9007199254740991 || v449 > 9007199254740991)) return false;
+        const v2 = v1.courseId;
+        if (v2 !== undefined) {
+          if (!(Number.isInteger(v2))) return false;
+          if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
         }
       }
       {
-        const v450 = v440.templateId;
-        if (v450 !== undefined) {
-          if (!(Number.isInteger(v450))) return false;
-          if ((v450 < -9007199254740991 || v450 > 9007199254740991)) return false;
+        const v2 = v1.templateId;
+        if (v2 !== undefined) {
+          if (!(Number.isInteger(v2))) return false;
+          if ((v2 < -9007199254740991 || v2 > 9007199254740991)) return false;
         }
       }
       {
-        const v452 = v440.issuedAt;
-        if (v452 !== undefined) {
-          if (!(typeof v452 === 'string')) return false;
+        const v2 = v1.issuedAt;
+        if (v2 !== undefined) {
+          if (!(typeof v2 === 'string')) return false;
         }
       }
       {
-        const v453 = v440.expireAt;
-        if (v453 !== undefined) {
-          if (v453 !== null) {
-            if (!(typeof v453 === 'string')) return false;
+        const v2 = v1.expireAt;
+        if (v2 !== undefined) {
+          if (v2 !== null) {
+            if (!(typeof v2 === 'string')) return false;
           }
         }
       }
     }
   }
   {
-    const v454 = v.states;
-    if (v454 !== undefined) {
-      if (v454 !== null) {
-        if (!check87(v454)) return false;
+    const v1 = v.states;
+    if (v1 !== undefined) {
+      if (v1 !== null) {
+        if (!UserSignedUp_data_states(v1)) return false;
       }
     }
   }

@@ -45,6 +45,19 @@ describe('the generated validators', () => {
     expect(readFileSync(new URL(GENERATED_PATH, root), 'utf8')).toBe(generateValidatorsSource());
   });
 
+  it('are named for the schema path they check, never by a counter a schema change renumbers', () => {
+    const source = readFileSync(new URL(GENERATED_PATH, root), 'utf8');
+    const names = [...source.matchAll(/^function (\S+)\(/gm)].map((match) => match[1]!);
+    expect(names).toEqual(expect.arrayContaining([...FIXED_CONTRACT_EVENTS]));
+    for (const name of names) {
+      expect(name, name).toMatch(
+        new RegExp(`^(?:${FIXED_CONTRACT_EVENTS.join('|')})(?:_[\\w$]+)?$`),
+      );
+      expect(name, name).not.toMatch(/^check\d|_\d+$/);
+    }
+    expect(names).toContain('PaymentCompleted_payment_invoice_products_items');
+  });
+
   it('make no code from strings at run time', () => {
     const source = readFileSync(new URL(GENERATED_PATH, root), 'utf8');
     expect(source).not.toMatch(/new Function|\beval\(|\bimport\(|\brequire\(/);
