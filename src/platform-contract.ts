@@ -51,6 +51,9 @@ export const PLATFORM_LIMITS = {
   autoDisableAfterMs: 14 * DAY,
 } as const;
 
+/** The success statuses as a sentence says them: `200, 201 or 202`. */
+export const SUCCESS_STATUSES_TEXT = `${PLATFORM_LIMITS.successStatuses.slice(0, -1).join(', ')} or ${PLATFORM_LIMITS.successStatuses.at(-1)}`;
+
 /** Whether the platform counts `status` as delivered (and stops trying). */
 export function isSuccessStatus(status: number | null): boolean {
   return status !== null && (PLATFORM_LIMITS.successStatuses as readonly number[]).includes(status);

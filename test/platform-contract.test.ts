@@ -19,6 +19,7 @@ import {
   MINUTE,
   PLATFORM_LIMITS,
   SECOND,
+  SUCCESS_STATUSES_TEXT,
 } from '../src/platform-contract.js';
 import { PLATFORM_LIMITS as TESTING_LIMITS } from '../src/testing/index.js';
 
@@ -39,6 +40,7 @@ describe("the platform's facts", () => {
 
   it('count 200, 201 and 202 as delivered, and retry every other answer', () => {
     for (const status of [200, 201, 202]) expect(isSuccessStatus(status)).toBe(true);
+    expect(SUCCESS_STATUSES_TEXT).toBe('200, 201 or 202');
     for (const status of [null, 100, 203, 204, 206, 301, 304, 400, 401, 409, 413, 422, 500, 503]) {
       expect(isSuccessStatus(status)).toBe(false);
     }

@@ -13,7 +13,7 @@ export interface PostResult {
   status: number;
   /** The answer body as text, cut to a readable length. */
   text: string;
-  /** Whether the platform would count it delivered (200, 201 or 202). */
+  /** Whether the platform would count it delivered (`isSuccessStatus`). */
   ok: boolean;
   /** `outcome` of a schoolhooks receiver's JSON answer. */
   outcome: string | undefined;

@@ -12,6 +12,7 @@ import { fileBody } from './delivery-body.js';
 import { resolveFixtureFolder } from './fixture-folder.js';
 import { postDelivery } from './post-delivery.js';
 import { SECRET_OPTION, secretFrom } from './secret.js';
+import { SUCCESS_STATUSES_TEXT } from '../platform-contract.js';
 
 /** What a folder's manifest.json says one file should get (as fixtures/invalid/manifest.json). */
 interface Expectation {
@@ -37,7 +38,7 @@ A ${MANIFEST} in the folder ([{ "file", "status", "outcome" }], as in fixtures/i
 names the answer each file expects; its files are sent too, whatever their extension.
 A folder under fixtures/ that is not in the current directory is the one this package
 ships: 'schoolhooks replay fixtures/invalid' works from any project.
-Exit code 0 when every answer is the expected one (otherwise 200, 201 or 202), 1 if not.`,
+Exit code 0 when every answer is the expected one (otherwise ${SUCCESS_STATUSES_TEXT}), 1 if not.`,
   options: {
     url: { type: 'string', value: 'URL', help: 'Where to POST (required)' },
     secret: SECRET_OPTION,

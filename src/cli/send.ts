@@ -10,6 +10,7 @@ import { fileBody, fixtureBody, type DeliveryBody } from './delivery-body.js';
 import { checkEventOption, isEventName } from './event-names.js';
 import { postDelivery } from './post-delivery.js';
 import { SECRET_OPTION, secretFrom } from './secret.js';
+import { SUCCESS_STATUSES_TEXT } from '../platform-contract.js';
 
 /** The `send` command. */
 export const sendCommand = defineCommand({
@@ -18,7 +19,7 @@ export const sendCommand = defineCommand({
   usage: '<EventName | file.json> --url URL [options]',
   description: `Sends one delivery as the platform does: a POST of the envelope with content-type
 application/json and its signature header. Prints the answer's status and body.
-Exit code 0 when the answer is 200, 201 or 202 (what the platform counts as delivered),
+Exit code 0 when the answer is ${SUCCESS_STATUSES_TEXT} (what the platform counts as delivered),
 1 otherwise.
 
   EventName       The event's fixture, stamped now with a new idempotencyKey:

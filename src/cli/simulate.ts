@@ -7,14 +7,12 @@ import { FIXED_CONTRACT_EVENTS, type FixedEventName } from '../events/index.js';
 import { createPlatformSimulator } from '../testing/platform-simulator.js';
 import type { DeliveryLogEntry } from '../testing/simulator-types.js';
 import { createVirtualClock } from '../testing/virtual-clock.js';
-import { PLATFORM_LIMITS } from '../platform-contract.js';
+import { PLATFORM_LIMITS, SUCCESS_STATUSES_TEXT } from '../platform-contract.js';
 import { defineCommand, EXIT, requireHttpUrl, UsageError } from './command.js';
 import { formatDuration } from './duration.js';
 import { SECRET_OPTION, secretFrom } from './secret.js';
 
-const { successStatuses, responseTimeoutMs, maxAttempts, retryDelaysMs, retrySpanMs } =
-  PLATFORM_LIMITS;
-const SUCCESS = `${successStatuses.slice(0, -1).join(', ')} or ${successStatuses.at(-1)}`;
+const { responseTimeoutMs, maxAttempts, retryDelaysMs, retrySpanMs } = PLATFORM_LIMITS;
 const DELAYS = `${retryDelaysMs.slice(0, -1).map(formatDuration).join(', ')} and ${formatDuration(retryDelaysMs.at(-1) ?? 0)}`;
 
 /** The `simulate` command. */
@@ -23,7 +21,7 @@ export const simulateCommand = defineCommand({
   summary: 'Run the platform simulator against a URL, time compressed',
   usage: '--url URL [--events 20] [--faults 0.3] [--seed 1] [--secret S]',
   description: `Delivers events to the receiver at URL as the platform does: the fixtures in turn, each
-with a new idempotencyKey, signed with the secret; success only on ${SUCCESS} within
+with a new idempotencyKey, signed with the secret; success only on ${SUCCESS_STATUSES_TEXT} within
 ${formatDuration(responseTimeoutMs)}; up to ${maxAttempts} attempts, ${DELAYS} after each failed one.
 Time is virtual: the ${formatDuration(retrySpanMs)} of retries take as long as the requests do.
 With --faults, that share of attempts has its answer dropped, delayed past the timeout,

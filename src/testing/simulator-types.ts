@@ -49,7 +49,7 @@ export interface DeliveryLogEntry {
   at: number;
   /** The HTTP status the platform saw; null when it saw none (timeout, network error, dropped). */
   status: number | null;
-  /** Whether the platform counted it delivered (200, 201 or 202 in time). */
+  /** Whether the platform counted it delivered (a success status, in time). */
   ok: boolean;
   /**
    * The receiver's `outcome`, from its JSON answer; given for a dropped or late answer too,
