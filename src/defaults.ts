@@ -72,6 +72,20 @@ export const BULLMQ_DEFAULTS = {
   prefix: 'bull',
 } as const;
 
+/** The API client's defaults (`createSchoolApi`). */
+export const API_CLIENT_DEFAULTS = {
+  /** How long one attempt may take, answer body included. */
+  timeoutMs: 30 * SECOND,
+  /** Retries of a call the platform did not serve (a 429, a 5xx, a network error). */
+  retries: 2,
+} as const;
+
+/** The inspector's defaults (`schoolhooks listen --ui`). */
+export const INSPECTOR_DEFAULTS = {
+  /** Deliveries kept in memory. */
+  keep: 500,
+} as const;
+
 /** pgBossInbox's own defaults, beside {@link INBOX_DEFAULTS}. */
 export const PG_BOSS_DEFAULTS = {
   /** The Postgres schema of pg-boss's tables (pg-boss's own default). */

@@ -3,8 +3,10 @@
 // numbers the platform publishes and the README promises, never against a formula of the code.
 import { describe, expect, it } from 'vitest';
 import {
+  API_CLIENT_DEFAULTS,
   BULLMQ_DEFAULTS,
   INBOX_DEFAULTS,
+  INSPECTOR_DEFAULTS,
   MEMORY_STORE_DEFAULTS,
   PG_BOSS_DEFAULTS,
   POSTGRES_STORE_DEFAULTS,
@@ -83,7 +85,7 @@ describe("the package's defaults", () => {
     expect(dedupTtlMs).toBeGreaterThanOrEqual(maxEventAgeMs);
   });
 
-  it('give the stores and inboxes the values their options document', () => {
+  it('give the stores, the inboxes, the API client and the inspector the values their options document', () => {
     expect(MEMORY_STORE_DEFAULTS).toEqual({ max: 100_000 });
     expect(REDIS_STORE_DEFAULTS).toEqual({ prefix: 'schoolhooks:', commandTimeoutMs: 1_000 });
     expect(POSTGRES_STORE_DEFAULTS).toEqual({
@@ -101,6 +103,8 @@ describe("the package's defaults", () => {
     });
     expect(DEFAULT_RETRY_POLICY).toEqual({ attempts: 10, backoffMs: 30_000 });
     expect(BULLMQ_DEFAULTS).toEqual({ prefix: 'bull' });
+    expect(API_CLIENT_DEFAULTS).toEqual({ timeoutMs: 30_000, retries: 2 });
+    expect(INSPECTOR_DEFAULTS).toEqual({ keep: 500 });
     expect(PG_BOSS_DEFAULTS).toEqual({
       schema: 'pgboss',
       expireInMs: 15 * 60_000,

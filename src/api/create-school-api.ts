@@ -9,6 +9,7 @@ import { errorFromResponse, type RequestContext } from './error-from-response.js
 import { InvalidResponseError, NetworkError, SchoolApiError, TimeoutError } from './errors.js';
 import { retryDelay, sleep } from './retry-delay.js';
 import { sessionTokenResponseSchema, type Session } from './session-schema.js';
+import { API_CLIENT_DEFAULTS } from '../defaults.js';
 
 /** Options of {@link createSchoolApi}. */
 export interface SchoolApiOptions {
@@ -95,8 +96,8 @@ export function createSchoolApi({
   apiKey,
   sellerId,
   schoolId,
-  timeoutMs = 30_000,
-  retries = 2,
+  timeoutMs = API_CLIENT_DEFAULTS.timeoutMs,
+  retries = API_CLIENT_DEFAULTS.retries,
   fetch: fetchFn,
 }: SchoolApiOptions): SchoolApi {
   const root = apiRoot(baseUrl);

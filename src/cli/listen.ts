@@ -20,12 +20,13 @@ import { signatureFailureOf } from '../signature-failure.js';
 import { causesText } from './signature-causes.js';
 import { SECRETS_OPTION, secretSource, secretsFrom } from './secret.js';
 import { summarizeEvent } from './summarize-event.js';
+import { INSPECTOR_DEFAULTS } from '../defaults.js';
 
 /** The `listen` command. */
 export const listenCommand = defineCommand({
   name: 'listen',
   summary: 'Run a development receiver that prints each verified event (--ui: a page too)',
-  usage: '[--port 3000] [--path /] [--ui [--keep 500]] [--secret S]...',
+  usage: `[--port 3000] [--path /] [--ui [--keep ${INSPECTOR_DEFAULTS.keep}]] [--secret S]...`,
   description: `Runs a receiver (createReceiver with its defaults and the memory store) on a node:http
 server and prints one line per delivery: the status and outcome, the event, its
 idempotencyKey and a short summary; what went wrong, if anything, indented under it. It answers as a real receiver does: duplicates 200,
@@ -57,7 +58,7 @@ shows the secret, and keeps deliveries in memory only.`,
     keep: {
       type: 'string',
       value: 'N',
-      default: '500',
+      default: String(INSPECTOR_DEFAULTS.keep),
       help: 'Deliveries the inspector keeps in memory',
     },
     secret: SECRETS_OPTION,

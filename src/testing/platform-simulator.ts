@@ -41,7 +41,7 @@ import { createVirtualClock } from './virtual-clock.js';
  *   faults: { rate: 0.3, seed: 7 },
  * });
  * platform.send('PaymentCompleted');
- * await platform.run(); // every retry, up to 4 h 46 min of virtual time
+ * await platform.run(); // every retry, up to the platform's retry span of virtual time
  * console.log(platform.log);
  * ```
  */

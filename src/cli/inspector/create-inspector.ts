@@ -21,6 +21,7 @@ import { viewOf } from './delivery-view.js';
 import { checkRequest, sendGuardedJson, SECURITY_HEADERS } from './guard.js';
 import { createLiveStreams } from './live-stream.js';
 import type { ActionRefused, DeliveryList, InspectorInfo } from './page-api.js';
+import { INSPECTOR_DEFAULTS } from '../../defaults.js';
 
 export type { RecordingMeta };
 
@@ -72,7 +73,7 @@ export interface Inspector {
 export function createInspector({
   receiver,
   secrets,
-  keep = 500,
+  keep = INSPECTOR_DEFAULTS.keep,
   receiverPath = '/',
 }: InspectorOptions): Inspector {
   const assets = loadInspectorAssets();

@@ -8,6 +8,7 @@
 import { OUTCOMES, type Outcome, type OutcomeClass } from '../../outcome.js';
 import type { SignatureFailureReason } from '../../signature-failure.js';
 import type { DeliverySource, DeliverySummary, InspectorIssue } from './page-api.js';
+import { INSPECTOR_DEFAULTS } from '../../defaults.js';
 
 export type { OutcomeClass };
 export type { DeliverySource, DeliverySummary, InspectorIssue };
@@ -91,7 +92,9 @@ export function summarize(delivery: RecordedDelivery): DeliverySummary {
  * const stop = log.subscribe((kind, summary) => send(kind, summary));
  * ```
  */
-export function createDeliveryLog({ keep = 500 }: { keep?: number } = {}): DeliveryLog {
+export function createDeliveryLog({
+  keep = INSPECTOR_DEFAULTS.keep,
+}: { keep?: number } = {}): DeliveryLog {
   const deliveries = new Map<number, RecordedDelivery>();
   const listeners = new Set<DeliveryListener>();
   let nextId = 1;
