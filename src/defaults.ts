@@ -5,93 +5,127 @@
  * @module
  */
 
-import { DAY, HOUR, MINUTE, SECOND } from './platform-contract.js';
+import { constants, DAY, HOUR, MINUTE, SECOND } from './platform-contract.js';
 
 /** One mebibyte, in bytes. */
-const MIB = 1024 * 1024;
+const MIB = 1_048_576;
 
 /** The receiver's defaults (`createReceiver`'s options of the same names). */
-export const RECEIVER_DEFAULTS = {
-  /** Largest body accepted, in bytes; beyond it -> 413 `too_large`. */
-  maxBodyBytes: MIB,
-  /** Oldest `timestamp` accepted: well past the platform's retry span (`retrySpanMs`). */
-  maxEventAgeMs: 72 * HOUR,
-  /** How long a completed key is remembered: at least `maxEventAgeMs`. */
-  dedupTtlMs: 7 * DAY,
-  /** How long a claim holds: under the platform's first retry delay. */
-  leaseMs: MINUTE,
-  /** How long handlers may run: under the platform's response timeout, with room for the store. */
-  handlerTimeoutMs: 10 * SECOND,
-  /** How far in the future a `timestamp` may lie (clock skew between the platform and us). */
-  futureSkewMs: 5 * MINUTE,
-} as const;
+export const RECEIVER_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** Largest body accepted, in bytes; beyond it -> 413 `too_large`. */
+      maxBodyBytes: MIB,
+      /** Oldest `timestamp` accepted: well past the platform's retry span (`retrySpanMs`). */
+      maxEventAgeMs: 72 * HOUR,
+      /** How long a completed key is remembered: at least `maxEventAgeMs`. */
+      dedupTtlMs: 7 * DAY,
+      /** How long a claim holds: under the platform's first retry delay. */
+      leaseMs: MINUTE,
+      /** How long handlers may run: under the platform's response timeout, with room for the store. */
+      handlerTimeoutMs: 10 * SECOND,
+      /** How far in the future a `timestamp` may lie (clock skew between the platform and us). */
+      futureSkewMs: 5 * MINUTE,
+    }) as const,
+);
 
 /** memoryStore's defaults. */
-export const MEMORY_STORE_DEFAULTS = {
-  /** Keys kept at the most. */
-  max: 100_000,
-} as const;
+export const MEMORY_STORE_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** Keys kept at the most. */
+      max: 100_000,
+    }) as const,
+);
 
 /** redisStore's defaults. */
-export const REDIS_STORE_DEFAULTS = {
-  /** Prepended to every key. */
-  prefix: 'schoolhooks:',
-  /** The longest one store call may take. */
-  commandTimeoutMs: SECOND,
-} as const;
+export const REDIS_STORE_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** Prepended to every key. */
+      prefix: 'schoolhooks:',
+      /** The longest one store call may take. */
+      commandTimeoutMs: SECOND,
+    }) as const,
+);
 
 /** postgresStore's defaults. */
-export const POSTGRES_STORE_DEFAULTS = {
-  /** The table of the keys. */
-  table: 'schoolhooks_deliveries',
-  /** The longest one store call may take. */
-  connectTimeoutMs: SECOND,
-  /** How often, at most, expired keys are deleted. */
-  sweepEveryMs: MINUTE,
-} as const;
+export const POSTGRES_STORE_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** The table of the keys. */
+      table: 'schoolhooks_deliveries',
+      /** The longest one store call may take. */
+      connectTimeoutMs: SECOND,
+      /** How often, at most, expired keys are deleted. */
+      sweepEveryMs: MINUTE,
+    }) as const,
+);
 
 /** Every inbox's defaults (memoryInbox, bullmqInbox, pgBossInbox). */
-export const INBOX_DEFAULTS = {
-  /** Runs in all, the first included (the one retry policy, src/retry-policy.ts). */
-  attempts: 10,
-  /** The wait before the first retry, doubling after each. */
-  backoffMs: 30 * SECOND,
-  /** How long a completed job is kept. */
-  keepCompletedMs: DAY,
-  /** How long a dead letter is kept for `retryFailed`. */
-  keepFailedMs: 30 * DAY,
-  /** The queue's name (BullMQ's and pg-boss's). */
-  queueName: 'schoolhooks',
-  /** The longest `enqueue` may take before the delivery is answered 503 `inbox_unavailable`. */
-  enqueueTimeoutMs: 2 * SECOND,
-} as const;
+export const INBOX_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** Runs in all, the first included (the one retry policy, src/retry-policy.ts). */
+      attempts: 10,
+      /** The wait before the first retry, doubling after each. */
+      backoffMs: 30 * SECOND,
+      /** How long a completed job is kept. */
+      keepCompletedMs: DAY,
+      /** How long a dead letter is kept for `retryFailed`. */
+      keepFailedMs: 30 * DAY,
+    }) as const,
+);
+
+/** The defaults of the inboxes on a queue (bullmqInbox, pgBossInbox), beside {@link INBOX_DEFAULTS}. */
+export const QUEUE_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** The queue's name (BullMQ's and pg-boss's). */
+      queueName: 'schoolhooks',
+      /** The longest `enqueue` may take before the delivery is answered 503 `inbox_unavailable`. */
+      enqueueTimeoutMs: 2 * SECOND,
+    }) as const,
+);
 
 /** bullmqInbox's own defaults, beside {@link INBOX_DEFAULTS}. */
-export const BULLMQ_DEFAULTS = {
-  /** BullMQ's key prefix (BullMQ's own default). */
-  prefix: 'bull',
-} as const;
+export const BULLMQ_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** BullMQ's key prefix (BullMQ's own default). */
+      prefix: 'bull',
+    }) as const,
+);
 
 /** The API client's defaults (`createSchoolApi`). */
-export const API_CLIENT_DEFAULTS = {
-  /** How long one attempt may take, answer body included. */
-  timeoutMs: 30 * SECOND,
-  /** Retries of a call the platform did not serve (a 429, a 5xx, a network error). */
-  retries: 2,
-} as const;
+export const API_CLIENT_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** How long one attempt may take, answer body included. */
+      timeoutMs: 30 * SECOND,
+      /** Retries of a call the platform did not serve (a 429, a 5xx, a network error). */
+      retries: 2,
+    }) as const,
+);
 
 /** The inspector's defaults (`schoolhooks listen --ui`). */
-export const INSPECTOR_DEFAULTS = {
-  /** Deliveries kept in memory. */
-  keep: 500,
-} as const;
+export const INSPECTOR_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** Deliveries kept in memory. */
+      keep: 500,
+    }) as const,
+);
 
 /** pgBossInbox's own defaults, beside {@link INBOX_DEFAULTS}. */
-export const PG_BOSS_DEFAULTS = {
-  /** The Postgres schema of pg-boss's tables (pg-boss's own default). */
-  schema: 'pgboss',
-  /** How long a run may hold a job before pg-boss hands it out again (pg-boss's own default). */
-  expireInMs: 15 * MINUTE,
-  /** How long a worker with nothing to run waits before it asks again. */
-  pollIntervalMs: SECOND,
-} as const;
+export const PG_BOSS_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** The Postgres schema of pg-boss's tables (pg-boss's own default). */
+      schema: 'pgboss',
+      /** How long a run may hold a job before pg-boss hands it out again (pg-boss's own default). */
+      expireInMs: 15 * MINUTE,
+      /** How long a worker with nothing to run waits before it asks again. */
+      pollIntervalMs: SECOND,
+    }) as const,
+);

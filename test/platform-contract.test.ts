@@ -10,6 +10,7 @@ import {
   MEMORY_STORE_DEFAULTS,
   PG_BOSS_DEFAULTS,
   POSTGRES_STORE_DEFAULTS,
+  QUEUE_DEFAULTS,
   RECEIVER_DEFAULTS,
   REDIS_STORE_DEFAULTS,
 } from '../src/defaults.js';
@@ -98,9 +99,8 @@ describe("the package's defaults", () => {
       backoffMs: 30_000,
       keepCompletedMs: 86_400_000,
       keepFailedMs: 30 * 86_400_000,
-      queueName: 'schoolhooks',
-      enqueueTimeoutMs: 2_000,
     });
+    expect(QUEUE_DEFAULTS).toEqual({ queueName: 'schoolhooks', enqueueTimeoutMs: 2_000 });
     expect(DEFAULT_RETRY_POLICY).toEqual({ attempts: 10, backoffMs: 30_000 });
     expect(BULLMQ_DEFAULTS).toEqual({ prefix: 'bull' });
     expect(API_CLIENT_DEFAULTS).toEqual({ timeoutMs: 30_000, retries: 2 });

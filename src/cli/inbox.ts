@@ -13,7 +13,7 @@ import type { PgBossLike } from '../inbox/pg-boss.js';
 import { didYouMean } from '../nearest-name.js';
 import { CliFailure, defineCommand, errorLine, EXIT, messageOf, UsageError } from './command.js';
 import { checkEventOption } from './event-names.js';
-import { BULLMQ_DEFAULTS, INBOX_DEFAULTS, PG_BOSS_DEFAULTS } from '../defaults.js';
+import { BULLMQ_DEFAULTS, PG_BOSS_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 
 const STATES: readonly InboxJobState[] = ['waiting', 'delayed', 'active', 'failed', 'completed'];
 const ACTIONS = ['list', 'show', 'retry'] as const;
@@ -55,7 +55,7 @@ A job's body and signature are never printed.`,
     queue: {
       type: 'string',
       value: 'NAME',
-      default: INBOX_DEFAULTS.queueName,
+      default: QUEUE_DEFAULTS.queueName,
       help: `Queue name; a queue that is not there is a usage
 error that lists the ones there`,
     },

@@ -32,7 +32,7 @@ import {
   verdictOf,
 } from './managed.js';
 import type { StoredDelivery } from './types.js';
-import { BULLMQ_DEFAULTS, INBOX_DEFAULTS } from '../defaults.js';
+import { BULLMQ_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 
 /** The name of the backoff strategy bullmqInbox gives BullMQ (its jobs' `backoff.type`). */
 export const BACKOFF_STRATEGY = 'schoolhooks';
@@ -254,9 +254,9 @@ interface InboxSettings {
 /** The options with their defaults, or a `ConfigError` naming the first that cannot work. */
 function checkOptions(options: BullmqInboxOptions): InboxSettings {
   const {
-    queueName = INBOX_DEFAULTS.queueName,
+    queueName = QUEUE_DEFAULTS.queueName,
     prefix = BULLMQ_DEFAULTS.prefix,
-    enqueueTimeoutMs = INBOX_DEFAULTS.enqueueTimeoutMs,
+    enqueueTimeoutMs = QUEUE_DEFAULTS.enqueueTimeoutMs,
     logger,
   } = options;
   if (queueName === '' || queueName.includes(':')) {

@@ -29,7 +29,7 @@ import {
   type PgBossJobRow,
 } from './pg-boss-tables.js';
 import type { StoredDelivery } from './types.js';
-import { INBOX_DEFAULTS, PG_BOSS_DEFAULTS } from '../defaults.js';
+import { PG_BOSS_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 
 /** One job as pg-boss's `fetch` hands it out with its metadata (pg-boss 10, 11 and 12). */
 export interface PgBossFetchedJob {
@@ -284,9 +284,9 @@ function checkOptions(options: PgBossInboxOptions): InboxSettings {
     boss: given,
     connectionString,
     schema = PG_BOSS_DEFAULTS.schema,
-    queueName = INBOX_DEFAULTS.queueName,
+    queueName = QUEUE_DEFAULTS.queueName,
     expireInMs = PG_BOSS_DEFAULTS.expireInMs,
-    enqueueTimeoutMs = INBOX_DEFAULTS.enqueueTimeoutMs,
+    enqueueTimeoutMs = QUEUE_DEFAULTS.enqueueTimeoutMs,
     logger,
   } = options;
   if ((given === undefined) === (connectionString === undefined)) {
