@@ -93,7 +93,7 @@ export default tseslint.config(
   {
     // The core stays framework-free (scripts/boundaries.json): the unrestricted files and the peer
     // entries aside, no file of src/ imports a framework, a server or a client, not even its
-    // types. Only src/otel may import OpenTelemetry (README: Telemetry).
+    // types. Only src/otel may import OpenTelemetry (docs/telemetry.md).
     files: ['src/**/*.ts'],
     ignores: [...boundaries.unrestricted, ...srcPeerEntries].map(({ path }) => glob(path)),
     rules: {

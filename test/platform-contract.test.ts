@@ -1,4 +1,4 @@
-// The platform's facts (docs/platform.md) and the package's defaults (README: Options), each
+// The platform's facts (docs/platform.md) and the package's defaults (docs/receiving.md), each
 // written once in src/platform-contract.ts and src/defaults.ts: asserted here against the
 // numbers the platform publishes and the README promises, never against a formula of the code.
 import { describe, expect, it } from 'vitest';
@@ -75,7 +75,7 @@ describe("the package's defaults", () => {
     });
   });
 
-  it("fit the platform's rules (README: Timing)", () => {
+  it("fit the platform's rules (docs/receiving.md)", () => {
     const { leaseMs, handlerTimeoutMs, maxEventAgeMs, dedupTtlMs } = RECEIVER_DEFAULTS;
     // The claim, the handlers and the completion answer within the platform's 15 s.
     expect(2 * REDIS_STORE_DEFAULTS.commandTimeoutMs + handlerTimeoutMs).toBeLessThan(15_000);
