@@ -75,7 +75,7 @@ describe("the package's defaults", () => {
     });
   });
 
-  it("fit the platform's rules (docs/receiving.md)", () => {
+  it("fit the platform's rules (docs/stores.md)", () => {
     const { leaseMs, handlerTimeoutMs, maxEventAgeMs, dedupTtlMs } = RECEIVER_DEFAULTS;
     // The claim, the handlers and the completion answer within the platform's 15 s.
     expect(2 * REDIS_STORE_DEFAULTS.commandTimeoutMs + handlerTimeoutMs).toBeLessThan(15_000);
