@@ -23,6 +23,8 @@ import type { Logger, Receiver } from '../receiver.js';
 import { exponentialDelay } from '../retry-policy.js';
 import {
   checkConcurrency,
+  closedForWork,
+  inboxClosed,
   inboxPolicy,
   type InboxJob,
   type InboxJobState,
@@ -188,12 +190,12 @@ export function bullmqInbox(options: BullmqInboxOptions): BullmqInbox {
     queue,
 
     enqueue(delivery) {
-      if (closed) return Promise.reject(new Error('the inbox is closed'));
+      if (closed) return Promise.reject(inboxClosed());
       return enqueue(delivery);
     },
 
     work(receiver, workOptions = {}) {
-      if (closed) throw new ConfigError('bullmqInbox: the inbox is closed');
+      if (closed) throw closedForWork('bullmqInbox');
       const handle = startWorker(client, receiver, settings, workOptions, onConnectionError, () =>
         workers.delete(handle),
       );

@@ -7,6 +7,8 @@
 import type { Receiver } from '../receiver.js';
 import {
   checkConcurrency,
+  closedForWork,
+  inboxClosed,
   inboxPolicy,
   type InboxJob,
   type InboxJobState,
@@ -154,7 +156,7 @@ export function memoryInbox(options: MemoryInboxOptions = {}): MemoryInbox {
 
   return {
     async enqueue(delivery) {
-      if (closed) throw new Error('the inbox is closed');
+      if (closed) throw inboxClosed();
       purgeCompleted();
       // The same event stored twice (another endpoint, a retry after a lost answer) is one job.
       if (jobs.has(delivery.idempotencyKey)) return;
@@ -165,6 +167,7 @@ export function memoryInbox(options: MemoryInboxOptions = {}): MemoryInbox {
     },
 
     work(receiver, { concurrency = 1 }: InboxWorkOptions = {}): InboxWorker {
+      if (closed) throw closedForWork('memoryInbox');
       checkConcurrency('memoryInbox', concurrency);
       const worker: Worker = {
         receiver,

@@ -13,6 +13,8 @@ import type { Logger, Receiver } from '../receiver.js';
 import { storageKey } from '../stores/storage-key.js';
 import {
   checkConcurrency,
+  closedForWork,
+  inboxClosed,
   inboxPolicy,
   type InboxJob,
   type InboxJobState,
@@ -196,7 +198,7 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
     },
 
     enqueue(delivery) {
-      if (closed) return Promise.reject(new Error('the inbox is closed'));
+      if (closed) return Promise.reject(inboxClosed());
       return enqueues.run('enqueue', async (call) => {
         const { boss: ready, tables } = await started();
         if (call.aborted) return;
@@ -211,7 +213,7 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
     },
 
     work(receiver, { concurrency = 1, pollIntervalMs = 1000 } = {}) {
-      if (closed) throw new ConfigError('pgBossInbox: the inbox is closed');
+      if (closed) throw closedForWork('pgBossInbox');
       checkConcurrency('pgBossInbox', concurrency);
       if (!(pollIntervalMs > 0) || !Number.isFinite(pollIntervalMs)) {
         throw new ConfigError('pgBossInbox: pollIntervalMs must be a positive number of ms');
