@@ -26,12 +26,7 @@ import {
   type PgBossInbox,
   type PgBossLike,
 } from '../../src/postgres.js';
-import {
-  createTestDelivery,
-  SECRET,
-  type Delivery,
-  storedOf,
-} from '../helpers/deliveries.js';
+import { createTestDelivery, SECRET, type Delivery, storedOf } from '../helpers/deliveries.js';
 import {
   dropTables,
   startPostgresCluster,
