@@ -6,14 +6,7 @@
  */
 
 import { messageOf } from '../message-of.js';
-import {
-  Queue,
-  UnrecoverableError,
-  Worker,
-  type Job,
-  type JobsOptions,
-  type JobType,
-} from 'bullmq';
+import { Queue, UnrecoverableError, Worker, type Job, type JobsOptions } from 'bullmq';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { ConfigError } from '../errors.js';
@@ -23,6 +16,8 @@ import type { Logger, Receiver } from '../receiver.js';
 import { exponentialDelay } from '../retry-policy.js';
 import {
   checkConcurrency,
+  closedForWork,
+  inboxClosed,
   inboxPolicy,
   type InboxJob,
   type InboxJobState,
@@ -32,6 +27,14 @@ import {
   verdictOf,
 } from './managed.js';
 import type { StoredDelivery } from './types.js';
+import {
+  listJobs,
+  retryDeadLetters,
+  retryOne,
+  shown,
+  type InboxQueue,
+  type InboxQueueJob,
+} from './bullmq-jobs.js';
 import { BULLMQ_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 
 /** The name of the backoff strategy bullmqInbox gives BullMQ (its jobs' `backoff.type`). */
@@ -102,19 +105,6 @@ export interface BullmqInbox extends ManagedInbox {
   retryJob(idOrKey: string): Promise<boolean>;
 }
 
-/** BullMQ's job types behind each state an inbox lists. */
-const JOB_TYPES: Readonly<Record<InboxJobState, JobType[]>> = {
-  waiting: ['wait', 'prioritized'],
-  delayed: ['delayed'],
-  active: ['active'],
-  completed: ['completed'],
-  failed: ['failed'],
-};
-const STATES = Object.keys(JOB_TYPES) as InboxJobState[];
-
-/** How many jobs one Redis call reads when listing. */
-const PAGE = 500;
-
 const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '#': '%23' };
 
 /**
@@ -173,70 +163,103 @@ export function inboxJobId(idempotencyKey: string): string {
  * ```
  */
 export function bullmqInbox(options: BullmqInboxOptions): BullmqInbox {
-  const settings = checkOptions(options);
-  const { queueName, prefix, logger } = settings;
-  const onConnectionError = (error: unknown): void => {
-    logger?.warn({ err: messageOf(error), queue: queueName }, 'inbox connection error');
+  const inbox = new BullmqQueueInbox(checkOptions(options), options.connection);
+  // A plain object of the inbox's methods, so a copy or a wrapper ({ ...inbox }) keeps them.
+  return {
+    queue: inbox.queue,
+    enqueue: (delivery) => inbox.enqueue(delivery),
+    work: (receiver, workOptions) => inbox.work(receiver, workOptions),
+    retryFailed: (filter) => inbox.retryFailed(filter),
+    jobs: (filter) => inbox.jobs(filter),
+    getJob: (idOrKey) => inbox.getJob(idOrKey),
+    retryJob: (idOrKey) => inbox.retryJob(idOrKey),
+    close: () => inbox.close(),
   };
-  const { client, owned } = inboxClient(options.connection, onConnectionError);
-  const queue = new Queue<StoredDelivery, string>(queueName, { connection: client, prefix });
-  queue.on('error', onConnectionError);
-  const enqueue = enqueuer(client, queue, settings);
-  const workers = new Set<InboxWorker>();
-  let closed = false;
+}
 
-  const inbox: BullmqInbox = {
-    queue,
-
-    enqueue(delivery) {
-      if (closed) return Promise.reject(new Error('the inbox is closed'));
-      return enqueue(delivery);
-    },
-
-    work(receiver, workOptions = {}) {
-      if (closed) throw new ConfigError('bullmqInbox: the inbox is closed');
-      const handle = startWorker(client, receiver, settings, workOptions, onConnectionError, () =>
-        workers.delete(handle),
-      );
-      workers.add(handle);
-      return handle;
-    },
-
-    async retryFailed({ event }: { event?: string } = {}) {
-      let count = 0;
-      for (const job of await allJobs(queue, ['failed'])) {
-        if (event !== undefined && job.data.event !== event) continue;
-        if (await retryOne(job)) count++;
-      }
-      return count;
-    },
-
-    async jobs({ state }: { state?: InboxJobState } = {}) {
-      const list: InboxJob[] = [];
-      for (const one of state === undefined ? STATES : [state]) {
-        for (const job of await allJobs(queue, JOB_TYPES[one])) list.push(listed(job, one));
-      }
-      return list;
-    },
-
-    async getJob(idOrKey) {
-      const job = await findJob(queue, idOrKey);
-      return job === undefined ? undefined : shown(job);
-    },
-
-    async retryJob(idOrKey) {
-      const job = await findJob(queue, idOrKey);
-      return job !== undefined && (await retryOne(job));
-    },
-
-    async close() {
-      closed = true;
-      await Promise.all([...workers].map((worker) => worker.close()));
-      await queue.close();
-      if (owned) await quit(client);
-    },
+/** {@link bullmqInbox}'s state: its client, its queue, its bounded enqueues and its workers. */
+class BullmqQueueInbox implements BullmqInbox {
+  readonly queue: InboxQueue;
+  readonly #settings: InboxSettings;
+  readonly #client: Redis | Cluster;
+  /** True when the inbox made its client, and closes it. */
+  readonly #owned: boolean;
+  readonly #enqueue: (delivery: StoredDelivery) => Promise<void>;
+  readonly #workers = new Set<InboxWorker>();
+  #closed = false;
+  readonly #onConnectionError = (error: unknown): void => {
+    this.#settings.logger?.warn(
+      { err: messageOf(error), queue: this.#settings.queueName },
+      'inbox connection error',
+    );
   };
-  return inbox;
+
+  constructor(settings: InboxSettings, connection: BullmqInboxOptions['connection']) {
+    this.#settings = settings;
+    const { client, owned } = inboxClient(connection, this.#onConnectionError);
+    this.#client = client;
+    this.#owned = owned;
+    this.queue = new Queue<StoredDelivery, string>(settings.queueName, {
+      connection: client,
+      prefix: settings.prefix,
+    });
+    this.queue.on('error', this.#onConnectionError);
+    this.#enqueue = enqueuer(client, this.queue, settings);
+  }
+
+  enqueue(delivery: StoredDelivery): Promise<void> {
+    if (this.#closed) return Promise.reject(inboxClosed());
+    return this.#enqueue(delivery);
+  }
+
+  work(receiver: Receiver, workOptions: BullmqWorkOptions = {}): InboxWorker {
+    if (this.#closed) throw closedForWork('bullmqInbox');
+    const handle = startWorker(
+      this.#client,
+      receiver,
+      this.#settings,
+      workOptions,
+      this.#onConnectionError,
+      () => this.#workers.delete(handle),
+    );
+    this.#workers.add(handle);
+    return handle;
+  }
+
+  retryFailed({ event }: { event?: string } = {}): Promise<number> {
+    return retryDeadLetters(this.queue, event);
+  }
+
+  jobs({ state }: { state?: InboxJobState } = {}): Promise<InboxJob[]> {
+    return listJobs(this.queue, state);
+  }
+
+  async getJob(idOrKey: string): Promise<BullmqInboxJob | undefined> {
+    const job = await findJob(this.queue, idOrKey);
+    return job === undefined ? undefined : shown(job);
+  }
+
+  async retryJob(idOrKey: string): Promise<boolean> {
+    const job = await findJob(this.queue, idOrKey);
+    return job !== undefined && (await retryOne(job));
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all([...this.#workers].map((worker) => worker.close()));
+    await this.queue.close();
+    if (this.#owned) await quit(this.#client);
+  }
+}
+
+/** A job by its id, or by the id {@link inboxJobId} derives from an idempotencyKey. */
+async function findJob(queue: InboxQueue, idOrKey: string): Promise<InboxQueueJob | undefined> {
+  // Only a string Redis keeps as sent can be an id: ioredis would send a lone surrogate as
+  // U+FFFD, the id of another key's job.
+  const job = storageKey(idOrKey) === idOrKey ? await queue.getJob(idOrKey) : undefined;
+  if (job !== undefined) return job;
+  const derived = inboxJobId(idOrKey);
+  return derived === idOrKey ? undefined : queue.getJob(derived);
 }
 
 /** {@link BullmqInboxOptions} with every default filled in, checked. */
@@ -287,7 +310,7 @@ function inboxClient(
  */
 function enqueuer(
   client: Redis | Cluster,
-  queue: Queue<StoredDelivery, string>,
+  queue: InboxQueue,
   { attempts, backoffMs, keepCompletedMs, keepFailedMs, enqueueTimeoutMs }: InboxSettings,
 ): (delivery: StoredDelivery) => Promise<void> {
   const jobOptions: JobsOptions = {
@@ -399,45 +422,6 @@ function jobRunner(
   };
 }
 
-/** Every job of some BullMQ types, oldest first, read a page at a time. */
-async function allJobs(
-  queue: Queue<StoredDelivery, string>,
-  types: JobType[],
-): Promise<Job<StoredDelivery, string>[]> {
-  const found: Job<StoredDelivery, string>[] = [];
-  for (let start = 0; ; start += PAGE) {
-    const page = await queue.getJobs(types, start, start + PAGE - 1, true);
-    // A job removed between the range read and the fetch comes back empty.
-    for (const job of page) if (job) found.push(job);
-    if (page.length < PAGE) return found;
-  }
-}
-
-/** A job by its id, or by the id {@link inboxJobId} derives from an idempotencyKey. */
-async function findJob(
-  queue: Queue<StoredDelivery, string>,
-  idOrKey: string,
-): Promise<Job<StoredDelivery, string> | undefined> {
-  // Only a string Redis keeps as sent can be an id: ioredis would send a lone surrogate as
-  // U+FFFD, the id of another key's job.
-  const job = storageKey(idOrKey) === idOrKey ? await queue.getJob(idOrKey) : undefined;
-  if (job !== undefined) return job;
-  const derived = inboxJobId(idOrKey);
-  return derived === idOrKey ? undefined : queue.getJob(derived);
-}
-
-/** A job as {@link BullmqInbox.getJob} shows it, or undefined in a state no inbox lists. */
-async function shown(job: Job<StoredDelivery, string>): Promise<BullmqInboxJob | undefined> {
-  const state = stateOf(await job.getState());
-  if (state === undefined) return undefined;
-  const view: BullmqInboxJob = listed(job, state);
-  if (state === 'completed' && typeof job.returnvalue === 'string') {
-    view.outcome = job.returnvalue;
-  }
-  if (job.finishedOn) view.finishedAt = new Date(job.finishedOn).toISOString();
-  return view;
-}
-
 /** Closes a client the inbox made: QUIT, or a plain disconnect if it cannot be sent. */
 async function quit(client: Redis | Cluster): Promise<void> {
   try {
@@ -445,38 +429,6 @@ async function quit(client: Redis | Cluster): Promise<void> {
   } catch {
     client.disconnect();
   }
-}
-
-/** Move one dead letter back to wait, with all its attempts again; false if it is not one. */
-async function retryOne(job: Job<StoredDelivery, string>): Promise<boolean> {
-  try {
-    await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
-    return true;
-  } catch {
-    // No longer a dead letter (retried meanwhile, or removed): not counted.
-    return false;
-  }
-}
-
-function listed(job: Job<StoredDelivery, string>, state: InboxJobState): InboxJob {
-  const data: Partial<StoredDelivery> = job.data ?? {};
-  const listing: InboxJob = {
-    id: job.id ?? '',
-    event: data.event ?? job.name,
-    idempotencyKey: data.idempotencyKey ?? '',
-    state,
-    attemptsMade: job.attemptsMade,
-    receivedAt: data.receivedAt ?? new Date(job.timestamp).toISOString(),
-  };
-  // A completed job keeps the reason of a failed run before it; it no longer explains anything.
-  if (state !== 'completed' && job.failedReason) listing.reason = job.failedReason;
-  return listing;
-}
-
-function stateOf(state: string): InboxJobState | undefined {
-  for (const one of STATES) if ((JOB_TYPES[one] as string[]).includes(state)) return one;
-  // `waiting` is how getState() names jobs of the `wait` list.
-  return state === 'waiting' || state === 'waiting-children' ? 'waiting' : undefined;
 }
 
 /** An ioredis client rather than connection options or a URL (neither has a duplicate()). */

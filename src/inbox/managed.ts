@@ -3,7 +3,7 @@
  * @module
  */
 
-import { ConfigError } from '../errors.js';
+import { ConfigError, InboxUnavailableError } from '../errors.js';
 import type { Outcome } from '../outcome.js';
 import type { Receiver } from '../receiver.js';
 import { INBOX_DEFAULTS } from '../defaults.js';
@@ -93,6 +93,16 @@ export function inboxPolicy(factory: string, options: Partial<InboxPolicy>): Inb
   };
   checkInboxOptions(factory, { ...policy });
   return policy;
+}
+
+/** What `enqueue` rejects with once its inbox is closed (the receiver answers 503 for it). */
+export function inboxClosed(): InboxUnavailableError {
+  return new InboxUnavailableError('the inbox is closed');
+}
+
+/** The `ConfigError` of `work` once the inbox of `factory` is closed. */
+export function closedForWork(factory: string): ConfigError {
+  return new ConfigError(`${factory}: the inbox is closed`);
 }
 
 /** Check a worker's `concurrency`, naming `factory` in the {@link ConfigError}. */

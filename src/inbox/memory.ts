@@ -7,12 +7,16 @@
 import type { Receiver } from '../receiver.js';
 import {
   checkConcurrency,
+  closedForWork,
+  inboxClosed,
   inboxPolicy,
   type InboxJob,
   type InboxJobState,
   type InboxWorker,
   type InboxWorkOptions,
+  type InboxPolicy,
   type ManagedInbox,
+  type RunVerdict,
   verdictOf,
 } from './managed.js';
 import type { StoredDelivery } from './types.js';
@@ -64,165 +68,188 @@ interface Worker {
  * ```
  */
 export function memoryInbox(options: MemoryInboxOptions = {}): MemoryInbox {
-  const { attempts, backoffMs, keepCompletedMs } = inboxPolicy('memoryInbox', options);
-  const jobs = new Map<string, Job>();
-  const waiting: Job[] = [];
-  const workers = new Set<Worker>();
-  let idleWaiters: (() => void)[] = [];
-  let closed = false;
-  /** Jobs waiting, delayed or running: the inbox is idle at 0. */
-  let pending = 0;
+  const inbox = new MemoryQueue(inboxPolicy('memoryInbox', options));
+  // A plain object of the inbox's methods, so a copy or a wrapper ({ ...inbox }) keeps them.
+  return {
+    enqueue: (delivery) => inbox.enqueue(delivery),
+    work: (receiver, workOptions) => inbox.work(receiver, workOptions),
+    retryFailed: (filter) => inbox.retryFailed(filter),
+    jobs: (filter) => inbox.jobs(filter),
+    idle: () => inbox.idle(),
+    close: () => inbox.close(),
+  };
+}
 
-  function purgeCompleted(): void {
-    const cutoff = Date.now() - keepCompletedMs;
-    for (const [id, job] of jobs) {
-      if (job.state === 'completed' && job.completedAt! <= cutoff) jobs.delete(id);
+/** {@link memoryInbox}'s state: its jobs by id, the waiting line, its workers and who waits. */
+class MemoryQueue implements MemoryInbox {
+  readonly #policy: InboxPolicy;
+  readonly #jobs = new Map<string, Job>();
+  readonly #waiting: Job[] = [];
+  readonly #workers = new Set<Worker>();
+  #idleWaiters: (() => void)[] = [];
+  #closed = false;
+  /** Jobs waiting, delayed or running: the inbox is idle at 0. */
+  #pending = 0;
+
+  constructor(policy: InboxPolicy) {
+    this.#policy = policy;
+  }
+
+  async enqueue(delivery: StoredDelivery): Promise<void> {
+    if (this.#closed) throw inboxClosed();
+    this.#purgeCompleted();
+    // The same event stored twice (another endpoint, a retry after a lost answer) is one job.
+    if (this.#jobs.has(delivery.idempotencyKey)) return;
+    const job: Job = { delivery: { ...delivery }, state: 'waiting', attemptsMade: 0 };
+    this.#jobs.set(delivery.idempotencyKey, job);
+    this.#pending++;
+    this.#makeWaiting(job);
+  }
+
+  work(receiver: Receiver, { concurrency = 1 }: InboxWorkOptions = {}): InboxWorker {
+    if (this.#closed) throw closedForWork('memoryInbox');
+    checkConcurrency('memoryInbox', concurrency);
+    const worker: Worker = {
+      receiver,
+      concurrency,
+      running: 0,
+      closed: false,
+      finished: new Set(),
+    };
+    this.#workers.add(worker);
+    this.#pump();
+    return {
+      close: async () => {
+        worker.closed = true;
+        this.#workers.delete(worker);
+        await Promise.all(worker.finished);
+      },
+    };
+  }
+
+  async retryFailed({ event }: { event?: string } = {}): Promise<number> {
+    let count = 0;
+    for (const job of this.#jobs.values()) {
+      if (job.state !== 'failed' || (event !== undefined && job.delivery.event !== event)) {
+        continue;
+      }
+      job.attemptsMade = 0;
+      count++;
+      this.#pending++;
+      this.#makeWaiting(job);
+    }
+    return count;
+  }
+
+  async jobs({ state }: { state?: InboxJobState } = {}): Promise<InboxJob[]> {
+    const list: InboxJob[] = [];
+    for (const [id, job] of this.#jobs) {
+      if (state === undefined || job.state === state) list.push(listed(id, job));
+    }
+    return list;
+  }
+
+  idle(): Promise<void> {
+    if (this.#pending === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const job of this.#jobs.values()) {
+      if (job.timer !== undefined) clearTimeout(job.timer);
+    }
+    await Promise.all(
+      [...this.#workers].map((worker) => {
+        worker.closed = true;
+        return Promise.all(worker.finished);
+      }),
+    );
+    this.#workers.clear();
+  }
+
+  #purgeCompleted(): void {
+    const cutoff = Date.now() - this.#policy.keepCompletedMs;
+    for (const [id, job] of this.#jobs) {
+      if (job.state === 'completed' && job.completedAt! <= cutoff) this.#jobs.delete(id);
     }
   }
 
-  function makeWaiting(job: Job): void {
+  #makeWaiting(job: Job): void {
     job.state = 'waiting';
-    waiting.push(job);
-    pump();
+    this.#waiting.push(job);
+    this.#pump();
   }
 
-  function pump(): void {
-    for (const worker of workers) {
-      while (!worker.closed && worker.running < worker.concurrency && waiting.length > 0) {
-        const job = waiting.shift()!;
-        const done = runJob(worker, job);
+  /** Hands waiting jobs to workers with a free slot; wakes the idle() waiters at 0 pending. */
+  #pump(): void {
+    for (const worker of this.#workers) {
+      while (!worker.closed && worker.running < worker.concurrency && this.#waiting.length > 0) {
+        const job = this.#waiting.shift()!;
+        const done = this.#runJob(worker, job);
         worker.finished.add(done);
         void done.then(() => worker.finished.delete(done));
       }
     }
-    if (pending === 0) {
-      const waiters = idleWaiters;
-      idleWaiters = [];
+    if (this.#pending === 0) {
+      const waiters = this.#idleWaiters;
+      this.#idleWaiters = [];
       for (const wake of waiters) wake();
     }
   }
 
-  async function runJob(worker: Worker, job: Job): Promise<void> {
+  async #runJob(worker: Worker, job: Job): Promise<void> {
     job.state = 'active';
     worker.running++;
     try {
       const attempt = job.attemptsMade + 1;
       const result = await worker.receiver.processStored(job.delivery, { attempt });
-      const verdict = verdictOf(result, { attempts, backoffMs }, attempt);
       job.attemptsMade = attempt;
-      if (verdict.done) {
-        job.state = 'completed';
-        job.completedAt = Date.now();
-        delete job.reason;
-        pending--;
-      } else {
-        job.reason = verdict.reason;
-        const wait = verdict.retryInMs;
-        if (wait === undefined) {
-          job.state = 'failed';
-          pending--;
-        } else if (closed) {
-          // Left waiting: nothing runs it any more, and no timer outlives the inbox.
-          job.state = 'waiting';
-        } else {
-          job.state = 'delayed';
-          job.timer = setTimeout(() => {
-            delete job.timer;
-            makeWaiting(job);
-          }, wait);
-        }
-      }
+      this.#settle(job, verdictOf(result, this.#policy, attempt));
     } finally {
       worker.running--;
-      pump();
+      this.#pump();
     }
   }
 
-  function listed(id: string, job: Job): InboxJob {
-    const { delivery } = job;
-    const listing: InboxJob = {
-      id,
-      event: delivery.event,
-      idempotencyKey: delivery.idempotencyKey,
-      state: job.state,
-      attemptsMade: job.attemptsMade,
-      receivedAt: delivery.receivedAt,
-    };
-    if (job.reason !== undefined) listing.reason = job.reason;
-    return listing;
+  /** A run's verdict applied: completed, a dead letter, or waiting for its retry. */
+  #settle(job: Job, verdict: RunVerdict): void {
+    if (verdict.done) {
+      job.state = 'completed';
+      job.completedAt = Date.now();
+      delete job.reason;
+      this.#pending--;
+      return;
+    }
+    job.reason = verdict.reason;
+    const wait = verdict.retryInMs;
+    if (wait === undefined) {
+      job.state = 'failed';
+      this.#pending--;
+    } else if (this.#closed) {
+      // Left waiting: nothing runs it any more, and no timer outlives the inbox.
+      job.state = 'waiting';
+    } else {
+      job.state = 'delayed';
+      job.timer = setTimeout(() => {
+        delete job.timer;
+        this.#makeWaiting(job);
+      }, wait);
+    }
   }
+}
 
-  return {
-    async enqueue(delivery) {
-      if (closed) throw new Error('the inbox is closed');
-      purgeCompleted();
-      // The same event stored twice (another endpoint, a retry after a lost answer) is one job.
-      if (jobs.has(delivery.idempotencyKey)) return;
-      const job: Job = { delivery: { ...delivery }, state: 'waiting', attemptsMade: 0 };
-      jobs.set(delivery.idempotencyKey, job);
-      pending++;
-      makeWaiting(job);
-    },
-
-    work(receiver, { concurrency = 1 }: InboxWorkOptions = {}): InboxWorker {
-      checkConcurrency('memoryInbox', concurrency);
-      const worker: Worker = {
-        receiver,
-        concurrency,
-        running: 0,
-        closed: false,
-        finished: new Set(),
-      };
-      workers.add(worker);
-      pump();
-      return {
-        async close() {
-          worker.closed = true;
-          workers.delete(worker);
-          await Promise.all(worker.finished);
-        },
-      };
-    },
-
-    async retryFailed({ event }: { event?: string } = {}) {
-      let count = 0;
-      for (const job of jobs.values()) {
-        if (job.state !== 'failed' || (event !== undefined && job.delivery.event !== event)) {
-          continue;
-        }
-        job.attemptsMade = 0;
-        count++;
-        pending++;
-        makeWaiting(job);
-      }
-      return count;
-    },
-
-    async jobs({ state }: { state?: InboxJobState } = {}) {
-      const list: InboxJob[] = [];
-      for (const [id, job] of jobs) {
-        if (state === undefined || job.state === state) list.push(listed(id, job));
-      }
-      return list;
-    },
-
-    idle() {
-      if (pending === 0) return Promise.resolve();
-      return new Promise<void>((resolve) => idleWaiters.push(resolve));
-    },
-
-    async close() {
-      closed = true;
-      for (const job of jobs.values()) {
-        if (job.timer !== undefined) clearTimeout(job.timer);
-      }
-      await Promise.all(
-        [...workers].map((worker) => {
-          worker.closed = true;
-          return Promise.all(worker.finished);
-        }),
-      );
-      workers.clear();
-    },
+/** A job as {@link InboxJob} lists it. */
+function listed(id: string, job: Job): InboxJob {
+  const { delivery } = job;
+  const listing: InboxJob = {
+    id,
+    event: delivery.event,
+    idempotencyKey: delivery.idempotencyKey,
+    state: job.state,
+    attemptsMade: job.attemptsMade,
+    receivedAt: delivery.receivedAt,
   };
+  if (job.reason !== undefined) listing.reason = job.reason;
+  return listing;
 }

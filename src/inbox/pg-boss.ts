@@ -13,6 +13,8 @@ import type { Logger, Receiver } from '../receiver.js';
 import { storageKey } from '../stores/storage-key.js';
 import {
   checkConcurrency,
+  closedForWork,
+  inboxClosed,
   inboxPolicy,
   type InboxJob,
   type InboxJobState,
@@ -21,13 +23,15 @@ import {
   type ManagedInbox,
   verdictOf,
 } from './managed.js';
+import { BossStarter, type Started } from './pg-boss-starter.js';
 import {
-  PgBossTables,
   pgBossJobId,
   seconds,
   type PgBossDb,
   type PgBossJobRow,
+  type PgBossTables,
 } from './pg-boss-tables.js';
+import { PgBossWorker } from './pg-boss-worker.js';
 import type { StoredDelivery } from './types.js';
 import { PG_BOSS_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 
@@ -177,90 +181,118 @@ const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
  * ```
  */
 export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
-  const settings = checkOptions(options);
-  const { queueName, keepCompletedMs, enqueueTimeoutMs } = settings;
-  const enqueues = new BoundedCalls(enqueueTimeoutMs, {
-    timedOut: () => new Error(`Postgres did not store the job within ${enqueueTimeoutMs} ms`),
-    failed: (_name, error) => (error instanceof Error ? error : new Error(String(error))),
-  });
-  const boss = new BossStarter(settings);
-  const started = () => boss.started();
-  const workers = new Set<PgBossWorker>();
-  const wakeWorkers = () => {
-    for (const worker of workers) worker.wake();
+  const inbox = new PgBossQueueInbox(checkOptions(options));
+  // A plain object of the inbox's methods, so a copy or a wrapper ({ ...inbox }) keeps them.
+  return {
+    start: () => inbox.start(),
+    enqueue: (delivery) => inbox.enqueue(delivery),
+    work: (receiver, workOptions) => inbox.work(receiver, workOptions),
+    retryFailed: (filter) => inbox.retryFailed(filter),
+    jobs: (filter) => inbox.jobs(filter),
+    getJob: (idOrKey) => inbox.getJob(idOrKey),
+    retryJob: (idOrKey) => inbox.retryJob(idOrKey),
+    close: () => inbox.close(),
   };
-  let closed = false;
+}
 
-  const inbox: PgBossInbox = {
-    async start() {
-      await started();
-    },
+/** {@link pgBossInbox}'s state: its settings, its pg-boss, its bounded enqueues, its workers. */
+class PgBossQueueInbox implements PgBossInbox {
+  readonly #settings: InboxSettings;
+  readonly #enqueues: BoundedCalls;
+  readonly #boss: BossStarter;
+  readonly #workers = new Set<PgBossWorker>();
+  #closed = false;
 
-    enqueue(delivery) {
-      if (closed) return Promise.reject(new Error('the inbox is closed'));
-      return enqueues.run('enqueue', async (call) => {
-        const { boss: ready, tables } = await started();
-        if (call.aborted) return;
-        const id = pgBossJobId(delivery.idempotencyKey);
-        // jsonb holds no U+0000 and no lone surrogate: the row keeps such a key's storageKey
-        // (the body, which workers read the key from, keeps it as sent).
-        const data = { ...delivery, idempotencyKey: storageKey(delivery.idempotencyKey) };
-        // null when a job with this id is already there (a retry of the same event).
-        await ready.send(queueName, data, sendOptions(settings, tables, id));
-        wakeWorkers();
-      });
-    },
+  constructor(settings: InboxSettings) {
+    const { enqueueTimeoutMs } = settings;
+    this.#settings = settings;
+    this.#enqueues = new BoundedCalls(enqueueTimeoutMs, {
+      timedOut: () => new Error(`Postgres did not store the job within ${enqueueTimeoutMs} ms`),
+      failed: (_name, error) => (error instanceof Error ? error : new Error(String(error))),
+    });
+    const { given, connectionString, schema, queueName, logger } = settings;
+    const make = () => createBoss(connectionString!, settings);
+    this.#boss = new BossStarter({ given, schema, queueName, logger, make });
+  }
 
-    work(receiver, { concurrency = 1, pollIntervalMs = PG_BOSS_DEFAULTS.pollIntervalMs } = {}) {
-      if (closed) throw new ConfigError('pgBossInbox: the inbox is closed');
-      checkConcurrency('pgBossInbox', concurrency);
-      if (!(pollIntervalMs > 0) || !Number.isFinite(pollIntervalMs)) {
-        throw new ConfigError('pgBossInbox: pollIntervalMs must be a positive number of ms');
-      }
-      const worker = new PgBossWorker({
-        queueName,
-        concurrency,
-        pollIntervalMs,
-        started,
-        logger: settings.logger,
-        run: jobRunner(receiver, settings),
-      });
-      workers.add(worker);
-      worker.closed.finally(() => workers.delete(worker)).catch(() => {});
-      return worker;
-    },
+  async start(): Promise<void> {
+    await this.#started();
+  }
 
-    async retryFailed({ event }: { event?: string } = {}) {
-      const { tables } = await started();
-      const count = await tables.retryFailed({ event }, keepCompletedMs);
-      wakeWorkers();
-      return count;
-    },
+  enqueue(delivery: StoredDelivery): Promise<void> {
+    if (this.#closed) return Promise.reject(inboxClosed());
+    return this.#enqueues.run('enqueue', async (call) => {
+      const { boss: ready, tables } = await this.#started();
+      if (call.aborted) return;
+      const id = pgBossJobId(delivery.idempotencyKey);
+      // jsonb holds no U+0000 and no lone surrogate: the row keeps such a key's storageKey
+      // (the body, which workers read the key from, keeps it as sent).
+      const data = { ...delivery, idempotencyKey: storageKey(delivery.idempotencyKey) };
+      // null when a job with this id is already there (a retry of the same event).
+      await ready.send(this.#settings.queueName, data, sendOptions(this.#settings, tables, id));
+      this.#wakeWorkers();
+    });
+  }
 
-    async jobs({ state }: { state?: InboxJobState } = {}): Promise<InboxJob[]> {
-      const { tables } = await started();
-      return (await tables.list(state)).map(({ outcome: _o, finishedAt: _f, ...job }) => job);
-    },
+  work(
+    receiver: Receiver,
+    { concurrency = 1, pollIntervalMs = PG_BOSS_DEFAULTS.pollIntervalMs }: PgBossWorkOptions = {},
+  ) {
+    if (this.#closed) throw closedForWork('pgBossInbox');
+    checkConcurrency('pgBossInbox', concurrency);
+    if (!(pollIntervalMs > 0) || !Number.isFinite(pollIntervalMs)) {
+      throw new ConfigError('pgBossInbox: pollIntervalMs must be a positive number of ms');
+    }
+    const worker = new PgBossWorker({
+      queueName: this.#settings.queueName,
+      concurrency,
+      pollIntervalMs,
+      started: () => this.#started(),
+      logger: this.#settings.logger,
+      run: jobRunner(receiver, this.#settings),
+    });
+    this.#workers.add(worker);
+    worker.closed.finally(() => this.#workers.delete(worker)).catch(() => {});
+    return worker;
+  }
 
-    async getJob(idOrKey) {
-      const { tables } = await started();
-      return tables.get(idOrKey);
-    },
+  async retryFailed({ event }: { event?: string } = {}): Promise<number> {
+    const { tables } = await this.#started();
+    const count = await tables.retryFailed({ event }, this.#settings.keepCompletedMs);
+    this.#wakeWorkers();
+    return count;
+  }
 
-    async retryJob(idOrKey) {
-      const { tables } = await started();
-      const count = await tables.retryFailed({ idOrKey }, keepCompletedMs);
-      wakeWorkers();
-      return count > 0;
-    },
+  async jobs({ state }: { state?: InboxJobState } = {}): Promise<InboxJob[]> {
+    const { tables } = await this.#started();
+    return (await tables.list(state)).map(({ outcome: _o, finishedAt: _f, ...job }) => job);
+  }
 
-    async close() {
-      closed = true;
-      await Promise.all([...workers].map((worker) => worker.close()));
-      await boss.stop();
-    },
-  };
-  return inbox;
+  async getJob(idOrKey: string): Promise<PgBossInboxJob | undefined> {
+    const { tables } = await this.#started();
+    return tables.get(idOrKey);
+  }
+
+  async retryJob(idOrKey: string): Promise<boolean> {
+    const { tables } = await this.#started();
+    const count = await tables.retryFailed({ idOrKey }, this.#settings.keepCompletedMs);
+    this.#wakeWorkers();
+    return count > 0;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all([...this.#workers].map((worker) => worker.close()));
+    await this.#boss.stop();
+  }
+
+  #started(): Promise<Started> {
+    return this.#boss.started();
+  }
+
+  #wakeWorkers(): void {
+    for (const worker of this.#workers) worker.wake();
+  }
 }
 
 /** {@link PgBossInboxOptions} with every default filled in, checked. */
@@ -316,78 +348,6 @@ function checkOptions(options: PgBossInboxOptions): InboxSettings {
   };
 }
 
-/** A started pg-boss and the tables of its schema version. */
-interface Started {
-  readonly boss: PgBossLike;
-  readonly tables: PgBossTables;
-}
-
-/**
- * pg-boss, started once on first use, and stopped by the inbox that made it. A setup mistake (a
- * version we do not know) is every later caller's error; a database that did not answer is
- * tried again by the next caller, with a new pg-boss (pg-boss does not start twice).
- */
-class BossStarter {
-  readonly #settings: InboxSettings;
-  #boss: PgBossLike | undefined;
-  #starting: Promise<Started> | undefined;
-  #listening = false;
-  readonly #onError = (error: Error): void => {
-    this.#settings.logger?.warn(
-      { err: messageOf(error), queue: this.#settings.queueName },
-      'inbox database error',
-    );
-  };
-
-  constructor(settings: InboxSettings) {
-    this.#settings = settings;
-    this.#boss = settings.given;
-  }
-
-  started(): Promise<Started> {
-    this.#starting ??= this.#start().catch((error: unknown) => {
-      if (error instanceof ConfigError) throw error;
-      this.#starting = undefined;
-      if (this.#settings.given === undefined && this.#boss !== undefined) {
-        // The next caller makes a new one (this one keeps its error listener, so a late
-        // error of it is logged, never thrown).
-        const failed = this.#boss;
-        this.#boss = undefined;
-        this.#listening = false;
-        failed.stop({ graceful: false, wait: false }).catch(() => {});
-      }
-      throw error;
-    });
-    return this.#starting;
-  }
-
-  /** After a start in progress: stops the pg-boss it made (a boss it was given is its owner's). */
-  async stop(): Promise<void> {
-    await this.#starting?.catch(() => {});
-    if (this.#settings.given === undefined && this.#boss !== undefined) {
-      await this.#boss.stop({ graceful: true, wait: true }).catch(() => {});
-    }
-    if (this.#listening) this.#boss?.off('error', this.#onError);
-  }
-
-  async #start(): Promise<Started> {
-    const { connectionString, schema, queueName } = this.#settings;
-    this.#boss ??= await createBoss(connectionString!, this.#settings);
-    const boss = this.#boss;
-    if (!this.#listening) boss.on('error', this.#onError);
-    this.#listening = true;
-    await boss.start();
-    const tables = await PgBossTables.open(
-      boss.getDb(),
-      schema,
-      queueName,
-      numberOrNull(await boss.schemaVersion()),
-    );
-    await boss.createQueue(queueName);
-    return { boss, tables };
-  }
-}
-
 /** Per-job options pg-boss stores with the row (names pg-boss 10, 11 and 12 share). */
 function sendOptions(
   { attempts, expireInMs, keepCompletedMs }: InboxSettings,
@@ -412,7 +372,7 @@ function sendOptions(
 function jobRunner(
   receiver: Receiver,
   { queueName, backoffMs, keepFailedMs }: InboxSettings,
-): WorkerSettings['run'] {
+): (ready: Started, job: PgBossFetchedJob) => Promise<void> {
   return async ({ boss, tables }, job) => {
     const attempt = job.retryCount + 1;
     const result = await receiver.processStored(job.data as StoredDelivery, { attempt });
@@ -423,110 +383,6 @@ function jobRunner(
       await tables.deadLetter(job.id, verdict.reason, keepFailedMs);
     } else await tables.retryLater(job.id, verdict.reason, verdict.retryInMs);
   };
-}
-
-/** What a worker needs of its inbox. */
-interface WorkerSettings {
-  readonly queueName: string;
-  readonly concurrency: number;
-  readonly pollIntervalMs: number;
-  readonly started: () => Promise<Started>;
-  readonly logger: Logger | undefined;
-  readonly run: (ready: Started, job: PgBossFetchedJob) => Promise<void>;
-}
-
-/**
- * A worker: fetches up to `concurrency` jobs at once (pg-boss locks each row it hands out, so
- * any number of workers in any number of processes share a queue), runs each, and asks again
- * when one finishes, when this process enqueues, or every `pollIntervalMs`.
- */
-class PgBossWorker implements InboxWorker {
-  readonly closed: Promise<void>;
-  readonly #settings: WorkerSettings;
-  readonly #running = new Set<Promise<void>>();
-  #stopping = false;
-  #wake: (() => void) | undefined;
-  #woken = false;
-
-  constructor(settings: WorkerSettings) {
-    this.#settings = settings;
-    this.closed = this.#loop();
-  }
-
-  /** Ask for jobs now rather than at the next poll (or, while fetching, right after). */
-  wake(): void {
-    if (this.#wake === undefined) this.#woken = true;
-    else this.#wake();
-  }
-
-  close(): Promise<void> {
-    this.#stopping = true;
-    this.wake();
-    return this.closed;
-  }
-
-  async #loop(): Promise<void> {
-    const { queueName, concurrency, pollIntervalMs, started, logger, run } = this.#settings;
-    let ready: Started;
-    try {
-      ready = await started();
-    } catch (error) {
-      // A setup mistake (pg-boss of a version we do not know): said loudly, the worker stops.
-      (logger ?? console).error(
-        { err: messageOf(error), queue: queueName },
-        'inbox worker stopped',
-      );
-      return;
-    }
-    while (!this.#stopping) {
-      const free = concurrency - this.#running.size;
-      let fetched: PgBossFetchedJob[] = [];
-      if (free > 0) {
-        try {
-          fetched = await ready.boss.fetch(queueName, { batchSize: free, includeMetadata: true });
-        } catch (error) {
-          logger?.warn({ err: messageOf(error), queue: queueName }, 'inbox fetch failed');
-        }
-      }
-      for (const job of fetched) {
-        const running: Promise<void> = run(ready, job)
-          .catch((error: unknown) => {
-            // The job stays active and pg-boss hands it out again once it expires.
-            logger?.warn(
-              { err: messageOf(error), queue: queueName, job: job.id },
-              'inbox job update failed',
-            );
-          })
-          .finally(() => {
-            this.#running.delete(running);
-            this.wake();
-          });
-        this.#running.add(running);
-      }
-      if (this.#stopping) break;
-      // No 'ask again at once' after a full batch: it fills every free slot, so there is no room
-      // until a run ends, and a run that ends wakes the loop.
-      await this.#sleep(pollIntervalMs);
-    }
-    await Promise.all(this.#running);
-  }
-
-  /** Wait `ms`, or less when woken. */
-  #sleep(ms: number): Promise<void> {
-    if (this.#woken) {
-      this.#woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        if (this.#wake === done) this.#wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.#wake = done;
-    });
-  }
 }
 
 /** The pg-boss a `connectionString` asks for: loaded now, never by importing this module. */
@@ -588,9 +444,4 @@ function constructorOf(loaded: unknown): PgBossConstructor | undefined {
     if (typeof candidate === 'function') return candidate as PgBossConstructor;
   }
   return undefined;
-}
-
-function numberOrNull(value: unknown): number | null {
-  const number = Number(value);
-  return value === null || value === undefined || !Number.isFinite(number) ? null : number;
 }

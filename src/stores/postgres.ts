@@ -7,12 +7,19 @@
 // Types only: importing this file never loads pg; the caller passes their own pool.
 import type { Pool, PoolClient } from 'pg';
 import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
-import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { noop } from '../noop.js';
+import { destroy, giveBack, HeldClaims } from './postgres-claims.js';
 import { storageKey } from './storage-key.js';
+import {
+  keyStatements,
+  TableUpkeep,
+  tableDdl,
+  tableName,
+  type KeyStatements,
+} from './postgres-table.js';
 import { storeUnavailable } from './unavailable.js';
-import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './types.js';
+import type { ClaimResult, IdempotencyStore } from './types.js';
 import { POSTGRES_STORE_DEFAULTS } from '../defaults.js';
 
 // In the built types this module is named 'schoolhooks' (scripts/name-augmentations.mjs), the
@@ -50,49 +57,6 @@ export interface PostgresStoreSqlOptions {
   table?: string;
 }
 
-/** How many expired keys one statement deletes, and how many statements one sweep runs. */
-const SWEEP_BATCH = 500;
-const SWEEP_BATCHES = 10;
-
-/** One part of a table name: what Postgres accepts unquoted, in any letter case. */
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
-
-/** The validated parts of a table name, each double-quoted, and the name of its index. */
-interface TableName {
-  /** `"name"` or `"schema"."name"`. */
-  readonly quoted: string;
-  /** The expiry index, `"name_expires_at"` (in the table's schema). */
-  readonly index: string;
-  /** The table as written (for the advisory lock's key and for messages). */
-  readonly plain: string;
-}
-
-function tableName(table: string, factory: string): TableName {
-  const parts = table.split('.');
-  if (parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
-    throw new ConfigError(
-      `${factory}: table must be a name or schema.name of letters, digits, "_" and "$"`,
-    );
-  }
-  const name = parts[parts.length - 1]!;
-  return {
-    quoted: parts.map((part) => `"${part}"`).join('.'),
-    index: `"${`${name}_expires_at`.slice(0, 63)}"`,
-    plain: table,
-  };
-}
-
-function ddl({ quoted, index }: TableName): string {
-  return (
-    `CREATE TABLE IF NOT EXISTS ${quoted} (\n` +
-    '  key text PRIMARY KEY,\n' +
-    '  fingerprint text NOT NULL,\n' +
-    '  expires_at timestamptz NOT NULL\n' +
-    ');\n' +
-    `CREATE INDEX IF NOT EXISTS ${index} ON ${quoted} (expires_at);\n`
-  );
-}
-
 /**
  * The SQL that creates {@link postgresStore}'s table, for projects that run their own
  * migrations (the store runs the same statements, `IF NOT EXISTS`, on first use).
@@ -106,15 +70,7 @@ function ddl({ quoted, index }: TableName): string {
 export function postgresStoreSql({
   table = POSTGRES_STORE_DEFAULTS.table,
 }: PostgresStoreSqlOptions = {}): string {
-  return ddl(tableName(table, 'postgresStoreSql'));
-}
-
-/** A claim this process holds: its open transaction, until commit, rollback or the lease's end. */
-interface Holder {
-  /** The storageKey of the idempotency key, as the table holds it. */
-  readonly key: string;
-  readonly client: PoolClient;
-  readonly lease: ReturnType<typeof setTimeout>;
+  return tableDdl(tableName(table, 'postgresStoreSql'));
 }
 
 /**
@@ -158,227 +114,154 @@ interface Holder {
  * });
  * ```
  */
-export function postgresStore({
-  pool,
-  table = POSTGRES_STORE_DEFAULTS.table,
-  connectTimeoutMs = POSTGRES_STORE_DEFAULTS.connectTimeoutMs,
-}: PostgresStoreOptions): IdempotencyStore {
-  const name = tableName(table, 'postgresStore');
-  if (!(connectTimeoutMs > 0) || !Number.isFinite(connectTimeoutMs)) {
-    throw new ConfigError('postgresStore: connectTimeoutMs must be a positive number');
-  }
-  const calls = new BoundedCalls(connectTimeoutMs, {
-    timedOut: (operation) =>
-      new StoreUnavailableError(
-        `Postgres did not answer ${operation} within ${connectTimeoutMs} ms`,
-      ),
-    failed: unavailable,
-  });
-  // The lock's key is a 64-bit hash of the table and the idempotency key, so two tables never
-  // share locks. The table name has no ':' (checked above), so the text is unambiguous.
-  const lockPrefix = `schoolhooks:${name.plain}:`;
-  const selectDone =
-    `SELECT fingerprint FROM ${name.quoted} ` + 'WHERE key = $1 AND expires_at > clock_timestamp()';
-  const upsertDone =
-    `INSERT INTO ${name.quoted} (key, fingerprint, expires_at) ` +
-    "VALUES ($1, $2, clock_timestamp() + $3 * interval '1 millisecond') " +
-    'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
-    'expires_at = excluded.expires_at';
-  const deleteExpired =
-    `DELETE FROM ${name.quoted} WHERE key IN (SELECT key FROM ${name.quoted} ` +
-    `WHERE expires_at <= clock_timestamp() LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED)`;
+export function postgresStore(options: PostgresStoreOptions): IdempotencyStore {
+  const store = new PostgresStore(options);
+  // A plain object of the store's methods, so a copy or a wrapper ({ ...store }) keeps them.
+  return {
+    claim: (key, leaseMs) => store.claim(key, leaseMs),
+    complete: (key, token, ttlMs, fingerprint) => store.complete(key, token, ttlMs, fingerprint),
+    release: (key, token) => store.release(key, token),
+  };
+}
 
-  // Claims held by this process, by lease token.
-  const holders = new Map<string, Holder>();
-  // Abandoned claims whose session is still closing, by key.
-  const closing = new Map<string, Promise<void>>();
-  let tableReady: Promise<void> | undefined;
-  let tableMade = false;
-  let lastSweep = 0;
+/** {@link postgresStore}'s state: its table, its bounded calls and the claims it holds. */
+class PostgresStore implements IdempotencyStore {
+  readonly #pool: Pool;
+  readonly #calls: BoundedCalls;
+  readonly #table: TableUpkeep;
+  readonly #statements: KeyStatements;
+  readonly #held: HeldClaims;
 
-  /** Creates the table once (callers bound the wait); a failure is retried by the next call. */
-  function ensureTable(): Promise<void> {
-    tableReady ??= pool.query(ddl(name)).then(
-      () => void (tableMade = true),
-      (error: unknown) => {
-        // Two processes creating it at once: the loser sees a duplicate; the table is there.
-        if (isDuplicateObject(error)) return void (tableMade = true);
-        tableReady = undefined;
-        throw error;
-      },
-    );
-    return tableReady;
+  constructor({
+    pool,
+    table = POSTGRES_STORE_DEFAULTS.table,
+    connectTimeoutMs = POSTGRES_STORE_DEFAULTS.connectTimeoutMs,
+  }: PostgresStoreOptions) {
+    const name = tableName(table, 'postgresStore');
+    if (!(connectTimeoutMs > 0) || !Number.isFinite(connectTimeoutMs)) {
+      throw new ConfigError('postgresStore: connectTimeoutMs must be a positive number');
+    }
+    this.#pool = pool;
+    this.#calls = new BoundedCalls(connectTimeoutMs, {
+      timedOut: (operation) =>
+        new StoreUnavailableError(
+          `Postgres did not answer ${operation} within ${connectTimeoutMs} ms`,
+        ),
+      failed: unavailable,
+    });
+    this.#table = new TableUpkeep(pool, name);
+    this.#statements = keyStatements(name);
+    this.#held = new HeldClaims(connectTimeoutMs / 2);
   }
 
-  /** Deletes expired keys in small batches, at most once a minute, never holding up a claim. */
-  function sweep(): void {
-    const now = Date.now();
-    if (now - lastSweep < POSTGRES_STORE_DEFAULTS.sweepEveryMs) return;
-    lastSweep = now;
-    void (async () => {
-      for (let batch = 0; batch < SWEEP_BATCHES; batch++) {
-        const { rowCount } = await pool.query(deleteExpired);
-        if ((rowCount ?? 0) < SWEEP_BATCH) return;
-      }
-    })().catch(noop);
+  async claim(key: string, leaseMs: number): Promise<ClaimResult> {
+    if (!(leaseMs > 0) || !Number.isFinite(leaseMs)) {
+      throw new ConfigError('postgresStore: leaseMs must be a positive number of milliseconds');
+    }
+    // No handler for a late claim: #claimWith checks the deadline after its last await and
+    // returns a claim in that same tick, and only a timer aborts a call, so none comes late.
+    // Its storageKey from here on: pg sends UTF-8 text, which holds no lone surrogate and
+    // no U+0000, to a btree of entries under 2.7 kB.
+    return this.#calls.run('claim', (call) => this.#claimWith(storageKey(key), leaseMs, call));
   }
 
-  /** Back to the pool, for the next claim. */
-  function giveBack(client: PoolClient): void {
-    client.off('error', noop);
-    client.release();
-  }
-
-  /** Closed, never reused: a transaction in it is rolled back, and later queries fail. */
-  function destroy(client: PoolClient, reason: string): void {
-    client.off('error', noop);
-    client.release(new Error(reason));
-  }
-
-  /** Ends a claim this process no longer keeps: closes its client (Postgres rolls back). */
-  function abandon(token: string, reason: string): void {
-    const holder = holders.get(token);
+  async complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void> {
+    const holder = this.#held.take(storageKey(key), token);
     if (holder === undefined) return;
-    holders.delete(token);
-    clearTimeout(holder.lease);
-    // The lock goes when the server has ended the session, a moment after the close is sent: a
-    // claim of the same key here waits for that rather than answer in_flight meanwhile.
-    const { key, client } = holder;
-    // (Bounded: a connection that had already dropped emits no second 'end'.)
-    const ended = new Promise<void>((resolve) => {
-      client.once('end', () => resolve());
-      setTimeout(resolve, connectTimeoutMs / 2).unref?.();
-    });
-    closing.set(key, ended);
-    void ended.then(() => {
-      if (closing.get(key) === ended) closing.delete(key);
-    });
-    destroy(client, reason);
+    const { client } = holder;
+    try {
+      await this.#calls.run('commit', async () => {
+        await client.query(this.#statements.upsertDone, [holder.key, fingerprint, ttlMs]);
+        await client.query('COMMIT');
+      });
+    } catch (error) {
+      // Unanswered or failed: never let the half-done transaction back into the pool.
+      destroy(client, 'the commit failed');
+      throw error;
+    }
+    giveBack(client);
   }
 
-  /** Takes the holder of `token` for `key` out of the map, or undefined if it has none. */
-  function take(key: string, token: string): Holder | undefined {
-    const holder = holders.get(token);
-    if (holder === undefined || holder.key !== key) return undefined;
-    holders.delete(token);
-    clearTimeout(holder.lease);
-    return holder;
+  async release(key: string, token: string): Promise<void> {
+    const holder = this.#held.take(storageKey(key), token);
+    if (holder === undefined) return;
+    const { client } = holder;
+    try {
+      // Awaited, so the key is free again once release resolves (a retry gets it at once).
+      await this.#calls.run('rollback', () => client.query('ROLLBACK'));
+    } finally {
+      // Closed rather than pooled: a handler that still holds it can write nowhere.
+      destroy(client, 'the claim was released');
+    }
   }
 
-  async function claimWith(key: string, leaseMs: number, call: BoundedCall): Promise<ClaimResult> {
-    if (!tableMade) {
-      await ensureTable();
+  /** A claim within `call`: the table made, a client in a transaction, the key's lock taken. */
+  async #claimWith(key: string, leaseMs: number, call: BoundedCall): Promise<ClaimResult> {
+    if (!this.#table.made) {
+      await this.#table.ensure();
       step(call);
     }
-    sweep();
-    const abandoned = closing.get(key);
+    this.#table.sweep();
+    const abandoned = this.#held.closingOf(key);
     if (abandoned !== undefined) {
       await abandoned;
       step(call);
     }
-    const client = await pool.connect();
+    const client = await this.#pool.connect();
     // A checked-out client whose connection breaks emits 'error'; its queries fail on their own.
     client.on('error', noop);
     try {
       step(call);
-      // Read committed: each statement sees what was committed before it began, so the SELECT
-      // after the lock sees the commit of the delivery that held the lock before us.
-      await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
-      step(call);
-      // A transaction-level advisory lock rather than a row lock: the row of a key in flight
-      // does not exist yet, and inserting it would wait on another transaction's uncommitted
-      // insert of the same key. pg_try_advisory_xact_lock never waits, and Postgres frees it
-      // with the transaction, at commit, at rollback, or when the connection drops.
-      const locked = await client.query<{ locked: boolean }>(
-        'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',
-        [lockPrefix + key],
-      );
-      step(call);
-      if (locked.rows[0]?.locked !== true) {
-        await client.query('ROLLBACK');
+      const answer = await this.#lock(client, key, call);
+      if (answer !== undefined) {
         giveBack(client);
-        return { state: 'in_flight' };
+        return answer;
       }
-      const done = await client.query<{ fingerprint: string }>(selectDone, [key]);
-      step(call);
-      const row = done.rows[0];
-      if (row !== undefined) {
-        await client.query('ROLLBACK');
-        giveBack(client);
-        return { state: 'done', fingerprint: row.fingerprint };
-      }
-      const token = randomToken();
-      const lease = setTimeout(() => abandon(token, 'the lease ran out'), leaseMs);
-      lease.unref?.();
-      holders.set(token, { key, client, lease });
-      const transaction: ClaimTransaction = {
-        client,
-        abandon: () => abandon(token, 'the handlers ran past their timeout'),
-      };
-      return { state: 'claimed', token, transaction };
+      return { state: 'claimed', ...this.#held.hold(key, client, leaseMs) };
     } catch (error) {
       destroy(client, 'the claim failed');
       throw error;
     }
   }
 
-  const store: IdempotencyStore = {
-    async claim(key: string, leaseMs: number): Promise<ClaimResult> {
-      if (!(leaseMs > 0) || !Number.isFinite(leaseMs)) {
-        throw new ConfigError('postgresStore: leaseMs must be a positive number of milliseconds');
-      }
-      // No handler for a late claim: claimWith checks the deadline after its last await and
-      // returns a claim in that same tick, and only a timer aborts a call, so none comes late.
-      // Its storageKey from here on: pg sends UTF-8 text, which holds no lone surrogate and
-      // no U+0000, to a btree of entries under 2.7 kB.
-      return calls.run('claim', (call) => claimWith(storageKey(key), leaseMs, call));
-    },
-
-    async complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void> {
-      const holder = take(storageKey(key), token);
-      if (holder === undefined) return;
-      const { client } = holder;
-      try {
-        await calls.run('commit', async () => {
-          await client.query(upsertDone, [holder.key, fingerprint, ttlMs]);
-          await client.query('COMMIT');
-        });
-      } catch (error) {
-        // Unanswered or failed: never let the half-done transaction back into the pool.
-        destroy(client, 'the commit failed');
-        throw error;
-      }
-      giveBack(client);
-    },
-
-    async release(key: string, token: string): Promise<void> {
-      const holder = take(storageKey(key), token);
-      if (holder === undefined) return;
-      const { client } = holder;
-      try {
-        // Awaited, so the key is free again once release resolves (a retry gets it at once).
-        await calls.run('rollback', () => client.query('ROLLBACK'));
-      } finally {
-        // Closed rather than pooled: a handler that still holds it can write nowhere.
-        destroy(client, 'the claim was released');
-      }
-    },
-  };
-  return store;
+  /**
+   * Opens the transaction and takes the key's lock: undefined once held (the transaction stays
+   * open), or, rolled back, `in_flight` (another delivery holds it) or `done`.
+   */
+  async #lock(
+    client: PoolClient,
+    key: string,
+    call: BoundedCall,
+  ): Promise<ClaimResult | undefined> {
+    // Read committed: each statement sees what was committed before it began, so the SELECT
+    // after the lock sees the commit of the delivery that held the lock before us.
+    await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+    step(call);
+    // A transaction-level advisory lock rather than a row lock: the row of a key in flight
+    // does not exist yet, and inserting it would wait on another transaction's uncommitted
+    // insert of the same key. pg_try_advisory_xact_lock never waits, and Postgres frees it
+    // with the transaction, at commit, at rollback, or when the connection drops.
+    const locked = await client.query<{ locked: boolean }>(
+      'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',
+      [this.#statements.lockPrefix + key],
+    );
+    step(call);
+    if (locked.rows[0]?.locked !== true) {
+      await client.query('ROLLBACK');
+      return { state: 'in_flight' };
+    }
+    const done = await client.query<{ fingerprint: string }>(this.#statements.selectDone, [key]);
+    step(call);
+    const row = done.rows[0];
+    if (row === undefined) return undefined;
+    await client.query('ROLLBACK');
+    return { state: 'done', fingerprint: row.fingerprint };
+  }
 }
 
 /** Throws once the call's deadline has passed: the caller was told it failed, so stop here. */
 function step(call: BoundedCall): void {
   if (call.aborted) throw new Error('the call timed out');
-}
-
-/**
- * `CREATE … IF NOT EXISTS` racing another session: 23505 on pg_type, 42P07 (the relation), or
- * 42710 (its row type, "type … already exists").
- */
-function isDuplicateObject(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === '23505' || code === '42P07' || code === '42710';
 }
 
 /** A `StoreUnavailableError` for any failure of a call to Postgres. */

@@ -10,13 +10,11 @@ import type { AddressInfo } from 'node:net';
 import { FlowProducer, Queue, Worker } from 'bullmq';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { z } from 'zod';
 import { nodeListener } from '../../adapters/node.js';
 import {
   ConfigError,
   createReceiver,
   memoryStore,
-  paymentCompletedDataSchema,
   type Logger,
   type Receiver,
   type ReceiverOptions,
@@ -28,7 +26,6 @@ import { redisStore } from '../../src/stores/redis.js';
 import {
   createTestDelivery,
   deferred,
-  fixtureDelivery,
   SECRET,
   type Delivery,
   storedOf,
@@ -40,6 +37,7 @@ import {
   type TestRedis,
 } from '../helpers/redis.js';
 import { failureOf } from '../helpers/failure-of.js';
+import { describeInboxContract } from './contract.js';
 
 let redis: TestRedis;
 let client: Redis;
@@ -148,6 +146,16 @@ function eventually<T>(check: () => Promise<T> | T, timeout = 10_000): Promise<T
   return vi.waitFor(check, { timeout, interval: 25 });
 }
 
+describeInboxContract({
+  factory: 'bullmqInbox',
+  newInbox: (options) => newInbox(options),
+  newStore: () => redisStore({ client, prefix: `test-inbox-${run}:${randomUUID()}:` }),
+  jobId: inboxJobId,
+  inspectable: true,
+  // newInbox's own cleanups close each inbox and remove its queue.
+  cleanup: async () => {},
+});
+
 describe('inboxJobId', () => {
   it('keeps an ordinary key, and escapes what BullMQ refuses in an id', () => {
     expect(inboxJobId('8b0c6a4e-3f0e-4c43-9d59-2b7d0f1c9e11')).toBe(
@@ -174,13 +182,9 @@ describe('inboxJobId', () => {
 describe('bullmqInbox options', () => {
   it('throws a ConfigError for options it cannot work with, before connecting', () => {
     const connection = { host: '127.0.0.1', port: 1, lazyConnect: true };
-    expect(() => bullmqInbox({ connection, attempts: 0 })).toThrow(
-      new ConfigError('bullmqInbox: attempts must be a positive integer'),
-    );
     expect(() => bullmqInbox({ connection, keepFailedMs: Number.POSITIVE_INFINITY })).toThrow(
       'bullmqInbox: keepFailedMs must be a number of ms, 0 or more',
     );
-    expect(() => bullmqInbox({ connection, backoffMs: -1 })).toThrow(/backoffMs/);
     expect(() => bullmqInbox({ connection, queueName: 'a:b' })).toThrow(ConfigError);
     expect(() => bullmqInbox({ connection, queueName: '' })).toThrow(
       new ConfigError('bullmqInbox: queueName must be a non-empty name without ":"'),
@@ -192,15 +196,6 @@ describe('bullmqInbox options', () => {
     }
   });
 
-  it('refuses a worker with a bad concurrency, and any worker once closed', async () => {
-    const inbox = newInbox();
-    const { receiver } = newReceiver(inbox);
-    expect(() => inbox.work(receiver, { concurrency: 0 })).toThrow(
-      new ConfigError('bullmqInbox: concurrency must be a positive integer'),
-    );
-    await inbox.close();
-    expect(() => inbox.work(receiver)).toThrow(new ConfigError('bullmqInbox: the inbox is closed'));
-  });
   it('refuses a lockDurationMs or stalledIntervalMs BullMQ cannot work with, before connecting a worker', async () => {
     const inbox = newInbox();
     const { receiver } = newReceiver(inbox);
@@ -224,69 +219,6 @@ describe('bullmqInbox options', () => {
 });
 
 describe('bullmqInbox: the HTTP side', () => {
-  it('answers 202 before any worker runs, a worker started later processes it once, a repeat is 200 duplicate', async () => {
-    const inbox = newInbox();
-    const { receiver } = newReceiver(inbox);
-    const effects: string[] = [];
-    receiver.on('UserSignedIn', (event, ctx) => {
-      effects.push(`${event.idempotencyKey}@${ctx.attempt}`);
-    });
-    const url = await serve(receiver);
-    const delivery = createTestDelivery('UserSignedIn', { user: { id: 1 } });
-    const key = delivery.idempotencyKey;
-
-    expect(await post(url, delivery)).toEqual({
-      status: 202,
-      body: { ok: true, outcome: 'queued', idempotencyKey: key },
-    });
-    expect(await inbox.jobs()).toMatchObject([
-      { id: key, event: 'UserSignedIn', idempotencyKey: key, state: 'waiting', attemptsMade: 0 },
-    ]);
-    expect(await post(url, delivery)).toMatchObject({
-      status: 200,
-      body: { outcome: 'duplicate' },
-    });
-    expect(effects).toEqual([]);
-
-    const worker = inbox.work(receiver, { concurrency: 2 });
-    cleanups.push(() => worker.close());
-    await eventually(async () => expect(await inbox.jobs({ state: 'completed' })).toHaveLength(1));
-    expect(effects).toEqual([`${key}@1`]);
-    expect(await inbox.getJob(key)).toMatchObject({
-      id: key,
-      state: 'completed',
-      outcome: 'processed',
-      attemptsMade: expect.any(Number),
-      finishedAt: expect.stringMatching(/^\d{4}-/),
-    });
-    // Still a duplicate once processed; nothing more is stored or run.
-    expect((await post(url, delivery)).body['outcome']).toBe('duplicate');
-    expect(await inbox.jobs()).toHaveLength(1);
-    expect(effects).toHaveLength(1);
-  });
-
-  it('keeps one job for one key however often it is enqueued', async () => {
-    const inbox = newInbox();
-    const delivery = createTestDelivery();
-    const stored: StoredDelivery = {
-      body: delivery.body,
-      signature: delivery.headers['signature']!,
-      event: 'UserSignedIn',
-      idempotencyKey: `order:${delivery.idempotencyKey}`,
-      receivedAt: new Date().toISOString(),
-    };
-    await Promise.all([inbox.enqueue(stored), inbox.enqueue(stored), inbox.enqueue(stored)]);
-    await inbox.enqueue(stored);
-    const jobs = await inbox.jobs();
-    expect(jobs.map((job) => job.id)).toEqual([inboxJobId(stored.idempotencyKey)]);
-    // Found by its id or by its key; the listing never holds the body or the signature.
-    expect(await inbox.getJob(stored.idempotencyKey)).toMatchObject({ state: 'waiting' });
-    expect(await inbox.getJob(jobs[0]!.id)).toMatchObject({ state: 'waiting' });
-    expect(JSON.stringify(jobs)).not.toContain(stored.signature);
-    expect(JSON.stringify(jobs)).not.toContain('"body"');
-    expect(await inbox.getJob('no-such-key')).toBeUndefined();
-  });
-
   it('stores each job with the inbox’s attempts, backoff and how long it is kept', async () => {
     const stored = (key: string): StoredDelivery => ({
       body: '{}',
@@ -348,136 +280,6 @@ describe('bullmqInbox: the HTTP side', () => {
     expect(jobs).toHaveLength(count);
     expect(jobs[0]?.id).toBe('page-0');
     expect(jobs[count - 1]?.id).toBe(`page-${count - 1}`);
-  });
-
-  it('rejects enqueue once closed', async () => {
-    const inbox = newInbox();
-    await inbox.close();
-    const delivery = createTestDelivery();
-    await expect(
-      inbox.enqueue({
-        body: delivery.body,
-        signature: delivery.headers['signature']!,
-        event: 'UserSignedIn',
-        idempotencyKey: delivery.idempotencyKey,
-        receivedAt: new Date().toISOString(),
-      }),
-    ).rejects.toThrow('closed');
-  });
-});
-
-describe('bullmqInbox: the worker side', () => {
-  it('dead-letters an invalid payload at once, never running a handler, and replays it after a fix', async () => {
-    const inbox = newInbox();
-    const { receiver, errors } = newReceiver(inbox);
-    const handler = vi.fn();
-    receiver.on('PaymentCompleted', handler);
-    const url = await serve(receiver);
-    // The full fixture, with one field of a type the schema does not read.
-    const delivery = fixtureDelivery('PaymentCompleted', (data) => {
-      const payment = data['payment'] as { invoice: Record<string, unknown> };
-      payment.invoice['totalAmount'] = '4990.00';
-    });
-    expect((await post(url, delivery)).status).toBe(202);
-
-    const worker = inbox.work(receiver);
-    cleanups.push(() => worker.close());
-    const [dead] = await eventually(async () => {
-      const failed = await inbox.jobs({ state: 'failed' });
-      expect(failed).toHaveLength(1);
-      return failed;
-    });
-    expect(dead).toMatchObject({ idempotencyKey: delivery.idempotencyKey, attemptsMade: 1 });
-    expect(dead?.reason).toBe(
-      'invalid_payload: PaymentCompleted payload failed validation at data.payment.invoice.totalAmount: Invalid input: expected number, received string',
-    );
-    expect(handler).not.toHaveBeenCalled();
-    expect(errors.map((error) => error.code)).toContain('invalid_payload');
-    await worker.close();
-
-    // The fix: a receiver whose schema reads this payload, as an upgrade would bring.
-    const lenient = paymentCompletedDataSchema.extend({
-      payment: paymentCompletedDataSchema.shape.payment.extend({
-        invoice: paymentCompletedDataSchema.shape.payment.shape.invoice.extend({
-          totalAmount: z.union([z.number(), z.string()]),
-        }),
-      }),
-    });
-    const { receiver: fixed } = newReceiver(inbox, { schemas: { PaymentCompleted: lenient } });
-    const effects: string[] = [];
-    fixed.on('PaymentCompleted', (event) => {
-      effects.push(event.idempotencyKey);
-    });
-    const fixedWorker = inbox.work(fixed);
-    cleanups.push(() => fixedWorker.close());
-    expect(await inbox.retryFailed({ event: 'UserSignedIn' })).toBe(0);
-    expect(await inbox.retryFailed({ event: 'PaymentCompleted' })).toBe(1);
-    await eventually(async () => expect(await inbox.jobs({ state: 'completed' })).toHaveLength(1));
-    expect(effects).toEqual([delivery.idempotencyKey]);
-    expect(await inbox.retryFailed()).toBe(0);
-    expect(handler).not.toHaveBeenCalled();
-  });
-
-  it('retries a failing handler with backoff: it succeeds on attempt 3, its effect once', async () => {
-    const inbox = newInbox({ backoffMs: 20 });
-    const { receiver, errors } = newReceiver(inbox);
-    const effects: string[] = [];
-    const attempts: number[] = [];
-    receiver.on('UserSignedIn', (event, ctx) => {
-      attempts.push(ctx.attempt);
-      if (ctx.attempt < 3) throw new Error(`CRM is down (attempt ${ctx.attempt})`);
-      effects.push(event.idempotencyKey);
-    });
-    const url = await serve(receiver);
-    const delivery = createTestDelivery();
-    expect((await post(url, delivery)).status).toBe(202);
-    const worker = inbox.work(receiver);
-    cleanups.push(() => worker.close());
-    await eventually(async () => expect(await inbox.jobs({ state: 'completed' })).toHaveLength(1));
-    expect(attempts).toEqual([1, 2, 3]);
-    expect(effects).toEqual([delivery.idempotencyKey]);
-    // Completed: the reason of the failed runs before it no longer shows.
-    const [completed] = await inbox.jobs({ state: 'completed' });
-    expect(completed?.reason).toBeUndefined();
-    expect((await inbox.getJob(delivery.idempotencyKey))?.reason).toBeUndefined();
-    expect(errors.filter((error) => error.code === 'handler_failed')).toHaveLength(2);
-  });
-
-  it('shows a retried job as delayed with its reason, and dead-letters it after `attempts`', async () => {
-    const inbox = newInbox({ attempts: 3, backoffMs: 200 });
-    const { receiver } = newReceiver(inbox);
-    let runs = 0;
-    receiver.on('UserSignedIn', () => {
-      runs++;
-      throw new Error('CRM is down');
-    });
-    const url = await serve(receiver);
-    const delivery = createTestDelivery();
-    await post(url, delivery);
-    const worker = inbox.work(receiver);
-    cleanups.push(() => worker.close());
-    const [delayed] = await eventually(async () => {
-      const list = await inbox.jobs({ state: 'delayed' });
-      expect(list).toHaveLength(1);
-      return list;
-    });
-    expect(delayed).toMatchObject({ attemptsMade: 1, reason: 'handler_failed: CRM is down' });
-    const [dead] = await eventually(async () => {
-      const list = await inbox.jobs({ state: 'failed' });
-      expect(list).toHaveLength(1);
-      return list;
-    });
-    expect(dead).toMatchObject({
-      idempotencyKey: delivery.idempotencyKey,
-      attemptsMade: 3,
-      reason: 'handler_failed: CRM is down',
-    });
-    expect(runs).toBe(3);
-    // One dead letter back, with all its attempts again.
-    expect(await inbox.retryJob(delivery.idempotencyKey)).toBe(true);
-    expect(await inbox.retryJob(delivery.idempotencyKey)).toBe(false);
-    await eventually(() => expect(runs).toBe(6));
-    await eventually(async () => expect(await inbox.jobs({ state: 'failed' })).toHaveLength(1));
   });
 });
 
@@ -672,30 +474,6 @@ describe('bullmqInbox: jobs as BullMQ holds them', () => {
 });
 
 describe('bullmqInbox: dead letters and workers', () => {
-  it('retryFailed() without an event puts back every dead letter, whatever its event', async () => {
-    const inbox = newInbox({ attempts: 1 });
-    const { receiver } = newReceiver(inbox);
-    receiver.on('UserSignedIn', () => {
-      throw new Error('CRM is down');
-    });
-    receiver.on('PaymentCompleted', () => {
-      throw new Error('CRM is down');
-    });
-    const signedIn = createTestDelivery('UserSignedIn');
-    const paid = fixtureDelivery('PaymentCompleted');
-    await inbox.enqueue(storedOf(signedIn, 'UserSignedIn'));
-    await inbox.enqueue(storedOf(paid, 'PaymentCompleted'));
-    const worker = inbox.work(receiver);
-    cleanups.push(() => worker.close());
-    await eventually(async () => expect(await inbox.jobs({ state: 'failed' })).toHaveLength(2));
-    await worker.close();
-
-    expect(await inbox.retryFailed()).toBe(2);
-    const waiting = await inbox.jobs({ state: 'waiting' });
-    expect(waiting.map((job) => job.event).sort()).toEqual(['PaymentCompleted', 'UserSignedIn']);
-    expect(await inbox.retryFailed()).toBe(0);
-  });
-
   it('close() closes the workers still open: none of them is left connected to the queue', async () => {
     const inbox = newInbox();
     const { receiver } = newReceiver(inbox);

@@ -1,0 +1,95 @@
+/**
+ * The completions and releases `redisStore` could not confirm while Redis was unreachable, kept
+ * and sent again with the same token once the client is ready, until the lease they end would
+ * have ended.
+ * @module
+ */
+
+// Types only: importing this file never loads ioredis.
+import type { Cluster, Redis } from 'ioredis';
+import type { BoundedCalls } from '../bounded-calls.js';
+import { COMPLETE, type Script } from './redis-scripts.js';
+import type { ScriptSender } from './redis-script-sender.js';
+
+/** A completion or release to send again: which, its arguments, until when, the retry running. */
+export interface Unfinished {
+  readonly script: Script;
+  readonly args: readonly (string | number)[];
+  readonly until: number;
+  retry: Promise<void> | undefined;
+}
+
+/** The unfinished calls of one store, by Redis key. */
+export class UnfinishedCalls {
+  readonly #client: Redis | Cluster;
+  readonly #calls: BoundedCalls;
+  readonly #sender: ScriptSender;
+  readonly #retryAfterMs: number;
+  readonly #byKey = new Map<string, Unfinished>();
+  /** The receiver gives one leaseMs to every claim: the longest an unfinished call matters. */
+  #longestLeaseMs = 0;
+  readonly #retryAll = (): void => {
+    for (const [redisKey, pending] of this.#byKey) void this.retry(redisKey, pending);
+  };
+
+  constructor(
+    client: Redis | Cluster,
+    calls: BoundedCalls,
+    sender: ScriptSender,
+    retryAfterMs: number,
+  ) {
+    this.#client = client;
+    this.#calls = calls;
+    this.#sender = sender;
+    this.#retryAfterMs = retryAfterMs;
+  }
+
+  /** Note a claim's lease: how long, at most, a call kept from now on matters. */
+  leased(leaseMs: number): void {
+    if (leaseMs > this.#longestLeaseMs) this.#longestLeaseMs = leaseMs;
+  }
+
+  /** The call kept for `redisKey`, if any. */
+  get(redisKey: string): Unfinished | undefined {
+    return this.#byKey.size === 0 ? undefined : this.#byKey.get(redisKey);
+  }
+
+  /**
+   * Keep a completion or release Redis did not confirm, to send again (the scripts act only
+   * while the token still owns the key, so sending one twice, or after the lease, changes
+   * nothing wrong).
+   */
+  keep(redisKey: string, script: Script, args: readonly (string | number)[]): void {
+    if (this.#longestLeaseMs === 0) return;
+    const until = Date.now() + this.#longestLeaseMs;
+    this.#byKey.set(redisKey, { script, args, until, retry: undefined });
+    if (this.#byKey.size === 1) this.#client.on('ready', this.#retryAll);
+    // Still connected (Redis was slow, not gone): no 'ready' will come, so try again soon.
+    if (this.#client.status === 'ready') setTimeout(this.#retryAll, this.#retryAfterMs).unref?.();
+  }
+
+  /** Send an unfinished call again; resolves once it is done or still failing. */
+  retry(redisKey: string, pending: Unfinished): Promise<void> {
+    if (Date.now() > pending.until) {
+      this.forget(redisKey, pending);
+      return Promise.resolve();
+    }
+    const name = pending.script === COMPLETE ? 'complete' : 'release';
+    pending.retry ??= this.#calls
+      .run(name, (call) => this.#sender.evalScript(pending.script, redisKey, pending.args, call))
+      .then(
+        () => this.forget(redisKey, pending),
+        () => {
+          pending.retry = undefined;
+        },
+      );
+    return pending.retry;
+  }
+
+  /** Drop `pending`, if it is still the call kept for `redisKey`. */
+  forget(redisKey: string, pending: Unfinished): void {
+    if (this.#byKey.get(redisKey) !== pending) return;
+    this.#byKey.delete(redisKey);
+    if (this.#byKey.size === 0) this.#client.off('ready', this.#retryAll);
+  }
+}
