@@ -45,7 +45,8 @@ ${COMMANDS.map((command) => `  ${command.name.padEnd(10)} ${command.summary}`).j
 The secret is the endpoint's secretKey: --secret, or the SCHOOL_WEBHOOK_SECRET variable.
 Run 'schoolhooks <command> --help' for a command's options;
 'schoolhooks --version' prints the version.
-Exit codes: 0 ok, 1 failure, 2 usage error.`;
+Exit codes: 0 ok, 1 failure, 2 usage error: a bad option, argument, number, URL or
+secret (empty or whitespace only), told before anything is sent or changed.`;
 
 const NAMES = COMMANDS.map((command) => command.name);
 

@@ -49,7 +49,7 @@ Exit code 0 when every answer is the expected one (otherwise 200, 201 or 202), 1
     if (given === undefined || extra.length > 0) throw new UsageError('name one folder to replay');
     const folder = resolveFixtureFolder(given);
     const url = requireHttpUrl(values.url);
-    const secret = secretFrom(values.secret, io.env);
+    const secret = secretFrom(values.secret, io, 'replay');
 
     const expectations = await readManifest(folder);
     const files = await filesOf(folder, expectations);

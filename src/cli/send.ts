@@ -63,7 +63,7 @@ Exit code 0 when the answer is 200, 201 or 202 (what the platform counts as deli
           key: values.key,
           timestamp: values.timestamp,
         });
-    const secret = secretFrom(values.secret, io.env);
+    const secret = secretFrom(values.secret, io, 'send');
     const result = await postDelivery(url, delivery.body, secret);
     io.out(`${result.status} ${delivery.event ?? what}`);
     if (result.text !== '') io.out(result.text);

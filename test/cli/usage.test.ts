@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,11 +18,18 @@ interface Run {
   stderr: string;
 }
 
+type Env = Record<string, string>;
+
 /** Run the bin as the user would, to its end, with `input` on stdin and no inherited secret. */
-function bin(args: readonly string[], { input = '', secret = true } = {}): Promise<Run> {
+function bin(
+  args: readonly string[],
+  { input = '', secret = true, vars = {} }: { input?: string; secret?: boolean; vars?: Env } = {},
+): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.SCHOOL_WEBHOOK_SECRET;
+  delete env.REDIS_URL;
   if (secret) env.SCHOOL_WEBHOOK_SECRET = SECRET;
+  Object.assign(env, vars);
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env });
   let stdout = '';
   let stderr = '';
@@ -116,6 +124,124 @@ describe.concurrent('usage errors, in our own words and with one prefix', () => 
     const run = await bin(['verify', '--signature', '0'.repeat(64)], { input: '{}' });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^schoolhooks verify: invalid: the signature does not match/);
+  });
+});
+
+describe.concurrent('a mistake in what the user typed is a usage error (exit 2) naming it', () => {
+  const url = 'http://127.0.0.1:9/';
+  it.each<[string, string[], Env, string]>([
+    // One secret is "the secret"; where it came from is named, its value never.
+    [
+      'a whitespace-only --secret',
+      ['listen', '--port', '0', '--secret', ' \t '],
+      {},
+      'schoolhooks listen: the secret (--secret) is whitespace only',
+    ],
+    [
+      'a whitespace-only secret among several',
+      ['listen', '--port', '0', '--secret', SECRET, '--secret', '  '],
+      {},
+      'schoolhooks listen: secret #2 of the list (--secret) is whitespace only',
+    ],
+    [
+      'an empty --secret',
+      ['send', 'UserSignedUp', '--url', url, '--secret', ''],
+      {},
+      'schoolhooks send: the secret (--secret) is empty',
+    ],
+    [
+      'a whitespace-only SCHOOL_WEBHOOK_SECRET',
+      ['verify', '--signature', '0'.repeat(64)],
+      { SCHOOL_WEBHOOK_SECRET: '\n' },
+      'schoolhooks verify: the secret ($SCHOOL_WEBHOOK_SECRET) is whitespace only',
+    ],
+    [
+      'an empty --port (not port 0)',
+      ['listen', '--port', ''],
+      {},
+      'schoolhooks listen: --port must be a port number (0 to 65535)',
+    ],
+    [
+      'a --keep in hex',
+      ['listen', '--ui', '--port', '0', '--keep', '0x10'],
+      {},
+      'schoolhooks listen: --keep must be a whole number of deliveries, 1 or more',
+    ],
+    [
+      'an empty --seed',
+      ['simulate', '--url', url, '--seed', ''],
+      {},
+      'schoolhooks simulate: --seed must be a whole number',
+    ],
+    [
+      'a blank --faults',
+      ['simulate', '--url', url, '--faults', ' '],
+      {},
+      'schoolhooks simulate: --faults must be a number from 0 to 1',
+    ],
+    [
+      'an --events in exponent notation',
+      ['simulate', '--url', url, '--events', '1e3'],
+      {},
+      'schoolhooks simulate: --events must be a whole number from 1 to 100000',
+    ],
+    [
+      'an endpoint URL longer than the platform takes (255 characters)',
+      ['simulate', '--url', `${url}${'a'.repeat(256)}`],
+      {},
+      "schoolhooks simulate: --url is longer than 255 characters, the platform's limit for an endpoint's URL",
+    ],
+    [
+      'a --redis URL whose port is out of range',
+      ['inbox', 'list', '--redis', 'redis://user:hunter2@127.0.0.1:99999'],
+      {},
+      'schoolhooks inbox: --redis is not a well-formed redis:// or rediss:// URL',
+    ],
+    [
+      'a REDIS_URL that does not parse',
+      ['inbox', 'list'],
+      { REDIS_URL: 'redis://user:hunter2@[127.0.0.1' },
+      'schoolhooks inbox: $REDIS_URL is not a well-formed redis:// or rediss:// URL',
+    ],
+    [
+      'a REDIS_URL of another protocol',
+      ['inbox', 'list'],
+      { REDIS_URL: 'http://user:hunter2@127.0.0.1:6379' },
+      'schoolhooks inbox: $REDIS_URL must be a redis:// or rediss:// URL',
+    ],
+    [
+      'a --postgres URL whose port is out of range',
+      ['inbox', 'list', '--postgres', 'postgres://user:hunter2@127.0.0.1:70000/test'],
+      {},
+      'schoolhooks inbox: --postgres is not a well-formed postgres:// or postgresql:// URL',
+    ],
+  ])('%s', async (_case, args, vars, message) => {
+    const run = await bin(args, { vars });
+    expect(run.code).toBe(2);
+    const [first, help] = run.stderr.split('\n');
+    expect(first!.startsWith(message)).toBe(true);
+    expect(first).not.toContain('unexpected error');
+    expect(help).toMatch(/^Run 'schoolhooks [a-z]+ --help' for usage\.$/);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).not.toContain(SECRET);
+    expect(run.stderr).not.toContain('hunter2');
+  });
+
+  it('a secret with whitespace around it is used as given (HMAC-SHA256 keyed by it), with a warning that never shows it', async () => {
+    const padded = ' padded-secret-value\n';
+    const body = '{"event":"UserSignedUp"}';
+    const run = await bin(['sign'], { input: body, vars: { SCHOOL_WEBHOOK_SECRET: padded } });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(`${createHmac('sha256', padded).update(body).digest('hex')}\n`);
+    expect(run.stderr).toMatch(
+      /^schoolhooks sign: warning: the secret \(\$SCHOOL_WEBHOOK_SECRET\) has spaces or a line break around it/,
+    );
+    expect(run.stderr).not.toContain('padded-secret-value');
+  });
+
+  it('the overview documents exit code 2 for these', async () => {
+    const run = await bin(['--help']);
+    expect(run.stdout).toContain('2 usage error: a bad option, argument, number, URL or');
   });
 });
 
