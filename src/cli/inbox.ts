@@ -32,12 +32,9 @@ export const inboxCommand = defineCommand({
   description: `What a bullmqInbox (schoolhooks/bullmq) holds, or with --postgres a pgBossInbox
 (schoolhooks/postgres). Needs bullmq and ioredis installed, or pg and pg-boss.
 
-  list     Every job, or those in one state: id, state, attempts, event, when it was
-           received, and why its last run failed
+  list     Every job, or those in one state: id, state, attempts, event, when it was received, and why its last run failed
   show     One job, by its id or by its idempotencyKey: also its outcome and when it ended
-  retry    Put dead letters back in the queue to run again, with all their attempts:
-           the ones named, or --all of them (of one --event). Exit code 1 if a named job
-           is not a dead letter.
+  retry    Put dead letters back in the queue to run again, with all their attempts: the ones named, or --all of them (of one --event). Exit code 1 if a named job is not a dead letter.
 
 A job's body and signature are never printed.`,
   options: {
@@ -55,8 +52,7 @@ A job's body and signature are never printed.`,
       type: 'string',
       value: 'NAME',
       default: 'schoolhooks',
-      help: `Queue name; a queue that is not there is a usage
-error that lists the ones there`,
+      help: 'Queue name; a queue that is not there is a usage error that lists the ones there',
     },
     prefix: { type: 'string', value: 'P', default: 'bull', help: 'BullMQ key prefix' },
     schema: {

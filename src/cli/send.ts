@@ -26,8 +26,7 @@ Exit code 0 when the answer is 200, 201 or 202 (what the platform counts as deli
 
   EventName       The event's fixture, stamped now with a new idempotencyKey:
                   ${FIXED_CONTRACT_EVENTS.join(', ')}
-  file.json       An envelope, stamped now with a new idempotencyKey (--raw: as it is),
-                  or, with --event, the data of one`,
+  file.json       An envelope, stamped now with a new idempotencyKey (--raw: as it is), or, with --event, the data of one`,
   options: {
     url: { type: 'string', value: 'URL', help: 'Where to POST (required)' },
     secret: SECRET_OPTION,
@@ -40,8 +39,7 @@ Exit code 0 when the answer is 200, 201 or 202 (what the platform counts as deli
     timestamp: {
       type: 'string',
       value: 'T',
-      help: `The timestamp to send (RFC 3339; default now). The same --key and
---timestamp twice give a duplicate; the same key with another body, a conflict`,
+      help: 'The timestamp to send (RFC 3339; default now). The same --key and --timestamp twice give a duplicate; the same key with another body, a conflict',
     },
     raw: { type: 'boolean', help: "Send the file's bytes exactly as they are, only signed" },
   },

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { formatDuration } from '../../src/cli/duration.js';
-import { COMMANDS } from '../../src/cli/main.js';
+import type { CliIo } from '../../src/cli/command.js';
+import { COMMANDS, main } from '../../src/cli/main.js';
 import { nearestName } from '../../src/nearest-name.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -262,6 +263,94 @@ describe("each command's help is generated from its option definitions", () => {
     const run = await bin(['simulate', '--help']);
     expect(run.stdout).toContain('  --events N      How many events to send (default 20)\n');
     expect(run.stdout).toContain('15s; up to 5 attempts, 11m, 33m, 1h 17m and 2h 45m');
+  });
+});
+
+/** The width the help is laid out for: a terminal's default. */
+const WIDTH = 80;
+
+/**
+ * What a terminal of {@link WIDTH} columns shows badly in a help text: a line wider than it (the
+ * terminal cuts it anywhere), trailing spaces, a line broken early while its sentence goes on
+ * under it (the next word would have fitted), and an option's "(default …)" in the middle of its
+ * sentence rather than at its end.
+ */
+function wrappingFaults(help: string): string[] {
+  const faults: string[] = [];
+  const lines = help.split('\n');
+  const indentOf = (line: string): number => line.length - line.trimStart().length;
+  lines.forEach((line, i) => {
+    if (line.length > WIDTH) faults.push(`${line.length} columns: ${line}`);
+    if (/\s$/.test(line)) faults.push(`trailing space: ${line}`);
+    const next = lines[i + 1];
+    if (next === undefined || next.trim() === '' || line.trim() === '') return;
+    // A new entry: an option, another usage form, a `term  text` item, a less indented line, or a
+    // new sentence or list after one that ended.
+    const newEntry =
+      /^\s*(-|schoolhooks )/.test(next) ||
+      /^ +\S+(?: \S+)*? {2,}\S/.test(next) ||
+      indentOf(next) < indentOf(line) ||
+      (/[.:)]$/.test(line) && /^\s*[A-Z]/.test(next)) ||
+      (line.endsWith(':') && indentOf(next) > indentOf(line));
+    // An option whose flag leaves no room for its text has the text under it.
+    if (newEntry || /^ +(-\w, )?--[\w-]+( [A-Z]+)?$/.test(line)) return;
+    // The first word, a usage group (`[--secret S]...`, `<EventName | file.json>`) or a redirect
+    // (`< body.json`) as one.
+    const word = /^(\S*\[[^\]]*\]\S*|\S*<[^>]*>\S*|\S*< \S+|\S+)/.exec(next.trim())![0];
+    if (line.length + 1 + word.length <= WIDTH) {
+      faults.push(`broken early ("${word}" fits): ${line}`);
+    }
+    if (/\(default [^)]*\)$/.test(line)) faults.push(`a default in mid-sentence: ${line}`);
+  });
+  return faults;
+}
+
+describe(`every help fits ${WIDTH} columns and is wrapped whole`, () => {
+  /** What `schoolhooks ...args` prints on stdout: the same `main` the bin runs, in this process. */
+  async function printed(args: readonly string[]): Promise<string> {
+    let stdout = '';
+    const io: CliIo = {
+      out: (text) => void (stdout += `${text}\n`),
+      err: () => {},
+      readStdin: async () => new Uint8Array(),
+      stdinIsTty: true,
+      env: {},
+      untilStopped: async () => {},
+    };
+    expect(await main(args, io)).toBe(0);
+    return stdout;
+  }
+
+  it.each([[], ...COMMANDS.map((command) => [command.name])])(
+    'schoolhooks %s --help',
+    async (...name) => {
+      const help = await printed([...name.filter((word) => word !== undefined), '--help']);
+      expect(help.length).toBeGreaterThan(100);
+      expect(wrappingFaults(help)).toEqual([]);
+    },
+  );
+
+  it('tells the faults it looks for', () => {
+    expect(wrappingFaults(`${'x'.repeat(WIDTH)}\n${'y'.repeat(WIDTH + 1)}`)).toEqual([
+      `${WIDTH + 1} columns: ${'y'.repeat(WIDTH + 1)}`,
+    ]);
+    // What inbox --help printed: a default appended to the first line of a two-line help.
+    expect(
+      wrappingFaults(
+        '  --queue NAME    Queue name; a queue that is not there is a usage (default schoolhooks)\n' +
+          '                  error that lists the ones there',
+      ),
+    ).toEqual([
+      '88 columns:   --queue NAME    Queue name; a queue that is not there is a usage (default schoolhooks)',
+      'a default in mid-sentence:   --queue NAME    Queue name; a queue that is not there is a usage (default schoolhooks)',
+    ]);
+    expect(wrappingFaults('Exit code 0 when it matches,\n1 when it does not.')).toEqual([
+      'broken early ("1" fits): Exit code 0 when it matches,',
+    ]);
+    expect(wrappingFaults('Commands:\n  listen     Run a receiver\n  send       Send one')).toEqual(
+      [],
+    );
+    expect(wrappingFaults('in ps)\nRepeat --secret to accept several')).toEqual([]);
   });
 });
 
