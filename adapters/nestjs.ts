@@ -180,6 +180,16 @@ class SchoolhooksExplorer implements OnModuleInit {
               'transient-scoped, so no single instance can handle deliveries; make it a singleton',
           );
         }
+        const missing = undeclaredDependency(wrapper, this.reflector);
+        if (missing !== undefined) {
+          throw new ConfigError(
+            `@OnSchoolEvent on ${wrapper.name}.${method}: the constructor's parameter #${missing + 1} ` +
+              'has no type Nest can see (no design:paramtypes metadata: tsx and esbuild emit none), so ' +
+              'it was left undefined and the handler would fail or do nothing on a delivery; name it ' +
+              'with @Inject(Token), or build with a compiler that emits decorator metadata (tsc or ' +
+              'SWC with emitDecoratorMetadata)',
+          );
+        }
         if (typeof instance !== 'object' || !instance) {
           // A factory whose prototype carries the handler, but which made no object of it.
           throw new ConfigError(
@@ -195,6 +205,34 @@ class SchoolhooksExplorer implements OnModuleInit {
   #eventsOf(handler: object): KnownEventName[] | undefined {
     return this.reflector.get<KnownEventName[] | undefined>(SCHOOL_EVENTS, handler as Type);
   }
+}
+
+/** A provider or controller as Nest's discovery lists it. */
+type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
+
+/**
+ * The index of the first constructor parameter of a class provider that Nest had no token for, or
+ * undefined. Nest takes a parameter's token from `design:paramtypes` (the types a compiler with
+ * emitDecoratorMetadata records) or from `@Inject` (`self:paramtypes`); with neither, it passes
+ * undefined without an error (Nest 12 logs a warning, Nest 11 nothing). A parameter marked
+ * `@Optional()` may be undefined by design.
+ */
+function undeclaredDependency(wrapper: InstanceWrapper, reflector: Reflector): number | undefined {
+  const type = wrapper.metatype;
+  // A factory's parameters are its `inject` list; a value has no constructor Nest called.
+  if (wrapper.isFactory || typeof type !== 'function' || type.length === 0) return undefined;
+  if (reflector.get<unknown[] | undefined>('design:paramtypes', type) !== undefined)
+    return undefined;
+  const named = new Set(
+    (reflector.get<{ index: number }[] | undefined>('self:paramtypes', type) ?? []).map(
+      ({ index }) => index,
+    ),
+  );
+  const optional = reflector.get<number[] | undefined>('optional:paramtypes', type) ?? [];
+  for (let index = 0; index < type.length; index++) {
+    if (!named.has(index) && !optional.includes(index)) return index;
+  }
+  return undefined;
 }
 
 /**

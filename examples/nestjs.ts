@@ -1,7 +1,7 @@
 // A NestJS app that receives the school platform's webhooks, on Express or, with PLATFORM=fastify,
 // on Fastify. Run: SCHOOL_WEBHOOK_SECRET=<endpoint secretKey> npx tsx examples/nestjs.ts
 // (Nest's decorators need "experimentalDecorators": true in tsconfig.json.)
-import { Body, Controller, Injectable, Logger, Module, Post } from '@nestjs/common';
+import { Body, Controller, Inject, Injectable, Logger, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 // In your app: from 'schoolhooks' and 'schoolhooks/nestjs'.
@@ -18,15 +18,29 @@ if (!secret) {
 }
 const port = Number(process.env.PORT ?? 3000);
 
+// What the app does with a payment; a provider like any other.
+@Injectable()
+class Access {
+  readonly #logger = new Logger('Access');
+
+  grant(userId: number, what: string) {
+    this.#logger.log(`access granted to user ${userId} for ${what}`);
+  }
+}
+
 @Injectable()
 class Payments {
-  readonly #logger = new Logger('Payments');
+  // @Inject names the dependency: tsx and esbuild emit no decorator metadata, so Nest cannot see
+  // the parameter's type and, without it, would construct Payments with `access` undefined
+  // (SchoolhooksModule refuses to start then). With tsc or SWC and emitDecoratorMetadata,
+  // `constructor(private readonly access: Access)` is enough.
+  constructor(@Inject(Access) private readonly access: Access) {}
 
   // Runs with `this` = this provider, for every PaymentCompleted delivery.
   @OnSchoolEvent('PaymentCompleted')
   grant(event: WebhookEvent<'PaymentCompleted'>) {
     const { invoice } = event.data.payment;
-    this.#logger.log(`payment of ${invoice.totalAmount} ${invoice.currency} by ${invoice.user.id}`);
+    this.access.grant(invoice.user.id, `a payment of ${invoice.totalAmount} ${invoice.currency}`);
   }
 }
 
@@ -42,7 +56,7 @@ class Orders {
 @Module({
   imports: [SchoolhooksModule.forRoot({ secret, path: '/webhooks/school' })],
   controllers: [Orders],
-  providers: [Payments],
+  providers: [Access, Payments],
 })
 class AppModule {}
 

@@ -13,6 +13,7 @@ import {
   type OptionSpecs,
   type OptionValues,
 } from './options.js';
+import { layout, wrapLine } from './wrap.js';
 
 export { CliFailure, errorLine, EXIT, messageOf, UsageError } from './errors.js';
 
@@ -54,7 +55,11 @@ export interface CommandDefinition<O extends OptionSpecs> {
   summary: string;
   /** What follows `schoolhooks <name>` in the usage line; one entry per form. */
   usage: string | readonly string[];
-  /** The paragraphs between the usage and the options. */
+  /**
+   * The paragraphs between the usage and the options, laid out by {@link layout}: lines joined
+   * and word-wrapped to 80 columns as in Markdown, a blank line between paragraphs, an indented
+   * `  term     what it is` item on one source line of its own.
+   */
   description: string;
   /** Its options; `--help` is added. */
   options: O;
@@ -87,12 +92,16 @@ export function defineCommand<const O extends OptionSpecs>(
 ): CliCommand {
   const options = { ...definition.options, help: HELP_OPTION };
   const forms = typeof definition.usage === 'string' ? [definition.usage] : definition.usage;
+  const command = `schoolhooks ${definition.name} `;
   const help = [
     forms
-      .map((form, i) => `${i === 0 ? 'Usage:' : '      '} schoolhooks ${definition.name} ${form}`)
+      .map((form, i) =>
+        wrapLine(`${i === 0 ? 'Usage:' : '      '} ${command}${form}`, 7 + command.length),
+      )
       .join('\n'),
-    definition.description,
+    layout(definition.description),
     `Options:\n${formatOptions(options)}`,
+    layout(USAGE_ERROR_NOTE),
   ].join('\n\n');
   return {
     name: definition.name,
@@ -109,6 +118,10 @@ export function defineCommand<const O extends OptionSpecs>(
     },
   };
 }
+
+/** The last paragraph of every command's help. */
+const USAGE_ERROR_NOTE = `A usage error (a bad option, argument, number, URL or secret) exits 2, before anything
+is sent or changed.`;
 
 /** The value of `--url`, which every sending command requires as an absolute http(s) URL. */
 export function requireHttpUrl(url: string | undefined): string {

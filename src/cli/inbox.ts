@@ -33,12 +33,9 @@ export const inboxCommand = defineCommand({
   description: `What a bullmqInbox (schoolhooks/bullmq) holds, or with --postgres a pgBossInbox
 (schoolhooks/postgres). Needs bullmq and ioredis installed, or pg and pg-boss.
 
-  list     Every job, or those in one state: id, state, attempts, event, when it was
-           received, and why its last run failed
+  list     Every job, or those in one state: id, state, attempts, event, when it was received, and why its last run failed
   show     One job, by its id or by its idempotencyKey: also its outcome and when it ended
-  retry    Put dead letters back in the queue to run again, with all their attempts:
-           the ones named, or --all of them (of one --event). Exit code 1 if a named job
-           is not a dead letter.
+  retry    Put dead letters back in the queue to run again, with all their attempts: the ones named, or --all of them (of one --event). Exit code 1 if a named job is not a dead letter.
 
 A job's body and signature are never printed.`,
   options: {
@@ -56,8 +53,7 @@ A job's body and signature are never printed.`,
       type: 'string',
       value: 'NAME',
       default: QUEUE_DEFAULTS.queueName,
-      help: `Queue name; a queue that is not there is a usage
-error that lists the ones there`,
+      help: 'Queue name; a queue that is not there is a usage error that lists the ones there',
     },
     prefix: {
       type: 'string',
@@ -107,20 +103,20 @@ error that lists the ones there`,
     let inbox: InboxReader;
     if (values.postgres !== undefined) {
       if (values.redis !== undefined) throw new UsageError('--redis and --postgres: name one');
-      if (!/^postgres(?:ql)?:\/\//.test(values.postgres)) {
-        throw new UsageError('--postgres must be a postgres:// or postgresql:// URL');
-      }
+      checkServerUrl(values.postgres, ['postgres:', 'postgresql:'], '--postgres');
       if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(values.schema)) {
         throw new UsageError('--schema must be a name of letters, digits and "_"');
       }
       inbox = await openPgBossInbox(values.postgres, queue, values.schema);
     } else {
       const fromEnv = io.env['REDIS_URL'];
-      const url =
-        values.redis ?? (fromEnv === undefined || fromEnv === '' ? DEFAULT_REDIS_URL : fromEnv);
-      if (!/^rediss?:\/\//.test(url)) {
-        throw new UsageError('--redis must be a redis:// or rediss:// URL');
-      }
+      const [url, source] =
+        values.redis !== undefined
+          ? [values.redis, '--redis']
+          : fromEnv === undefined || fromEnv === ''
+            ? [DEFAULT_REDIS_URL, 'the default Redis URL']
+            : [fromEnv, '$REDIS_URL'];
+      checkServerUrl(url, ['redis:', 'rediss:'], source);
       if (queue === '' || queue.includes(':'))
         throw new UsageError('--queue must be a name without ":"');
       inbox = await openInbox(url, queue, values.prefix);
@@ -395,6 +391,24 @@ function details(job: BullmqInboxJob): string {
     .filter(([, value]) => value !== undefined)
     .map(([name, value]) => `${`${name}:`.padEnd(16)}${value}`)
     .join('\n');
+}
+
+/**
+ * A {@link UsageError} naming `source` (never the URL, which may hold a password) unless `url` is
+ * a URL of one of `protocols` that parses: a port out of range or a bracket left open would
+ * otherwise fail later as "Invalid URL" from the client, as if it were a failure of the server.
+ */
+function checkServerUrl(url: string, protocols: readonly string[], source: string): void {
+  const kind = protocols.map((protocol) => `${protocol}//`).join(' or ');
+  if (!protocols.some((protocol) => url.startsWith(`${protocol}//`))) {
+    throw new UsageError(`${source} must be a ${kind} URL`);
+  }
+  if (!URL.canParse(url)) {
+    throw new UsageError(
+      `${source} is not a well-formed ${kind} URL: check its host and port, and that any ` +
+        'special character of the user or password is %-encoded',
+    );
+  }
 }
 
 /** The URL without its user and password. */

@@ -18,6 +18,7 @@ import {
 } from './inspector/create-inspector.js';
 import { signatureFailureOf } from '../signature-failure.js';
 import { causesText } from './signature-causes.js';
+import { wholeNumberOf } from './numbers.js';
 import { SECRETS_OPTION, secretSource, secretsFrom } from './secret.js';
 import { summarizeEvent } from './summarize-event.js';
 import { INSPECTOR_DEFAULTS } from '../defaults.js';
@@ -64,21 +65,21 @@ shows the secret, and keeps deliveries in memory only.`,
     secret: SECRETS_OPTION,
   },
   async run({ values }, io) {
-    const port = Number(values.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    const port = wholeNumberOf(values.port);
+    if (port === undefined || port < 0 || port > 65_535) {
       throw new UsageError('--port must be a port number (0 to 65535)');
     }
     if (values.path !== undefined && !values.path.startsWith('/')) {
       throw new UsageError('--path must start with /');
     }
-    const keep = Number(values.keep);
-    if (!Number.isInteger(keep) || keep < 1) {
+    const keep = wholeNumberOf(values.keep);
+    if (keep === undefined || keep < 1) {
       throw new UsageError('--keep must be a whole number of deliveries, 1 or more');
     }
     if (values.path !== undefined && isInspectorPath(values.path)) {
       throw new UsageError(`--path must not be below ${INSPECTOR_PREFIX}, the inspector's own`);
     }
-    const secrets = secretsFrom(values.secret, io.env);
+    const secrets = secretsFrom(values.secret, io, 'listen');
     // The inspector acts (replays, sends) for whoever can reach it: only this machine, unless
     // --host says otherwise.
     const host = values.host ?? (values.ui ? '127.0.0.1' : undefined);

@@ -22,6 +22,7 @@ import { sendCommand } from './send.js';
 import { signCommand } from './sign.js';
 import { simulateCommand } from './simulate.js';
 import { verifyCommand } from './verify.js';
+import { layout } from './wrap.js';
 
 /** Every command, in the order the overview lists them. */
 export const COMMANDS: readonly CliCommand[] = [
@@ -35,7 +36,7 @@ export const COMMANDS: readonly CliCommand[] = [
   inboxCommand,
 ];
 
-const OVERVIEW = `Usage: schoolhooks <command> [options]
+const OVERVIEW = layout(`Usage: schoolhooks <command> [options]
 
 Receive, send and check the school platform's signed webhooks while developing.
 
@@ -43,9 +44,12 @@ Commands:
 ${COMMANDS.map((command) => `  ${command.name.padEnd(10)} ${command.summary}`).join('\n')}
 
 The secret is the endpoint's secretKey: --secret, or the SCHOOL_WEBHOOK_SECRET variable.
-Run 'schoolhooks <command> --help' for a command's options;
-'schoolhooks --version' prints the version.
-Exit codes: 0 ok, 1 failure, 2 usage error.`;
+
+  schoolhooks <command> --help   the options of a command
+  schoolhooks --version          the version
+
+Exit codes: 0 ok, 1 failure, 2 usage error: a bad option, argument, number, URL or
+secret (empty or whitespace only), told before anything is sent or changed.`);
 
 const NAMES = COMMANDS.map((command) => command.name);
 

@@ -7,6 +7,7 @@
 import { parseArgs } from 'node:util';
 import { didYouMean } from '../nearest-name.js';
 import { UsageError } from './errors.js';
+import { wrapLine } from './wrap.js';
 
 /** One option of a command. */
 export interface OptionSpec {
@@ -20,7 +21,10 @@ export interface OptionSpec {
   readonly default?: string;
   /** How the help names the value: `URL`, `N`. Default `VALUE`. */
   readonly value?: string;
-  /** What the option does, for the help; a line break continues it on the next line. */
+  /**
+   * What the option does, for the help, word-wrapped there: write no line breaks but between
+   * paragraphs (each starts on a line of its own).
+   */
   readonly help: string;
 }
 
@@ -48,19 +52,33 @@ export const HELP_OPTION = {
 /** Where the help text of an option starts. */
 const HELP_COLUMN = 18;
 
-/** The Options section of a command's help, one entry per definition, in order. */
+/**
+ * The Options section of a command's help, one entry per definition, in order: the flag, then
+ * its help from column 18 (on the next line when the flag leaves less than two spaces), each line
+ * of the help a paragraph word-wrapped to 80 columns, the default closing the first.
+ */
 export function formatOptions(options: OptionSpecs): string {
+  const indent = ' '.repeat(HELP_COLUMN);
   return Object.entries(options)
     .map(([name, spec]) => {
       const flag = `  ${spec.short ? `-${spec.short}, ` : ''}--${name}${
         spec.type === 'string' ? ` ${spec.value ?? 'VALUE'}` : ''
       }`;
+      const beside = flag.length <= HELP_COLUMN - 2;
       const [first = '', ...rest] = spec.help.split('\n');
-      const lines = [spec.default === undefined ? first : `${first} (default ${spec.default})`];
-      const text = [...lines, ...rest].join(`\n${' '.repeat(HELP_COLUMN)}`);
-      return flag.length < HELP_COLUMN
-        ? `${flag.padEnd(HELP_COLUMN)}${text}`
-        : `${flag}\n${' '.repeat(HELP_COLUMN)}${text}`;
+      const paragraphs = [
+        spec.default === undefined ? first : `${first} (default ${spec.default})`,
+        ...rest,
+      ];
+      const text = paragraphs
+        .map((paragraph, i) =>
+          wrapLine(
+            i === 0 && beside ? `${flag.padEnd(HELP_COLUMN)}${paragraph}` : `${indent}${paragraph}`,
+            HELP_COLUMN,
+          ),
+        )
+        .join('\n');
+      return beside ? text : `${flag}\n${text}`;
     })
     .join('\n');
 }

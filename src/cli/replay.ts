@@ -50,7 +50,7 @@ Exit code 0 when every answer is the expected one (otherwise ${SUCCESS_STATUSES_
     if (given === undefined || extra.length > 0) throw new UsageError('name one folder to replay');
     const folder = resolveFixtureFolder(given);
     const url = requireHttpUrl(values.url);
-    const secret = secretFrom(values.secret, io.env);
+    const secret = secretFrom(values.secret, io, 'replay');
 
     const expectations = await readManifest(folder);
     const files = await filesOf(folder, expectations);

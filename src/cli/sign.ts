@@ -20,7 +20,7 @@ use printf '%s', not echo. An empty stdin is a usage error: the platform never s
 empty body.`,
   options: { secret: SECRET_OPTION },
   async run({ values }, io) {
-    const secret = secretFrom(values.secret, io.env);
+    const secret = secretFrom(values.secret, io, 'sign');
     if (io.stdinIsTty) throw new UsageError('pipe the body on stdin: schoolhooks sign < body.json');
     const body = await io.readStdin();
     if (body.length === 0) {

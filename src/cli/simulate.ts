@@ -10,6 +10,7 @@ import { createVirtualClock } from '../testing/virtual-clock.js';
 import { PLATFORM_LIMITS, SUCCESS_STATUSES_TEXT } from '../platform-contract.js';
 import { defineCommand, EXIT, requireHttpUrl, UsageError } from './command.js';
 import { formatDuration } from './duration.js';
+import { decimalOf, wholeNumberOf } from './numbers.js';
 import { SECRET_OPTION, secretFrom } from './secret.js';
 
 const { responseTimeoutMs, maxAttempts, retryDelaysMs, retrySpanMs } = PLATFORM_LIMITS;
@@ -47,15 +48,22 @@ Exit code 0 when every event was delivered, 1 otherwise.`,
   },
   async run({ values }, io) {
     const url = requireHttpUrl(values.url);
-    const count = Number(values.events);
-    if (!Number.isInteger(count) || count < 1 || count > 100_000) {
+    if (url.length > PLATFORM_LIMITS.maxFieldLength) {
+      // The platform's form refuses a longer endpoint URL, and so does the simulator.
+      throw new UsageError(
+        `--url is longer than ${PLATFORM_LIMITS.maxFieldLength} characters, the platform's limit for an endpoint's URL`,
+      );
+    }
+    const count = wholeNumberOf(values.events);
+    if (count === undefined || count < 1 || count > 100_000) {
       throw new UsageError('--events must be a whole number from 1 to 100000');
     }
-    const rate = Number(values.faults);
-    if (!(rate >= 0 && rate <= 1)) throw new UsageError('--faults must be a number from 0 to 1');
-    const seed = Number(values.seed);
-    if (!Number.isInteger(seed)) throw new UsageError('--seed must be a whole number');
-    const secret = secretFrom(values.secret, io.env);
+    const rate = decimalOf(values.faults);
+    if (rate === undefined || rate > 1)
+      throw new UsageError('--faults must be a number from 0 to 1');
+    const seed = wholeNumberOf(values.seed);
+    if (seed === undefined) throw new UsageError('--seed must be a whole number');
+    const secret = secretFrom(values.secret, io, 'simulate');
 
     const clock = createVirtualClock();
     const start = clock.now();

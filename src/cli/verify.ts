@@ -25,7 +25,7 @@ receiver does. Exit code 0 when it matches, 1 when it does not.`,
     secret: SECRETS_OPTION,
   },
   async run({ values }, io) {
-    const secrets = secretsFrom(values.secret, io.env);
+    const secrets = secretsFrom(values.secret, io, 'verify');
     if (values.signature === undefined) throw new UsageError('--signature is required');
     if (io.stdinIsTty)
       throw new UsageError(

@@ -212,6 +212,54 @@ describe('against a running listen', () => {
     await printed('200 duplicate UserSignedUp key=cli-dup-1');
   });
 
+  it('send prints the key and timestamp it stamped, never the signature, and the command that resends it as a duplicate', async () => {
+    const first = await cli(['send', 'CourseCompleted', '--url', url], { env: withSecret });
+    expect(first.code).toBe(0);
+    const lines = first.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('200 CourseCompleted');
+    const sent = /^sent CourseCompleted idempotencyKey=(\S+) timestamp=(\S+)$/.exec(lines.at(-2)!);
+    expect(sent).not.toBeNull();
+    const [, key, timestamp] = sent!;
+    // The receiver saw that key, and the timestamp is the moment it was sent (RFC 3339, now).
+    await printed(`200 processed CourseCompleted key=${key}`);
+    expect(Math.abs(Date.parse(timestamp!) - Date.now())).toBeLessThan(60_000);
+    expect(lines.at(-1)).toBe(
+      `resend: schoolhooks send CourseCompleted --url ${url} --key ${key} --timestamp ${timestamp}`,
+    );
+    // A signature is 64 hex characters: none is printed, nor the secret.
+    expect(first.stdout).not.toMatch(/[0-9a-f]{64}/i);
+    expect(first.stdout).not.toContain(SECRET);
+
+    const resend = lines.at(-1)!.split(' ').slice(2);
+    const again = await cli(resend, { env: withSecret });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('"outcome":"duplicate"');
+    expect(again.stdout.trimEnd().split('\n').at(-1)).toBe(lines.at(-1));
+  });
+
+  it('send quotes a key the shell would split, and prints what it sent when no answer came', async () => {
+    const closed = `http://127.0.0.1:9/hooks`;
+    const run = await cli(
+      [
+        'send',
+        'UserSignedUp',
+        '--url',
+        closed,
+        '--key',
+        "it's a key",
+        '--timestamp',
+        '2026-11-01T10:00:00Z',
+      ],
+      { env: withSecret },
+    );
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe(
+      'sent UserSignedUp idempotencyKey="it\'s a key" timestamp=2026-11-01T10:00:00Z\n' +
+        `resend: schoolhooks send UserSignedUp --url ${closed} --key 'it'\\''s a key' --timestamp 2026-11-01T10:00:00Z\n`,
+    );
+    expect(run.stderr).toMatch(/^schoolhooks send: http:\/\/127\.0\.0\.1:9\/hooks: /);
+  });
+
   it('sends a data file as the event given by --event', async () => {
     const file = join(folder, 'signed-in.json');
     await writeFile(file, JSON.stringify({ user: { id: 5 } }));
