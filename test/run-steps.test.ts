@@ -70,9 +70,12 @@ describe('runSteps', () => {
 
   it('throws when no step ended the run', async () => {
     expect(() => runSteps([step('a')], [])).toThrow('a run ended without an ending');
-    await expect(runSteps([step('a', () => Promise.resolve(undefined))], [])).rejects.toThrow(
-      'a run ended without an ending',
-    );
+    const ended = runSteps([step('a', () => Promise.resolve(undefined))], []);
+    await expect(ended).rejects.toBeInstanceOf(Error);
+    await expect(ended).rejects.toMatchObject({
+      name: 'Error',
+      message: 'a run ended without an ending',
+    });
   });
 });
 

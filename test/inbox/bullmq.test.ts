@@ -354,15 +354,18 @@ describe('bullmqInbox: the HTTP side', () => {
     const inbox = newInbox();
     await inbox.close();
     const delivery = createTestDelivery();
-    await expect(
-      inbox.enqueue({
-        body: delivery.body,
-        signature: delivery.headers['signature']!,
-        event: 'UserSignedIn',
-        idempotencyKey: delivery.idempotencyKey,
-        receivedAt: new Date().toISOString(),
-      }),
-    ).rejects.toThrow('closed');
+    const enqueueing = inbox.enqueue({
+      body: delivery.body,
+      signature: delivery.headers['signature']!,
+      event: 'UserSignedIn',
+      idempotencyKey: delivery.idempotencyKey,
+      receivedAt: new Date().toISOString(),
+    });
+    await expect(enqueueing).rejects.toBeInstanceOf(Error);
+    await expect(enqueueing).rejects.toMatchObject({
+      name: 'Error',
+      message: 'the inbox is closed',
+    });
   });
 });
 

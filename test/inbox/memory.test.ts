@@ -579,8 +579,11 @@ describe('memoryInbox: how many run at once, what it keeps, and closing', () => 
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(runs).toEqual(['z-1', 'z-2']);
     expect(await inbox.jobs({ state: 'waiting' })).toMatchObject([{ id: 'z-2' }]);
-    await expect(inbox.enqueue(storedOf(signedRequest({ idempotencyKey: 'z-3' })))).rejects.toThrow(
-      'the inbox is closed',
-    );
+    const enqueueing = inbox.enqueue(storedOf(signedRequest({ idempotencyKey: 'z-3' })));
+    await expect(enqueueing).rejects.toBeInstanceOf(Error);
+    await expect(enqueueing).rejects.toMatchObject({
+      name: 'Error',
+      message: 'the inbox is closed',
+    });
   });
 });

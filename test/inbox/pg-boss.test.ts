@@ -159,9 +159,12 @@ describe('pgBossInbox options', () => {
     cleanups.push(() => boss.stop({ graceful: false, wait: true }));
     await boss.start();
     // A boss of another schema than the inbox was told.
-    await expect(pgBossInbox({ boss, schema: 'pgboss_elsewhere' }).start()).rejects.toThrow(
-      'no pg-boss job table in the schema "pgboss_elsewhere"',
-    );
+    const elsewhere = pgBossInbox({ boss, schema: 'pgboss_elsewhere' }).start();
+    await expect(elsewhere).rejects.toBeInstanceOf(ConfigError);
+    await expect(elsewhere).rejects.toMatchObject({
+      code: 'config',
+      message: expect.stringContaining('no pg-boss job table in the schema "pgboss_elsewhere"'),
+    });
     // pg-boss 9's tables (schema version 20) and a future major's that changed the job table.
     const db = boss.getDb();
     await db.executeSql(`UPDATE "${schema}".version SET version = 20`, []);
@@ -173,9 +176,14 @@ describe('pgBossInbox options', () => {
       'pgBossInbox: pg-boss schema version 20 is older than pg-boss 10, 11 and 12 (schema versions 21–46)',
     );
     await db.executeSql(`UPDATE "${schema}".version SET version = 99`, []);
-    await expect(pgBossInbox({ boss, schema }).start()).rejects.toThrow(
-      /schema version 99 is newer than 46 and its job table has no deletion_seconds/,
-    );
+    const newer = pgBossInbox({ boss, schema }).start();
+    await expect(newer).rejects.toBeInstanceOf(ConfigError);
+    await expect(newer).rejects.toMatchObject({
+      code: 'config',
+      message: expect.stringMatching(
+        /schema version 99 is newer than 46 and its job table has no deletion_seconds/,
+      ),
+    });
   });
 });
 
@@ -245,7 +253,12 @@ describe('pgBossInbox: the HTTP side', () => {
     const inbox = newInbox();
     await inbox.start();
     await inbox.close();
-    await expect(inbox.enqueue(storedOf(createTestDelivery()))).rejects.toThrow('closed');
+    const enqueueing = inbox.enqueue(storedOf(createTestDelivery()));
+    await expect(enqueueing).rejects.toBeInstanceOf(Error);
+    await expect(enqueueing).rejects.toMatchObject({
+      name: 'Error',
+      message: 'the inbox is closed',
+    });
   });
 });
 
