@@ -568,7 +568,7 @@ describe('pgBossInbox: when Postgres fails', () => {
 });
 
 // The rules below were written for the survivors of the inbox's mutation run
-// (docs/mutation-testing.md), each against its near miss.
+// (docs/maintainers/mutation-testing.md), each against its near miss.
 
 /** A promise the test lets through when it decides. */
 function gate(): { passed: Promise<void>; open: () => void } {
