@@ -205,7 +205,7 @@ function onSignal(signal) {
 
 /**
  * Run test files with vitest; what the JSON report says.
- * @returns {Promise<{ total: number, failed: number, failedSuites: number, timedOut: boolean, output: string }>}
+ * @returns {Promise<{ total: number, failed: number, failedSuites: number, timedOut: boolean, output: string, firstFailure: string }>}
  */
 function runTests(files) {
   const report = join(tmpdir(), `schoolhooks-mutants-${process.pid}.json`);
@@ -246,6 +246,7 @@ function runTests(files) {
       let total = 0;
       let failed = 0;
       let failedSuites = 0;
+      let firstFailure = '';
       if (existsSync(report)) {
         const json = JSON.parse(readFileSync(report, 'utf8'));
         total = json.numTotalTests ?? 0;
@@ -254,9 +255,15 @@ function runTests(files) {
         failedSuites = (json.testResults ?? []).filter(
           (r) => r.status === 'failed' && (r.assertionResults ?? []).length === 0,
         ).length;
+        const failure = (json.testResults ?? [])
+          .flatMap((r) => (r.assertionResults ?? []).map((a) => ({ ...a, file: r.name })))
+          .find((a) => a.status === 'failed');
+        if (failure) {
+          firstFailure = `${failure.file.slice(root.length + 1)}: ${failure.fullName ?? failure.title}`;
+        }
         rmSync(report, { force: true });
       }
-      done({ total, failed, failedSuites, timedOut, output });
+      done({ total, failed, failedSuites, timedOut, output, firstFailure });
     });
   });
 }
@@ -336,8 +343,10 @@ async function main(argv) {
     );
   }
 
-  const rows = [['mutant', 'file', 'result', 'seconds']];
-  for (const m of missing) rows.push([m.id, m.file, `find text ×${occurrences(m)}`, '-']);
+  // The test that failed first is shown: a timing test failing under load, not for the bug,
+  // shows up there (the baseline only proves the tests pass once).
+  const rows = [['mutant', 'file', 'result', 'seconds', 'first failing test']];
+  for (const m of missing) rows.push([m.id, m.file, `find text ×${occurrences(m)}`, '-', '']);
   let bad = missing.length;
   for (const [i, m] of runnable.entries()) {
     process.stdout.write(`[${i + 1}/${runnable.length}] ${m.id}… `);
@@ -356,7 +365,7 @@ async function main(argv) {
       bad++;
       if (outcome !== 'SURVIVED') console.error(result.output);
     }
-    rows.push([m.id, m.file, outcome, seconds]);
+    rows.push([m.id, m.file, outcome, seconds, result.firstFailure.slice(0, 110)]);
   }
   console.log(`\n${table(rows)}\n`);
   const killed = rows.filter((row) => row[2] === 'killed').length;
