@@ -116,16 +116,12 @@ export function renderDocs(mutants) {
     '',
     `## The list (${mutants.length})`,
     '',
-    '| id | file | the bug |',
-    '| --- | --- | --- |',
-    ...mutants.map((m) => `| [${m.id}](#${m.id}) | \`${m.file}\` | ${m.bug} |`),
-    '',
   ];
   for (const m of mutants) {
     const f = fence(m.find + m.replace);
-    lines.push(`### ${m.id}`, '', m.bug, '');
-    lines.push(`In \`${m.file}\`; must fail: ${m.tests.map((t) => `\`${t}\``).join(', ')}.`, '');
-    if (m.note) lines.push(m.note, '');
+    const tests = m.tests.map((t) => `\`${t}\``).join(', ');
+    lines.push(`### ${m.id}`, '');
+    lines.push(`${m.bug} In \`${m.file}\`; must fail: ${tests}.${m.note ? ` ${m.note}` : ''}`, '');
     lines.push(`${f}diff`);
     for (const line of m.find.split('\n')) lines.push(`- ${line}`.trimEnd());
     if (m.replace === '') lines.push('+');
