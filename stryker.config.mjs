@@ -2,7 +2,8 @@
 /**
  * Mutation testing (`npm run mutate`): StrykerJS plants small bugs in the modules where a bug
  * loses or doubles an event or leaks a secret, and checks that some test fails for each. See
- * docs/mutation-testing.md for how to read and extend the results.
+ * docs/maintainers/mutation-testing.md for how to read and extend the results, and
+ * docs/maintainers/mutants.md for the bugs Stryker cannot plant (`npm run mutants`).
  *
  * Made for a small shared machine: one test runner at a time, only the tests that cover a mutant,
  * and incremental runs that retest only what changed since the last run of the same module set.
@@ -20,6 +21,9 @@ const critical = [
   'src/headers.ts',
   'src/envelope.ts',
   'src/pipeline.ts',
+  // The order of the pipeline's steps, and the one table of what each outcome answers.
+  'src/run-steps.ts',
+  'src/outcome.ts',
   'src/run-handlers.ts',
   // The time bounds every store and inbox call runs under, and the wait for a client to connect.
   'src/bounded-calls.ts',

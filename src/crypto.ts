@@ -87,6 +87,24 @@ function nibble(code: number): number {
   return -1;
 }
 
+/**
+ * The constant-time comparison where the runtime has no node:crypto (whose `timingSafeEqual`
+ * serves there): every byte of both strings is read whatever the first difference, so the time
+ * taken does not tell an attacker how many leading bytes of a forged signature were right
+ * (docs/platform.md#signature). A method of an object, looked up on every call, so a test can
+ * watch that each verification goes through it (test/signature-constant-time.test.ts).
+ * @internal
+ */
+export const constantTime = {
+  /** Whether two byte strings are equal; false at once only when their lengths differ. */
+  equal(a: Uint8Array, b: Uint8Array): boolean {
+    if (a.length !== b.length) return false;
+    let difference = 0;
+    for (let i = 0; i < a.length; i++) difference |= a[i]! ^ b[i]!;
+    return difference === 0;
+  },
+};
+
 const encoder = new TextEncoder();
 
 /** UTF-8 bytes of a string. */

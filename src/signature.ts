@@ -4,7 +4,15 @@
  * @module
  */
 
-import { fromHex, importHmacKey, nodeCrypto, toHex, utf8, webSubtle } from './crypto.js';
+import {
+  constantTime,
+  fromHex,
+  importHmacKey,
+  nodeCrypto,
+  toHex,
+  utf8,
+  webSubtle,
+} from './crypto.js';
 import { ConfigError } from './errors.js';
 
 /** The raw request body: bytes as received (a Node `Buffer` is a `Uint8Array`), or a string taken as its UTF-8 bytes. */
@@ -118,7 +126,7 @@ export function createVerifier(secret: string | readonly string[]): Verification
       // The first key signs (its HMAC is the fingerprint) and is compared in constant time; the
       // others verify, which subtle.verify does in constant time.
       const first = await sign(firstKey!, bytes);
-      let matched = constantTimeEqual(first, expected);
+      let matched = constantTime.equal(first, expected);
       for (const key of others) {
         if (
           await webSubtle().verify('HMAC', key, expected as BufferSource, bytes as BufferSource)
@@ -148,14 +156,6 @@ export interface Verification {
    * so a retry is only a conflict when none of these matches either.
    */
   otherFingerprints(body: RawBody): Fingerprint[] | Promise<Fingerprint[]>;
-}
-
-/** Compare two byte strings of equal length without stopping at the first difference. */
-function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let difference = 0;
-  for (let i = 0; i < a.length; i++) difference |= a[i]! ^ b[i]!;
-  return difference === 0;
 }
 
 /**

@@ -88,14 +88,19 @@ describe('nodeBodyReader', () => {
     const failing = new PassThrough();
     const failed = nodeBodyReader(failing)(10);
     failing.write('par');
-    failing.destroy(new Error('socket hang up'));
-    await expect(failed).rejects.toThrow('socket hang up');
+    const hangUp = new Error('socket hang up');
+    failing.destroy(hangUp);
+    await expect(failed).rejects.toBe(hangUp);
 
     const closing = new PassThrough();
     const closed = nodeBodyReader(closing)(10);
     closing.write('par');
     closing.destroy();
-    await expect(closed).rejects.toThrow('the request closed before its body ended');
+    await expect(closed).rejects.toBeInstanceOf(Error);
+    await expect(closed).rejects.toMatchObject({
+      name: 'Error',
+      message: 'the request closed before its body ended',
+    });
   });
 });
 

@@ -30,7 +30,8 @@ describe('BoundedCalls', () => {
       },
       (result) => lateResults.push(result),
     );
-    await expect(running).rejects.toThrow('slow timed out');
+    await expect(running).rejects.toBeInstanceOf(Error);
+    await expect(running).rejects.toMatchObject({ message: 'slow timed out' });
     expect(performance.now() - startedAt).toBeGreaterThanOrEqual(45);
     expect(seen?.aborted).toBe(true);
     await later(250, undefined);
@@ -43,9 +44,9 @@ describe('BoundedCalls', () => {
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
     try {
-      await expect(calls.run('slow', () => later(60, 'too late'))).rejects.toThrow(
-        'slow timed out',
-      );
+      const running = calls.run('slow', () => later(60, 'too late'));
+      await expect(running).rejects.toBeInstanceOf(Error);
+      await expect(running).rejects.toMatchObject({ message: 'slow timed out' });
       // The result arrives after the deadline; give a rejection time to be reported.
       await later(120, undefined);
       await new Promise((resolve) => setImmediate(resolve));
@@ -57,9 +58,9 @@ describe('BoundedCalls', () => {
 
   it('maps a failure within the budget through failed', async () => {
     const calls = new BoundedCalls(1000, errors);
-    await expect(calls.run('broken', () => Promise.reject('boom'))).rejects.toThrow(
-      'broken failed: boom',
-    );
+    const running = calls.run('broken', () => Promise.reject('boom'));
+    await expect(running).rejects.toBeInstanceOf(Error);
+    await expect(running).rejects.toMatchObject({ message: 'broken failed: boom' });
   });
 
   it('gives the call a signal that aborts at the deadline', async () => {

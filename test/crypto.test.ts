@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   fromHex,
@@ -12,6 +13,34 @@ import { importWithoutNodeCrypto } from './helpers/web-crypto-only.js';
 describe('the crypto chosen when the module loads', () => {
   it('is node:crypto where the runtime has it', () => {
     expect(nodeCrypto?.createHmac).toBeTypeOf('function');
+  });
+
+  it('is node:crypto on a fresh load too, and its hex table is whole', async () => {
+    // What runs when the module loads (the choice, the table toHex reads), run again here.
+    vi.resetModules();
+    const fresh = await import('../src/crypto.js');
+    vi.resetModules();
+    expect(fresh.nodeCrypto).toBe(process.getBuiltinModule('node:crypto'));
+    expect(fresh.toHex(Uint8Array.from([0, 9, 10, 15, 16, 171, 255]))).toBe('00090a0f10abff');
+  });
+
+  it('is not a node:crypto without createHmac (a partial polyfill): Web Crypto then', async () => {
+    const builtin = process.getBuiltinModule.bind(process);
+    const partial = vi
+      .spyOn(process, 'getBuiltinModule')
+      .mockImplementation(((id: string) =>
+        id === 'node:crypto' ? { randomUUID: () => 'x' } : builtin(id)) as typeof builtin);
+    vi.resetModules();
+    try {
+      const fresh = await import('../src/signature.js');
+      const body = '{"event":"UserSignedIn"}';
+      const signature = createHmac('sha256', 'secret').update(body).digest('hex');
+      expect(await fresh.computeSignature(body, 'secret')).toBe(signature);
+      expect(await fresh.verifySignature(body, signature, 'secret')).toBe(true);
+    } finally {
+      partial.mockRestore();
+      vi.resetModules();
+    }
   });
 
   it('is Web Crypto alone where the runtime has no node:crypto', async () => {
@@ -29,6 +58,17 @@ const hexDecoders = [
     async () => (await importWithoutNodeCrypto(() => import('../src/crypto.js'))).fromHex,
   ],
 ] as const;
+
+describe('fromHex beside node:crypto', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('decodes with Buffer’s native decoder, which the loop is only a stand-in for', () => {
+    const from = vi.spyOn(Buffer, 'from');
+    const hex = 'ab'.repeat(32);
+    expect(Array.from(fromHex(hex) ?? [])).toEqual(new Array(32).fill(0xab));
+    expect(from).toHaveBeenCalledWith(hex, 'hex');
+  });
+});
 
 describe.each(hexDecoders)('fromHex %s', (_, load) => {
   let decode: typeof fromHex;

@@ -129,12 +129,9 @@ describe('sizes', () => {
     expect(receiver.body.match(/\.onError\(/g)).toHaveLength(1);
   });
 
-  // docs/mutation-testing.md is moved and cut by the mutation-testing work of issue 40.
-  const notYetCut = new Set(['docs/mutation-testing.md']);
-
   it('no file under docs/ is over 400 lines', () => {
     const long = markdownPages()
-      .filter((file) => file.startsWith('docs/') && !notYetCut.has(file))
+      .filter((file) => file.startsWith('docs/'))
       .map((file) => [file, readPage(file).split('\n').length] as const)
       .filter(([, lines]) => lines > 400);
     expect(long).toEqual([]);

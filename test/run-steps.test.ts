@@ -54,6 +54,21 @@ describe('runSteps', () => {
     expect(log).toEqual(['a', 'b', 'c', 'd']);
   });
 
+  it('waits for a thenable that is not a native promise, as a client library may give', async () => {
+    const thenable = (value: string | undefined) => {
+      const settled = Promise.resolve(value);
+      return { then: settled.then.bind(settled) } as PromiseLike<string | undefined>;
+    };
+    const log: string[] = [];
+    const ended = runSteps(
+      [step('a', () => thenable(undefined)), step('b', () => thenable('end b')), step('c')],
+      log,
+    );
+    expect(log).toEqual(['a']);
+    expect(await ended).toBe('end b');
+    expect(log).toEqual(['a', 'b']);
+  });
+
   it('ends with what a promise resolves to, running no step after it', async () => {
     const log: string[] = [];
     expect(await runSteps([step('a', () => Promise.resolve('end a')), step('b')], log)).toBe(
@@ -70,9 +85,12 @@ describe('runSteps', () => {
 
   it('throws when no step ended the run', async () => {
     expect(() => runSteps([step('a')], [])).toThrow('a run ended without an ending');
-    await expect(runSteps([step('a', () => Promise.resolve(undefined))], [])).rejects.toThrow(
-      'a run ended without an ending',
-    );
+    const ended = runSteps([step('a', () => Promise.resolve(undefined))], []);
+    await expect(ended).rejects.toBeInstanceOf(Error);
+    await expect(ended).rejects.toMatchObject({
+      name: 'Error',
+      message: 'a run ended without an ending',
+    });
   });
 });
 

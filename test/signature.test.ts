@@ -122,13 +122,21 @@ describe('signature inputs', () => {
   });
 
   it('says which rule an empty list or an empty secret breaks', async () => {
-    await expect(verifySignature(body, hmacHex(body), [])).rejects.toThrow(
-      'secret must be a non-empty string or a non-empty list of them',
-    );
-    await expect(computeSignature(body, '')).rejects.toThrow('a webhook secret is empty');
-    await expect(computeSignature(body, '  ')).rejects.toThrow(
-      'a webhook secret is whitespace only',
-    );
+    for (const [attempt, message] of [
+      [
+        () => verifySignature(body, hmacHex(body), []),
+        'secret must be a non-empty string or a non-empty list of them',
+      ],
+      [() => computeSignature(body, ''), 'a webhook secret is empty'],
+      [() => computeSignature(body, '  '), 'a webhook secret is whitespace only'],
+    ] as const) {
+      await expect(attempt()).rejects.toBeInstanceOf(ConfigError);
+      await expect(attempt()).rejects.toMatchObject({
+        name: 'ConfigError',
+        code: 'config',
+        message,
+      });
+    }
     expect(() => createVerifier([SECRET, ''])).toThrow('secret #2 of the list is empty');
   });
 

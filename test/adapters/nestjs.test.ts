@@ -414,11 +414,14 @@ it('refuses @OnSchoolEvent on a request-scoped provider, at start-up', async () 
     PerRequest,
   ]);
   const failure = startNest({ platform: 'express', module });
-  await expect(failure).rejects.toThrow(ConfigError);
-  await expect(failure).rejects.toThrow(
-    '@OnSchoolEvent on PerRequest.grant: the provider is request- or transient-scoped, so no ' +
-      'single instance can handle deliveries; make it a singleton',
-  );
+  await expect(failure).rejects.toBeInstanceOf(ConfigError);
+  await expect(failure).rejects.toMatchObject({
+    code: 'config',
+    message: expect.stringContaining(
+      '@OnSchoolEvent on PerRequest.grant: the provider is request- or transient-scoped, so no ' +
+        'single instance can handle deliveries; make it a singleton',
+    ),
+  });
 });
 
 it.each([

@@ -356,9 +356,9 @@ describe('retries', () => {
   it('sends once with retries: 0', async () => {
     mock.failNext(503);
 
-    await expect(api({ retries: 0 }).createSessionToken({ userId: STUDENT })).rejects.toThrow(
-      ServerError,
-    );
+    const creating = api({ retries: 0 }).createSessionToken({ userId: STUDENT });
+    await expect(creating).rejects.toBeInstanceOf(ServerError);
+    await expect(creating).rejects.toMatchObject({ name: 'ServerError', status: 503 });
     expect(mock.requests).toHaveLength(1);
   });
 
@@ -505,9 +505,12 @@ describe('inputs are checked before anything is sent', () => {
   it.each([0, -1, 1.5, Number.NaN, 2 ** 53, '5121', undefined, null])(
     'rejects userId %o',
     async (userId) => {
-      await expect(
-        api().createSessionToken({ userId: userId as unknown as number }),
-      ).rejects.toThrow(new TypeError('userId must be a positive integer'));
+      const creating = api().createSessionToken({ userId: userId as unknown as number });
+      await expect(creating).rejects.toBeInstanceOf(TypeError);
+      await expect(creating).rejects.toMatchObject({
+        name: 'TypeError',
+        message: 'userId must be a positive integer',
+      });
       expect(mock.requests).toHaveLength(0);
     },
   );

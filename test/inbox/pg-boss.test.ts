@@ -160,9 +160,12 @@ describe('pgBossInbox options', () => {
     cleanups.push(() => boss.stop({ graceful: false, wait: true }));
     await boss.start();
     // A boss of another schema than the inbox was told.
-    await expect(pgBossInbox({ boss, schema: 'pgboss_elsewhere' }).start()).rejects.toThrow(
-      'no pg-boss job table in the schema "pgboss_elsewhere"',
-    );
+    const elsewhere = pgBossInbox({ boss, schema: 'pgboss_elsewhere' }).start();
+    await expect(elsewhere).rejects.toBeInstanceOf(ConfigError);
+    await expect(elsewhere).rejects.toMatchObject({
+      code: 'config',
+      message: expect.stringContaining('no pg-boss job table in the schema "pgboss_elsewhere"'),
+    });
     // pg-boss 9's tables (schema version 20) and a future major's that changed the job table.
     const db = boss.getDb();
     await db.executeSql(`UPDATE "${schema}".version SET version = 20`, []);
@@ -174,9 +177,14 @@ describe('pgBossInbox options', () => {
       'pgBossInbox: pg-boss schema version 20 is older than pg-boss 10, 11 and 12 (schema versions 21–46)',
     );
     await db.executeSql(`UPDATE "${schema}".version SET version = 99`, []);
-    await expect(pgBossInbox({ boss, schema }).start()).rejects.toThrow(
-      /schema version 99 is newer than 46 and its job table has no deletion_seconds/,
-    );
+    const newer = pgBossInbox({ boss, schema }).start();
+    await expect(newer).rejects.toBeInstanceOf(ConfigError);
+    await expect(newer).rejects.toMatchObject({
+      code: 'config',
+      message: expect.stringMatching(
+        /schema version 99 is newer than 46 and its job table has no deletion_seconds/,
+      ),
+    });
   });
 });
 
@@ -326,7 +334,7 @@ describe('pgBossInbox: when Postgres fails', () => {
 });
 
 // The rules below were written for the survivors of the inbox's mutation run
-// (docs/mutation-testing.md), each against its near miss.
+// (docs/maintainers/mutation-testing.md), each against its near miss.
 
 /** A promise the test lets through when it decides. */
 function gate(): { passed: Promise<void>; open: () => void } {

@@ -2,7 +2,7 @@
  * postgresStore's rules one at a time, each against its near misses, on a real PostgreSQL:
  * table names, lease lengths, the sweep's batches and pace, locks per table, a claim that ends
  * before its session does, a caller that gave up, and the errors that name what failed.
- * (Written for the survivors of its mutation run: docs/mutation-testing.md.)
+ * (Written for the survivors of its mutation run: docs/maintainers/mutation-testing.md.)
  */
 
 import pg from 'pg';

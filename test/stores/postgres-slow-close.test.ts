@@ -4,7 +4,7 @@
  * is too quick to see, so these tests put a TCP proxy of their own between pg and Postgres that
  * holds the end of a session: the client's Terminate is forwarded only when the test lets it go,
  * and the client hears its socket close only when the test lets it (gates, not timers).
- * (Written for the survivors of the store's mutation run: docs/mutation-testing.md.)
+ * (Written for the survivors of the store's mutation run: docs/maintainers/mutation-testing.md.)
  */
 
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';

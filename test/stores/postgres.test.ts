@@ -177,7 +177,12 @@ describe('postgresStore', () => {
     dead.on('error', () => {});
     const store = postgresStore({ pool: dead, table: table(), connectTimeoutMs: 300 });
     const startedAt = Date.now();
-    await expect(store.claim('k', 10_000)).rejects.toThrow(/within 300 ms/);
+    const claiming = store.claim('k', 10_000);
+    await expect(claiming).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(claiming).rejects.toMatchObject({
+      code: 'store_unavailable',
+      message: expect.stringMatching(/within 300 ms/),
+    });
     expect(Date.now() - startedAt).toBeLessThan(2000);
     for (const socket of sockets) socket.destroy();
     silent.close();

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConfigError } from '../../src/errors.js';
+import { ConfigError, StoreUnavailableError } from '../../src/errors.js';
 import { redisStore, type RedisStoreOptions } from '../../src/stores/redis.js';
 import { useTestRedis, type TestRedis } from '../helpers/redis.js';
 import { describeStoreContract, type StoreUnderTest } from './contract.js';
@@ -236,9 +236,12 @@ describe('redisStore', () => {
     const store = redisStore({ client, prefix: PREFIX });
     const key = `ms-${randomUUID()}`;
     for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
-      await expect(store.claim(key, bad), String(bad)).rejects.toThrow(
-        'redisStore: leaseMs must be a positive number of milliseconds',
-      );
+      const claiming = store.claim(key, bad);
+      await expect(claiming, String(bad)).rejects.toBeInstanceOf(ConfigError);
+      await expect(claiming, String(bad)).rejects.toMatchObject({
+        code: 'config',
+        message: 'redisStore: leaseMs must be a positive number of milliseconds',
+      });
     }
     const claim = await store.claim(key, 0.2);
     expect(claim.state).toBe('claimed');
@@ -246,18 +249,24 @@ describe('redisStore', () => {
     // PX 1: gone after a millisecond, so the key is free again.
     expect((await store.claim(key, 10_000)).state).toBe('claimed');
     const token = (await store.claim(`${key}-2`, 10_000)) as { token: string };
-    await expect(store.complete(`${key}-2`, token.token, 0, 'fp')).rejects.toThrow(
-      'redisStore: ttlMs must be a positive number of milliseconds',
-    );
+    const completing = store.complete(`${key}-2`, token.token, 0, 'fp');
+    await expect(completing).rejects.toBeInstanceOf(ConfigError);
+    await expect(completing).rejects.toMatchObject({
+      code: 'config',
+      message: 'redisStore: ttlMs must be a positive number of milliseconds',
+    });
   });
 
   it('refuses to guess when the key holds a value it did not write', async () => {
     const store = redisStore({ client, prefix: PREFIX });
     const key = `foreign-${randomUUID()}`;
     await client.set(`${PREFIX}{${key}}`, 'something else', 'PX', 10_000);
-    await expect(store.claim(key, 10_000)).rejects.toThrow(
-      'Redis claim failed: the key holds a value this store did not write',
-    );
+    const claiming = store.claim(key, 10_000);
+    await expect(claiming).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(claiming).rejects.toMatchObject({
+      code: 'store_unavailable',
+      message: 'Redis claim failed: the key holds a value this store did not write',
+    });
   });
 
   it('refuses a claim reply it does not understand', async () => {
@@ -277,10 +286,12 @@ describe('redisStore', () => {
         mockRestore(): void;
       };
       spy.mockResolvedValueOnce(reply);
-      await expect(
-        store.claim(`odd-${randomUUID()}`, 10_000),
-        JSON.stringify(reply),
-      ).rejects.toThrow('Redis claim failed: unexpected reply from the claim script');
+      const claiming = store.claim(`odd-${randomUUID()}`, 10_000);
+      await expect(claiming, JSON.stringify(reply)).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(claiming, JSON.stringify(reply)).rejects.toMatchObject({
+        code: 'store_unavailable',
+        message: 'Redis claim failed: unexpected reply from the claim script',
+      });
       spy.mockRestore();
     }
   });
@@ -293,9 +304,12 @@ describe('redisStore', () => {
       mockRestore(): void;
     };
     spy.mockRejectedValueOnce(new Error('BUSY Redis is busy running a script'));
-    await expect(store.claim(key, 10_000)).rejects.toThrow(
-      'Redis claim failed: BUSY Redis is busy running a script',
-    );
+    const claiming = store.claim(key, 10_000);
+    await expect(claiming).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(claiming).rejects.toMatchObject({
+      code: 'store_unavailable',
+      message: 'Redis claim failed: BUSY Redis is busy running a script',
+    });
     spy.mockRestore();
     // No EVAL went after it: the key is still free.
     expect(await client.exists(`${PREFIX}{${key}}`)).toBe(0);
@@ -314,9 +328,12 @@ describe('redisStore', () => {
         mockRestore(): void;
       };
       spy.mockResolvedValueOnce(reply);
-      await expect(
-        redisStore({ client, prefix: PREFIX }).claim(`gone-${randomUUID()}`, 10_000),
-      ).rejects.toThrow('Redis claim failed: the key holds a value this store did not write');
+      const claiming = redisStore({ client, prefix: PREFIX }).claim(`gone-${randomUUID()}`, 10_000);
+      await expect(claiming).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(claiming).rejects.toMatchObject({
+        code: 'store_unavailable',
+        message: 'Redis claim failed: the key holds a value this store did not write',
+      });
       spy.mockRestore();
     }
   });
