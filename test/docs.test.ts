@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { main } from '../src/cli/main.js';
 import { FIXED_CONTRACT_EVENTS, KNOWN_EVENTS } from '../src/events/index.js';
 import { OUTCOMES } from '../src/outcome.js';
-import { checkOptions } from '../src/receiver.js';
+import { checkOptions } from '../src/internal.js';
 import {
   anchors,
   codeBlocks,
