@@ -20,6 +20,9 @@ const critical = [
   'src/headers.ts',
   'src/envelope.ts',
   'src/pipeline.ts',
+  // The runner of the steps (a bug skips one) and the start-up rules (dedupTtlMs >= maxEventAgeMs).
+  'src/run-steps.ts',
+  'src/receiver-settings.ts',
   'src/run-handlers.ts',
   // The time bounds every store and inbox call runs under, and the wait for a client to connect.
   'src/bounded-calls.ts',
