@@ -178,7 +178,7 @@ describe('tables that restate the code', () => {
         fallback!,
       ]),
     );
-    const source = readFileSync(join(root, 'src/receiver.ts'), 'utf8');
+    const source = readFileSync(join(root, 'src/receiver-settings.ts'), 'utf8');
     const body = source.slice(source.indexOf('export interface ReceiverOptions {'));
     const declared = [...body.slice(0, body.indexOf('\n}')).matchAll(/^ {2}(\w+)\??:/gm)].map(
       (match) => match[1],
