@@ -21,9 +21,11 @@ const critical = [
   'src/headers.ts',
   'src/envelope.ts',
   'src/pipeline.ts',
-  // The order of the pipeline's steps, and the one table of what each outcome answers.
+  // The runner of the steps (a bug skips one), the one table of what each outcome answers, and
+  // the start-up rules (dedupTtlMs >= maxEventAgeMs).
   'src/run-steps.ts',
   'src/outcome.ts',
+  'src/receiver-settings.ts',
   'src/run-handlers.ts',
   // The time bounds every store and inbox call runs under, and the wait for a client to connect.
   'src/bounded-calls.ts',

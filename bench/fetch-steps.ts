@@ -22,10 +22,16 @@ import process from 'node:process';
 import { fetchRequestInput } from '../adapters/fetch-request-input.js';
 import { answerHeaders } from '../adapters/json-answer.js';
 import { getHeader } from '../src/headers.js';
-import { Delivery, Ending, type DeliveryStep } from '../src/pipeline.js';
-import { checkOptions, pipelineOf } from '../src/receiver.js';
-import type { AnyHandler } from '../src/run-handlers.js';
-import { runSteps } from '../src/run-steps.js';
+import {
+  checkOptions,
+  DeliveryPipeline,
+  Ending,
+  Stages,
+  type AnyHandler,
+  type Arrival,
+  type PipelineRequest,
+  type Validated,
+} from '../src/internal.js';
 import {
   BENCH_RECEIVER_OPTIONS,
   BODY_KINDS,
@@ -90,36 +96,54 @@ function runtimeName(): string {
 /** The cuts of the pipeline: the step of `dispatchNow` each one ends after. */
 type PipelineCut = Exclude<Cut, 'hand-written' | 'fetchHandler' | 'same work'>;
 
+/** A run of the pipeline's first steps, as far as a cut goes. */
+type CutRun = Stages<PipelineRequest, unknown, Ending, Arrival>;
+
+/** The steps of `dispatchNow` up to each cut, each cut the one before and one step more. */
+function cutRuns(pipeline: DeliveryPipeline): Record<PipelineCut, CutRun> {
+  const { checkRequest, readBody, verify, parse, checkAge, validate, claim, dispatch } = pipeline;
+  const read = Stages.start<PipelineRequest, Arrival, Ending>(Ending.is)
+    .then(checkRequest)
+    .then(readBody);
+  const parsed = read.then(verify).then(parse);
+  const aged = parsed.then(checkAge);
+  const validated = aged.then(validate);
+  const claimed = validated.then(claim<Validated>);
+  const dispatched = claimed.then(dispatch);
+  return {
+    read,
+    'verify, parse': parsed,
+    age: aged,
+    validate: validated,
+    claim: claimed,
+    dispatch: dispatched,
+  };
+}
+
 /**
  * The receiver's pipeline cut short after the step `cut` names, behind the adapter's own reading
  * of a `Request` and answer, as `fetchHandler` puts them around the whole list.
  */
 function cutHandler(cut: PipelineCut): WebHandler {
   const onEvent: AnyHandler = async () => {};
-  const pipeline = pipelineOf(
-    checkOptions({ ...BENCH_RECEIVER_OPTIONS, logger: false }),
-    () => [onEvent],
-    (error) => {
+  const pipeline = new DeliveryPipeline({
+    ...checkOptions({ ...BENCH_RECEIVER_OPTIONS, logger: false }),
+    handlersOf: () => [onEvent],
+    reportError: (error) => {
       throw error;
     },
-  );
-  const { dispatchNow, readBody, parse, checkAge, validate, claim, dispatch } = pipeline;
-  const lastStep = {
-    read: readBody,
-    'verify, parse': parse,
-    age: checkAge,
-    validate,
-    claim,
-    dispatch,
-  }[cut];
-  const steps = dispatchNow.slice(0, dispatchNow.indexOf(lastStep) + 1);
-  // A cut before dispatch ends with this step: the delivery went as far as the cut.
-  const reached: DeliveryStep = () => new Ending('processed');
-  if (steps.length < dispatchNow.length) steps.push(reached);
+  });
+  const run = cutRuns(pipeline)[cut];
   return async (request) => {
     const input = fetchRequestInput(request, undefined);
-    const delivery = new Delivery(input, getHeader(input.headers, 'signature'), 1, undefined);
-    const { outcome } = await runSteps(steps, delivery);
+    const arrival: Arrival = {
+      signature: getHeader(input.headers, 'signature'),
+      attempt: 1,
+      observation: undefined,
+    };
+    const given = await run.run(input, arrival);
+    // A cut before dispatch that gave a value went as far as the cut.
+    const outcome = Ending.is(given) ? given.outcome : 'processed';
     const status = outcome === 'processed' ? 200 : 500;
     return new Response(JSON.stringify({ ok: status === 200, outcome }), {
       status,

@@ -13,15 +13,19 @@
  * @module
  */
 
-import { DeadlineQueue } from '../src/deadlines.js';
 import { parseEnvelope } from '../src/envelope.js';
 import { isFixedContractEvent, type WebhookEvent } from '../src/events/index.js';
 import { validateEventData } from '../src/events/validate.js';
+import {
+  answer,
+  checkOptions,
+  DeadlineQueue,
+  isPromiseLike,
+  isTimedOut,
+  isWithinAgeWindow,
+  runHandlers,
+} from '../src/internal.js';
 import type { Outcome } from '../src/outcome.js';
-import { isWithinAgeWindow } from '../src/pipeline.js';
-import { answer, checkOptions } from '../src/receiver.js';
-import { runHandlers } from '../src/run-handlers.js';
-import { isPromiseLike } from '../src/run-steps.js';
 import { BENCH_RECEIVER_OPTIONS } from './bodies.js';
 
 /** The status and JSON body a delivery is answered with. */
@@ -43,7 +47,7 @@ function answered(outcome: Outcome, idempotencyKey?: string): SameWorkAnswer {
 export function sameWork(
   onEvent: () => void,
 ): (body: Uint8Array, signature: string | null | undefined) => Promise<SameWorkAnswer> {
-  const { verification, store, maxEventAgeMs, dedupTtlMs, leaseMs, handlerTimeoutMs, now } =
+  const { verifier, store, maxEventAgeMs, dedupTtlMs, leaseMs, handlerTimeoutMs, now } =
     checkOptions({ ...BENCH_RECEIVER_OPTIONS, logger: false });
   const deadlines = new DeadlineQueue(handlerTimeoutMs);
   const handlers = [
@@ -53,7 +57,7 @@ export function sameWork(
   ];
   return async (body, signature) => {
     // node:crypto verifies and memoryStore claims at once, as the pipeline relies on too.
-    const fingerprint = verification.verify(body, signature);
+    const fingerprint = verifier.verify(body, signature);
     if (isPromiseLike(fingerprint)) throw new Error('the signature was verified asynchronously');
     if (fingerprint === undefined) return answered('invalid_signature');
     const parsed = parseEnvelope(body);
@@ -72,9 +76,9 @@ export function sameWork(
     if (claim.state === 'done') return answered('duplicate', key);
     // What the checks above made sure of, as the pipeline's validate step hands it on.
     const event = envelope as unknown as WebhookEvent<string>;
-    const ran = await runHandlers(handlers, event, deadlines);
-    if (!('ok' in ran)) return answered('timeout', key);
-    if (!ran.ok) {
+    const handlersOutcome = await runHandlers(handlers, event, deadlines);
+    if (isTimedOut(handlersOutcome)) return answered('timeout', key);
+    if (!handlersOutcome.ok) {
       void store.release(key, claim.token);
       return answered('handler_failed', key);
     }

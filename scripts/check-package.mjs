@@ -52,9 +52,12 @@ import { formatMessage } from 'publint/utils';
  * likely causes), a misspelt event name got "did you mean", and a claim could carry a Postgres
  * transaction: 17,500 leaves about 4% for fixes. 17,521 once memoryStore kept its keys in two
  * generations of its own instead of lru-cache, a dependency of 6 kB gzipped that users no longer
- * load: 17,800. Raise it on purpose, in the same change that makes the core bigger.
+ * load: 17,800. 18,065 once the pipeline became typed stages with named endings, the receiver
+ * was split into its jobs (settings, registry, reporting, answers) and failures carried their
+ * cause chain (about 500 bytes, most of it names a reader needs): 18,400. Raise it on purpose,
+ * in the same change that makes the core bigger.
  */
-const CORE_GZIP_BUDGET = 17_800;
+const CORE_GZIP_BUDGET = 18_400;
 
 /**
  * Largest fixture file the package may ship: the biggest real body is about 12 kB. A body made to

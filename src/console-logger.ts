@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { Logger } from './receiver.js';
+import type { Logger } from './receiver-settings.js';
 
 /** Longest value printed for one field: a line stays a line. */
 const MAX_FIELD = 500;

@@ -226,6 +226,36 @@ export function causeMessageOf(cause: unknown, hidden: readonly string[] = []): 
   return text.length > MAX_CAUSE_MESSAGE ? `${text.slice(0, MAX_CAUSE_MESSAGE)}…` : text;
 }
 
+/** How many `cause` levels {@link withCauses} follows. */
+const MAX_CAUSE_DEPTH = 4;
+
+/**
+ * `message`, then what its cause chain says, each level once: `the idempotency store failed to
+ * claim the key: connect ECONNREFUSED 127.0.0.1:1`, so the failure that matters is on the line
+ * and not two `cause` levels down. Each of `hidden` becomes `[hidden]`, as does the password of
+ * any URL a driver quotes (`redis://user:[hidden]@host`); the line stays bounded.
+ */
+export function withCauses(
+  message: string,
+  cause: unknown,
+  hidden: readonly string[] = [],
+): string {
+  let text = message;
+  let level = cause;
+  for (let depth = 0; depth < MAX_CAUSE_DEPTH && level !== undefined && level !== null; depth++) {
+    const said = hideUrlPasswords(causeMessageOf(level, hidden));
+    // A wrapper that repeats its cause's words (or says nothing new) adds nothing to the line.
+    if (said !== '' && !text.includes(said)) text += `: ${said}`;
+    level = (level as { cause?: unknown }).cause;
+  }
+  return text.length > MAX_CAUSE_MESSAGE * 2 ? `${text.slice(0, MAX_CAUSE_MESSAGE * 2)}…` : text;
+}
+
+/** A URL's password (`scheme://user:password@`) replaced by `[hidden]`. */
+function hideUrlPasswords(text: string): string {
+  return text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]*@/gi, '$1[hidden]@');
+}
+
 function rawMessageOf(cause: unknown): string {
   if (cause instanceof AggregateError) {
     const each = cause.errors.slice(0, 5).map(rawMessageOf).join('; ');

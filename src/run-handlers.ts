@@ -44,9 +44,18 @@ export type AnyHandler = (event: WebhookEvent<string>, context: HandlerContext) 
 /** How the handlers of a delivery ended: all succeeded, or the failure (an AggregateError for several). */
 export type HandlersSettled = { ok: true } | { ok: false; error: unknown };
 
-/** Handlers still running when handlerTimeoutMs elapsed: how they end, later. */
+/** Handlers still running when handlerTimeoutMs elapsed, and the promise of how they end. */
 export interface HandlersTimedOut {
-  later: Promise<HandlersSettled>;
+  readonly timedOut: true;
+  readonly stillRunning: Promise<HandlersSettled>;
+}
+
+/** How a run of handlers came out against handlerTimeoutMs: settled in time, or timed out. */
+export type HandlersOutcome = HandlersSettled | HandlersTimedOut;
+
+/** True when the handlers were still running at handlerTimeoutMs. */
+export function isTimedOut(outcome: HandlersOutcome): outcome is HandlersTimedOut {
+  return 'timedOut' in outcome;
 }
 
 const SUCCEEDED: HandlersSettled = Object.freeze({ ok: true });
@@ -77,7 +86,7 @@ export function runHandlers(
   deadlines: DeadlineQueue,
   attempt = 1,
   transaction?: HandlerTransaction,
-): HandlersSettled | Promise<HandlersSettled | HandlersTimedOut> {
+): HandlersSettled | Promise<HandlersOutcome> {
   const context = new DeliveryContext(event.idempotencyKey, attempt, transaction);
   // One entry per handler, in order: the promise it returned, or the error it threw.
   let outcomes: unknown[] | undefined;
@@ -94,14 +103,14 @@ export function runHandlers(
         pending++;
       }
     } catch (error) {
-      outcome = new Thrown(error);
+      outcome = new ThrownSynchronously(error);
       failed = true;
     }
     if (outcome !== undefined) (outcomes ??= new Array<unknown>(count))[i] = outcome;
   }
   if (pending === 0) {
     return failed
-      ? failureOf(outcomes!.flatMap((o) => (o instanceof Thrown ? [o.error] : [])))
+      ? failureOf(outcomes!.flatMap((o) => (o instanceof ThrownSynchronously ? [o.error] : [])))
       : SUCCEEDED;
   }
 
@@ -115,7 +124,7 @@ export function runHandlers(
     );
   }
   const all = Promise.allSettled(
-    outcomes!.map((o) => (o instanceof Thrown ? Promise.reject(o.error) : o)),
+    outcomes!.map((o) => (o instanceof ThrownSynchronously ? Promise.reject(o.error) : o)),
   );
   return raceDeadline(all, settledOf, context, deadlines);
 }
@@ -123,24 +132,26 @@ export function runHandlers(
 /**
  * `running` against the receiver's handlerTimeoutMs: how it ended (`ended` of its value, or the
  * failure it rejected with), or, once the deadline comes first, {@link HandlersTimedOut}, whose
- * `later` is made only then.
+ * `stillRunning` is made only then.
  */
 function raceDeadline<T>(
   running: Promise<T>,
   ended: (value: T) => HandlersSettled,
   context: DeliveryContext,
   deadlines: DeadlineQueue,
-): Promise<HandlersSettled | HandlersTimedOut> {
+): Promise<HandlersOutcome> {
   return new Promise((resolve) => {
-    const run = new TimedRun(context, () => resolve({ later: running.then(ended, failedWith) }));
-    deadlines.add(run);
+    const deadline = new HandlersDeadline(context, () =>
+      resolve({ timedOut: true, stillRunning: running.then(ended, failedWith) }),
+    );
+    deadlines.add(deadline);
     running.then(
       (value) => {
-        deadlines.remove(run);
+        deadlines.remove(deadline);
         resolve(ended(value));
       },
       (error: unknown) => {
-        deadlines.remove(run);
+        deadlines.remove(deadline);
         resolve(failedWith(error));
       },
     );
@@ -160,13 +171,16 @@ function failedWith(error: unknown): HandlersSettled {
   return failureOf([error]);
 }
 
-/** What a handler threw synchronously (a value of its own, as anything can be thrown). */
-class Thrown {
+/**
+ * What a handler threw synchronously, boxed: anything can be thrown (even a promise), so it is
+ * told apart from a promise a handler returned by its class.
+ */
+class ThrownSynchronously {
   constructor(readonly error: unknown) {}
 }
 
-/** A run of handlers racing handlerTimeoutMs in the receiver's deadline queue. */
-class TimedRun extends Deadline {
+/** The deadline of one delivery's handlers in the receiver's deadline queue. */
+class HandlersDeadline extends Deadline {
   readonly #context: DeliveryContext;
   readonly #timedOut: () => void;
 

@@ -63,7 +63,7 @@ export async function verifySignature(
  * {@link Fingerprint}, and `undefined` otherwise; synchronous where node:crypto exists, a promise
  * on Web Crypto.
  */
-export type Verifier = (
+export type VerifyBody = (
   body: RawBody,
   signature: string | null | undefined,
 ) => Fingerprint | undefined | Promise<Fingerprint | undefined>;
@@ -81,10 +81,10 @@ const FINGERPRINT_LENGTH = 16;
 
 /**
  * Prepare the secrets once (key objects, imported Web Crypto keys) and return a verifier, and a
- * way to take a body's fingerprint under each other secret (see {@link Verification.otherFingerprints}).
+ * way to take a body's fingerprint under each other secret (see {@link Verifier.otherFingerprints}).
  * @internal used by the receiver so no request pays for key setup.
  */
-export function createVerifier(secret: string | readonly string[]): Verification {
+export function createVerifier(secret: string | readonly string[]): Verifier {
   const secrets = secretsOf(secret);
   const node = nodeCrypto;
   if (node) {
@@ -146,10 +146,10 @@ export function createVerifier(secret: string | readonly string[]): Verification
   };
 }
 
-/** What {@link createVerifier} prepares. */
-export interface Verification {
+/** What {@link createVerifier} prepares: the secrets' keys, and what is done with them. */
+export interface Verifier {
   /** Verify a body's signature; its fingerprint when it verifies. */
-  verify: Verifier;
+  verify: VerifyBody;
   /**
    * The body's fingerprints under every secret but the first. A key completed before the secrets
    * were reordered (rotation: `[next, current]`) remembers its fingerprint under another secret,

@@ -120,6 +120,62 @@ describe('the receiver and the console', () => {
     }
   });
 
+  it('prints one line per failure with an onError handler: its own, none of the console fallback', async () => {
+    const console_ = spyConsole();
+    const told: string[] = [];
+    const receiver = createReceiver({ secret: SECRET })
+      .on('UserSignedIn', () => {
+        throw new Error('crm hiccup');
+      })
+      .onError((error) => {
+        told.push(error.code);
+        console.error(`my app: ${error.message}`);
+      });
+    const url = await serve(receiver);
+    expect((await post(url, createTestDelivery())).status).toBe(500);
+    expect(
+      (await post(url, createTestDelivery('UserSignedIn', {}, { secret: 'other' }))).status,
+    ).toBe(401);
+    expect(told).toEqual(['handler_failed', 'invalid_signature']);
+    // Two failures, two lines in all: each the handler's.
+    const lines = [...console_.warn.mock.calls, ...console_.error.mock.calls].map(([line]) =>
+      String(line),
+    );
+    expect(lines).toHaveLength(2);
+    expect(lines.every((line) => line.startsWith('my app: '))).toBe(true);
+    for (const quiet of [console_.info, console_.log, console_.debug]) {
+      expect(quiet).not.toHaveBeenCalled();
+    }
+  });
+
+  it('prints one line per failure without an onError handler, and none with a silent one', async () => {
+    const console_ = spyConsole();
+    const failing = () => {
+      throw new Error('crm hiccup');
+    };
+    const unheard = createReceiver({ secret: SECRET }).on('UserSignedIn', failing);
+    const url = await serve(unheard);
+    expect((await post(url, createTestDelivery())).status).toBe(500);
+    expect(console_.warn.mock.calls.length + console_.error.mock.calls.length).toBe(1);
+    expect(String(console_.error.mock.calls[0]![0])).toMatch(
+      /^schoolhooks: webhook handler failed: a handler of UserSignedIn failed: crm hiccup /,
+    );
+    await server!.close();
+    server = undefined;
+
+    console_.warn.mockClear();
+    console_.error.mockClear();
+    const heard: string[] = [];
+    const silent = createReceiver({ secret: SECRET })
+      .on('UserSignedIn', failing)
+      .onError((error) => void heard.push(error.code));
+    const silentUrl = await serve(silent);
+    expect((await post(silentUrl, createTestDelivery())).status).toBe(500);
+    expect(heard).toEqual(['handler_failed']);
+    expect(console_.warn).not.toHaveBeenCalled();
+    expect(console_.error).not.toHaveBeenCalled();
+  });
+
   it('stays silent with logger: false', async () => {
     const console_ = spyConsole();
     const receiver = createReceiver({ secret: SECRET, logger: false }).on('UserSignedIn', () => {
@@ -161,7 +217,7 @@ describe('the receiver and the console', () => {
     const url = await serve(receiver);
     expect((await post(url, createTestDelivery())).status).toBe(200);
     expect(console_.warn).toHaveBeenCalledWith(
-      'schoolhooks: webhook failure: the idempotency store failed to record completion',
+      'schoolhooks: webhook failure: the idempotency store failed to record completion: disk full',
     );
   });
 

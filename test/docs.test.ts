@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { main } from '../src/cli/main.js';
 import { FIXED_CONTRACT_EVENTS, KNOWN_EVENTS } from '../src/events/index.js';
 import { OUTCOMES } from '../src/outcome.js';
-import { checkOptions } from '../src/receiver.js';
+import { checkOptions } from '../src/internal.js';
 import {
   anchors,
   codeBlocks,
@@ -175,7 +175,7 @@ describe('tables that restate the code', () => {
         fallback!,
       ]),
     );
-    const source = readFileSync(join(root, 'src/receiver.ts'), 'utf8');
+    const source = readFileSync(join(root, 'src/receiver-settings.ts'), 'utf8');
     const body = source.slice(source.indexOf('export interface ReceiverOptions {'));
     const declared = [...body.slice(0, body.indexOf('\n}')).matchAll(/^ {2}(\w+)\??:/gm)].map(
       (match) => match[1],

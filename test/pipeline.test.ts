@@ -220,7 +220,7 @@ describe('step 7, claim', () => {
     };
     const { receiver, errors } = setup({ store });
     expect((await receiver.handle(signedRequest())).status).toBe(503);
-    expect(errors[0]?.message).toBe('the idempotency store failed to claim the key');
+    expect(errors[0]?.message).toBe('the idempotency store failed to claim the key: ECONNREFUSED');
     expect(errors[0]?.cause).toBe(down);
   });
 });
@@ -238,7 +238,9 @@ describe('step 8, dispatch', () => {
     receiver.on('UserSignedIn', () => undefined);
     expect((await receiver.handle(signedRequest())).outcome).toBe('processed');
     expect(errors[0]).toBeInstanceOf(StoreUnavailableError);
-    expect(errors[0]?.message).toBe('the idempotency store failed to record completion');
+    expect(errors[0]?.message).toBe(
+      'the idempotency store failed to record completion: completion lost',
+    );
     expect(errors[0]?.cause).toBe(down);
   });
 
@@ -250,7 +252,7 @@ describe('step 8, dispatch', () => {
     });
     expect((await receiver.handle(signedRequest())).outcome).toBe('handler_failed');
     const released = errors.find((error) => error instanceof StoreUnavailableError);
-    expect(released?.message).toBe('the idempotency store failed to release the key');
+    expect(released?.message).toBe('the idempotency store failed to release the key: release lost');
     expect(released?.cause).toBe(down);
   });
 
@@ -272,7 +274,7 @@ describe('step 8, dispatch', () => {
     expect(result).toMatchObject({ status: 503, outcome: 'store_unavailable' });
     expect(result.body).toMatchObject({ idempotencyKey: 'commit-1' });
     expect(errors[0]?.message).toBe(
-      "the idempotency store failed to commit the handlers' transaction",
+      "the idempotency store failed to commit the handlers' transaction: commit failed",
     );
     expect(errors[0]?.cause).toBe(down);
     expect(abandon).not.toHaveBeenCalled();
@@ -358,7 +360,7 @@ describe('step 8 with an inbox, hand off', () => {
     const { receiver, errors } = setup({ inbox: keeping(down) });
     expect((await receiver.handle(signedRequest())).outcome).toBe('inbox_unavailable');
     expect(errors[0]).toBeInstanceOf(InboxUnavailableError);
-    expect(errors[0]?.message).toBe('the inbox failed to store the delivery');
+    expect(errors[0]?.message).toBe('the inbox failed to store the delivery: queue full');
     expect(errors[0]?.cause).toBe(down);
   });
 });

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { DeadlineQueue } from '../src/deadlines.js';
 import type { WebhookEvent } from '../src/events/index.js';
 import {
+  isTimedOut,
   runHandlers,
   type AnyHandler,
   type HandlerContext,
@@ -206,7 +207,7 @@ describe('runHandlers, the context', () => {
 });
 
 describe('runHandlers, handlerTimeoutMs', () => {
-  it('settles with `later` once the deadline passes, aborts the signal, and tells how they end', async () => {
+  it('settles with `stillRunning` once the deadline passes, aborts the signal, and tells how they end', async () => {
     const queue = new DeadlineQueue(30);
     let signal!: AbortSignal;
     let finish!: () => void;
@@ -217,32 +218,32 @@ describe('runHandlers, handlerTimeoutMs', () => {
     const started = performance.now();
     const first = (await runHandlers([slow], event, queue)) as HandlersTimedOut;
     expect(performance.now() - started).toBeGreaterThanOrEqual(25);
-    expect('later' in first).toBe(true);
+    expect(isTimedOut(first)).toBe(true);
     expect(signal.aborted).toBe(true);
     expect((signal.reason as Error).message).toBe('handler timeout');
     expect(queue.size).toBe(0);
 
     let later: HandlersSettled | undefined;
-    void first.later.then((settled) => (later = settled));
+    void first.stillRunning.then((settled) => (later = settled));
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect(later).toBeUndefined();
     finish();
-    expect(await first.later).toEqual({ ok: true });
+    expect(await first.stillRunning).toEqual({ ok: true });
   });
 
-  it('tells a failure that comes after the deadline through `later`', async () => {
+  it('tells a failure that comes after the deadline through `stillRunning`', async () => {
     const queue = new DeadlineQueue(20);
     const fails: ((error: unknown) => void)[] = [];
     const slow: AnyHandler = () => new Promise<void>((_resolve, reject) => fails.push(reject));
     const finished: AnyHandler = () => Promise.resolve();
     const first = (await runHandlers([slow, finished], event, queue)) as HandlersTimedOut;
-    expect('later' in first).toBe(true);
+    expect(isTimedOut(first)).toBe(true);
     fails.pop()!(boom);
-    expect(await first.later).toEqual({ ok: false, error: boom });
+    expect(await first.stillRunning).toEqual({ ok: false, error: boom });
 
     const single = (await runHandlers([slow], event, queue)) as HandlersTimedOut;
     fails.pop()!(boom);
-    expect(await single.later).toEqual({ ok: false, error: boom });
+    expect(await single.stillRunning).toEqual({ ok: false, error: boom });
   });
 
   it('does not abort the signal of handlers that ended within the deadline', async () => {

@@ -1,10 +1,10 @@
 /**
- * runSteps and andThen: synchronous until a step gives a promise, then waiting for it only; the
- * run goes on after a step that gave `undefined` (now or later) and stops at the first ending.
+ * Stages and nowOrLater: synchronous until a step gives a promise, then waiting for it only; each
+ * step takes what the step before gave (now or later), and the run stops at the first end.
  */
 
 import { describe, expect, it } from 'vitest';
-import { andThen, isPromiseLike, runSteps, type Step } from '../src/run-steps.js';
+import { isPromiseLike, nowOrLater, Stages } from '../src/run-steps.js';
 
 describe('isPromiseLike', () => {
   it('is true for a promise and for any object or function with a then method', () => {
@@ -20,89 +20,102 @@ describe('isPromiseLike', () => {
   });
 });
 
-describe('runSteps', () => {
-  /** A step that records its name, then gives `result`. */
+describe('Stages', () => {
+  /** What ends a run in these tests. */
+  class Stop {
+    constructor(readonly why: string) {}
+  }
+  const isStop = (value: unknown): value is Stop => value instanceof Stop;
+  /** The steps that ran, by name: the facts every step reads. */
+  type Log = string[];
+  const start = () => Stages.start<number, Log, Stop>(isStop);
+  /** A step that records its name, then gives what `result` makes of its input. */
   const step =
-    (name: string, result?: () => unknown): Step<string[], string> =>
-    (log) => {
+    <In, Out>(name: string, result: (input: In) => Out) =>
+    (input: In, log: Log): Out => {
       log.push(name);
-      return result?.() as string | undefined;
+      return result(input);
     };
 
-  it('runs synchronous steps in order and gives the first ending at once', () => {
-    const log: string[] = [];
-    const ended = runSteps([step('a'), step('b', () => 'end b'), step('c', () => 'end c')], log);
-    expect(ended).toBe('end b');
+  it('gives each step what the step before gave, at once when no step gives a promise', () => {
+    const log: Log = [];
+    const run = start()
+      .then(step('a', (n: number) => n + 1))
+      .then(step('b', (n: number) => `b${n}`))
+      .then(step('c', (text: string) => [text]));
+    const given = run.run(1, log);
+    expect(given).toEqual(['b2']);
+    expect(log).toEqual(['a', 'b', 'c']);
+  });
+
+  it('stops at the first end, running no step after it', () => {
+    const log: Log = [];
+    const run = start()
+      .then(step('a', (n: number) => n + 1))
+      .then(step('b', (n: number): number | Stop => new Stop(`at ${n}`)))
+      .then(step('c', (n: number) => n * 10));
+    const given = run.run(1, log);
+    expect(given).toBeInstanceOf(Stop);
+    expect((given as Stop).why).toBe('at 2');
     expect(log).toEqual(['a', 'b']);
   });
 
   it('waits for a step that gives a promise, then goes on from the next step', async () => {
-    const log: string[] = [];
-    const ended = runSteps(
-      [
-        step('a'),
-        step('b', () => Promise.resolve(undefined)),
-        step('c'),
-        step('d', () => Promise.resolve('end d')),
-        step('e', () => 'end e'),
-      ],
-      log,
-    );
-    expect(isPromiseLike(ended)).toBe(true);
+    const log: Log = [];
+    const run = start()
+      .then(step('a', (n: number) => n + 1))
+      .then(step('b', (n: number) => Promise.resolve(n * 10)))
+      .then(step('c', (n: number) => n + 1))
+      .then(step('d', (n: number): Promise<number | Stop> => Promise.resolve(new Stop(`at ${n}`))))
+      .then(step('e', (n: number) => n));
+    const given = run.run(1, log);
+    expect(isPromiseLike(given)).toBe(true);
     expect(log).toEqual(['a', 'b']);
-    expect(await ended).toBe('end d');
+    expect(((await given) as Stop).why).toBe('at 21');
     expect(log).toEqual(['a', 'b', 'c', 'd']);
   });
 
   it('waits for a thenable that is not a native promise, as a client library may give', async () => {
-    const thenable = (value: string | undefined) => {
+    const thenable = <T>(value: T): PromiseLike<T> => {
       const settled = Promise.resolve(value);
-      return { then: settled.then.bind(settled) } as PromiseLike<string | undefined>;
+      return { then: settled.then.bind(settled) } as PromiseLike<T>;
     };
-    const log: string[] = [];
-    const ended = runSteps(
-      [step('a', () => thenable(undefined)), step('b', () => thenable('end b')), step('c')],
-      log,
-    );
+    const log: Log = [];
+    const run = start()
+      .then(step('a', (n: number) => thenable(n + 1)))
+      .then(step('b', (n: number) => n * 10));
+    const given = run.run(1, log);
     expect(log).toEqual(['a']);
-    expect(await ended).toBe('end b');
+    expect(await given).toBe(20);
     expect(log).toEqual(['a', 'b']);
   });
 
-  it('ends with what a promise resolves to, running no step after it', async () => {
-    const log: string[] = [];
-    expect(await runSteps([step('a', () => Promise.resolve('end a')), step('b')], log)).toBe(
-      'end a',
-    );
-    expect(log).toEqual(['a']);
+  it('gives the last step’s value after a promise when no step ended the run', async () => {
+    const log: Log = [];
+    const run = start()
+      .then(step('a', (n: number) => Promise.resolve(n + 1)))
+      .then(step('b', (n: number) => n * 3));
+    expect(await run.run(1, log)).toBe(6);
+    expect(log).toEqual(['a', 'b']);
   });
 
-  it('starts at `from`', () => {
-    const log: string[] = [];
-    expect(runSteps([step('a', () => 'end a'), step('b', () => 'end b')], log, 1)).toBe('end b');
-    expect(log).toEqual(['b']);
-  });
-
-  it('throws when no step ended the run', async () => {
-    expect(() => runSteps([step('a')], [])).toThrow('a run ended without an ending');
-    const ended = runSteps([step('a', () => Promise.resolve(undefined))], []);
-    await expect(ended).rejects.toBeInstanceOf(Error);
-    await expect(ended).rejects.toMatchObject({
-      name: 'Error',
-      message: 'a run ended without an ending',
-    });
+  it('leaves a run unchanged when a step is added to it', () => {
+    const first = start().then(step('a', (n: number) => n + 1));
+    const longer = first.then(step('b', (n: number) => n * 100));
+    expect(first.run(1, [])).toBe(2);
+    expect(longer.run(1, [])).toBe(200);
   });
 });
 
-describe('andThen', () => {
+describe('nowOrLater', () => {
   it('calls next at once on a value, and after a promise on a promise', async () => {
     expect(
-      andThen(
+      nowOrLater(
         () => 2,
         (n) => n * 3,
       ),
     ).toBe(6);
-    const later = andThen(
+    const later = nowOrLater(
       () => Promise.resolve(2),
       (n) => n * 3,
     );
@@ -113,7 +126,7 @@ describe('andThen', () => {
   it('gives a failure, thrown or rejected, to `failed`', async () => {
     const boom = new Error('boom');
     expect(
-      andThen(
+      nowOrLater(
         () => {
           throw boom;
         },
@@ -122,7 +135,7 @@ describe('andThen', () => {
       ),
     ).toBe(boom);
     expect(
-      await andThen(
+      await nowOrLater(
         () => Promise.reject(boom),
         () => 'next',
         (cause) => cause,
@@ -133,7 +146,7 @@ describe('andThen', () => {
   it('lets a failure through without `failed`', async () => {
     const boom = new Error('boom');
     expect(() =>
-      andThen(
+      nowOrLater(
         () => {
           throw boom;
         },
@@ -141,7 +154,7 @@ describe('andThen', () => {
       ),
     ).toThrow(boom);
     await expect(
-      andThen(
+      nowOrLater(
         () => Promise.reject(boom),
         () => 'next',
       ),

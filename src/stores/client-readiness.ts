@@ -10,8 +10,8 @@ import { noop } from '../noop.js';
 export interface StatusClient {
   readonly status: string;
   connect(): Promise<unknown>;
-  on(event: string, listener: () => void): unknown;
-  off(event: string, listener: () => void): unknown;
+  on(event: string, listener: (error?: unknown) => void): unknown;
+  off(event: string, listener: (error?: unknown) => void): unknown;
 }
 
 /** A call waiting for the client: whether it gave up, and a signal that says when it does. */
@@ -27,7 +27,8 @@ const STATUS_EVENTS: readonly string[] = ['ready', 'close', 'end'];
  * Make `whenReady(call)` for `client`: it resolves once the client is ready. A client still
  * connecting (a process that just started, or a `lazyConnect` client, which it starts) is waited
  * for until the attempt succeeds, fails or the call gives up; one that is reconnecting, closing
- * or closed fails at once with `notReady()`. One set of listeners serves every waiting call.
+ * or closed fails at once with `notReady()`, its `cause` the connection error seen last while a
+ * call waited (when `notReady()` gave none). One set of listeners serves every waiting call.
  *
  * @example
  * ```ts
@@ -40,18 +41,36 @@ export function readinessOf(
   notReady: () => Error,
 ): (call: WaitingCall) => Promise<void> {
   let statusChange: Promise<void> | undefined;
+  // Why the last attempt a call waited for failed (connect ECONNREFUSED …), for notReady's cause.
+  let lastError: unknown;
 
-  /** Settles when the connection attempt ends either way. */
+  /**
+   * Settles when the connection attempt ends either way. Its error is listened to only while a
+   * call waits (a listener would otherwise stop ioredis printing an error nobody handles).
+   */
   function nextStatusChange(): Promise<void> {
     statusChange ??= new Promise<void>((resolve) => {
+      const failed = (error?: unknown): void => {
+        lastError = error;
+      };
       const settle = (): void => {
         for (const event of STATUS_EVENTS) client.off(event, settle);
+        client.off('error', failed);
         statusChange = undefined;
+        if (client.status === 'ready') lastError = undefined;
         resolve();
       };
       for (const event of STATUS_EVENTS) client.on(event, settle);
+      client.on('error', failed);
     });
     return statusChange;
+  }
+
+  /** notReady's error, caused by the last connection error seen, so its message can say why. */
+  function notReadyWithCause(): Error {
+    const error = notReady();
+    if (lastError !== undefined && error.cause === undefined) error.cause = lastError;
+    return error;
   }
 
   return async function whenReady(call) {
@@ -59,8 +78,8 @@ export function readinessOf(
       const { status } = client;
       if (status === 'ready') return;
       if (status === 'wait') client.connect().catch(noop);
-      else if (status !== 'connecting' && status !== 'connect') throw notReady();
-      if (call.aborted) throw notReady();
+      else if (status !== 'connecting' && status !== 'connect') throw notReadyWithCause();
+      if (call.aborted) throw notReadyWithCause();
       const { signal } = call;
       await (signal === undefined
         ? nextStatusChange()
@@ -68,7 +87,7 @@ export function readinessOf(
             nextStatusChange(),
             new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve())),
           ]));
-      if (call.aborted) throw notReady();
+      if (call.aborted) throw notReadyWithCause();
     }
   };
 }

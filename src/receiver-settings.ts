@@ -1,0 +1,179 @@
+/**
+ * The receiver's options: their defaults, checked once at start-up (a mistake is a `ConfigError`
+ * before the first delivery), and prepared for the pipeline (the secrets' keys, the logger).
+ * @module
+ */
+
+import { consoleLogger } from './console-logger.js';
+import { RECEIVER_DEFAULTS } from './defaults.js';
+import { ConfigError } from './errors.js';
+import type { z } from 'zod';
+import type { FixedEventName } from './events/index.js';
+import type { Inbox } from './inbox/types.js';
+import { createVerifier, paddedSecrets, secretsOf, type Verifier } from './signature.js';
+import { memoryStore } from './stores/memory.js';
+import type { IdempotencyStore } from './stores/types.js';
+import type { Telemetry } from './telemetry.js';
+
+/** A pino-compatible logger. It is never given a secret, a signature, a body or a token. */
+export interface Logger {
+  /** Detail for debugging: a delivery's steps. */
+  debug(obj: Record<string, unknown>, msg?: string): void;
+  /** What went as it should. */
+  info(obj: Record<string, unknown>, msg?: string): void;
+  /** A refused delivery or a failure the platform's retry may mend. */
+  warn(obj: Record<string, unknown>, msg?: string): void;
+  /** A failure that needs a person: a handler, a store or a setup mistake. */
+  error(obj: Record<string, unknown>, msg?: string): void;
+}
+
+/** Options of `createReceiver`. */
+export interface ReceiverOptions {
+  /** Every active endpoint's secretKey; a signature that matches any of them verifies. */
+  secret: string | readonly string[];
+  /** Where claims and completed keys live. Default: a fresh {@link memoryStore}. */
+  store?: IdempotencyStore;
+  /** Largest body accepted, in bytes. Default 1 MiB; beyond it -> 413. */
+  maxBodyBytes?: number;
+  /** Oldest event accepted, by its `timestamp`. Default 72 h; older -> 422 `stale`. */
+  maxEventAgeMs?: number;
+  /** How long a completed key is remembered. Default 7 days; must be >= maxEventAgeMs. */
+  dedupTtlMs?: number;
+  /** How long an in-flight claim holds before another delivery may take it. Default 60 s. */
+  leaseMs?: number;
+  /** How long handlers may run before the delivery is answered 503 `timeout`. Default 10 s. */
+  handlerTimeoutMs?: number;
+  /**
+   * Where the receiver logs what happened to each delivery. Default: the console, `warn` and
+   * `error` lines only (`console.warn`, `console.error`), one per failure that no `onError`
+   * handler is told of. `false`: nowhere.
+   */
+  logger?: Logger | false;
+  /** The clock, in ms since the epoch. Default `Date.now`; tests and simulators set their own. */
+  now?: () => number;
+  /**
+   * Store each verified delivery here and answer 202 `queued`; workers run the handlers later
+   * (`inbox.work(receiver)`). Default: none, the handlers run before the answer.
+   */
+  inbox?: Inbox;
+  /** Told of every delivery and every inbox run (`openTelemetry()` from `schoolhooks/otel`). */
+  telemetry?: Telemetry;
+  /**
+   * Replace the schema of some fixed-contract events, e.g. to accept a payload the bundled
+   * schema refuses until an upgrade of schoolhooks reads it (then replay the inbox's dead
+   * letters). Handlers keep the bundled types. Default: the bundled schemas.
+   */
+  schemas?: Partial<Record<FixedEventName, z.ZodType>>;
+}
+
+/** Which levels of a logger are written to: a line object is built for those only. */
+export type LevelsOn = Readonly<Record<keyof Logger, boolean>>;
+
+/** A receiver's options with their defaults, checked and prepared. */
+export interface ReceiverSettings {
+  /** The secrets' keys, prepared once so no request pays for key setup. */
+  readonly verifier: Verifier;
+  readonly secrets: readonly string[];
+  readonly store: IdempotencyStore;
+  readonly maxBodyBytes: number;
+  readonly maxEventAgeMs: number;
+  readonly dedupTtlMs: number;
+  readonly leaseMs: number;
+  readonly handlerTimeoutMs: number;
+  /** The logger, the console's by default; none with `logger: false`. */
+  readonly log: Logger | undefined;
+  /** Whether `log` is the console fallback (it writes only failures nobody else is told of). */
+  readonly logIsConsole: boolean;
+  readonly levelsOn: LevelsOn;
+  readonly now: () => number;
+  readonly inbox: Inbox | undefined;
+  readonly telemetry: Telemetry | undefined;
+  readonly schemas: Partial<Record<FixedEventName, z.ZodType>> | undefined;
+}
+
+/** The options with their defaults, checked: a mistake is a `ConfigError` at start-up. */
+export function checkOptions({
+  secret,
+  store = memoryStore(),
+  maxBodyBytes = RECEIVER_DEFAULTS.maxBodyBytes,
+  maxEventAgeMs = RECEIVER_DEFAULTS.maxEventAgeMs,
+  dedupTtlMs = RECEIVER_DEFAULTS.dedupTtlMs,
+  leaseMs = RECEIVER_DEFAULTS.leaseMs,
+  handlerTimeoutMs = RECEIVER_DEFAULTS.handlerTimeoutMs,
+  logger,
+  now = Date.now,
+  inbox,
+  telemetry,
+  schemas,
+}: ReceiverOptions): ReceiverSettings {
+  checkDurations({ maxBodyBytes, maxEventAgeMs, dedupTtlMs, leaseMs, handlerTimeoutMs });
+  if (inbox !== undefined && typeof inbox.enqueue !== 'function') {
+    throw new ConfigError('inbox must have an enqueue(delivery) method');
+  }
+  // Checked once, here: the ConfigError it throws names a secret by its place, never by its value.
+  const secrets: readonly string[] = secretsOf(secret);
+  // Failures are never silent: without a logger they reach the console.
+  const log = logger === false ? undefined : (logger ?? consoleLogger);
+  warnOfPaddedSecrets(secret, secrets, log);
+  return {
+    verifier: createVerifier(secrets),
+    secrets,
+    store,
+    maxBodyBytes,
+    maxEventAgeMs,
+    dedupTtlMs,
+    leaseMs,
+    handlerTimeoutMs,
+    log,
+    logIsConsole: log === consoleLogger,
+    levelsOn: levelsOn(log),
+    now,
+    inbox,
+    telemetry,
+    schemas,
+  };
+}
+
+/** Every size and duration positive, and no key forgotten while its event is still accepted. */
+function checkDurations(
+  sizes: Pick<
+    ReceiverSettings,
+    'maxBodyBytes' | 'maxEventAgeMs' | 'dedupTtlMs' | 'leaseMs' | 'handlerTimeoutMs'
+  >,
+): void {
+  for (const [name, value] of Object.entries(sizes)) {
+    if (!Number.isFinite(value) || value <= 0) {
+      throw new ConfigError(
+        `${name} must be a positive number of ${name === 'maxBodyBytes' ? 'bytes' : 'ms'}`,
+      );
+    }
+  }
+  if (sizes.dedupTtlMs < sizes.maxEventAgeMs) {
+    // A key forgotten while its event is still accepted would let a late retry run twice.
+    throw new ConfigError(
+      'dedupTtlMs must be >= maxEventAgeMs, or a late retry is processed twice',
+    );
+  }
+}
+
+/** A secret with whitespace around it is used as given, and warned about once. */
+function warnOfPaddedSecrets(
+  secret: ReceiverOptions['secret'],
+  secrets: readonly string[],
+  log: Logger | undefined,
+): void {
+  for (const place of paddedSecrets(secrets)) {
+    const which = typeof secret === 'string' ? 'the secret' : `secret #${place} of the list`;
+    log?.warn(
+      {},
+      `${which} has spaces or a line break around it; it is used exactly as given, so ` +
+        'signatures made with the key as shown fail (401): trim it if that was a copy-paste slip',
+    );
+  }
+}
+
+/** The console takes warn and error lines only: no line object is built for the others. */
+function levelsOn(log: Logger | undefined): LevelsOn {
+  const all = log !== undefined && log !== consoleLogger;
+  return { debug: all, info: all, warn: log !== undefined, error: log !== undefined };
+}
