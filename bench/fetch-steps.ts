@@ -20,7 +20,7 @@
 
 import process from 'node:process';
 import { fetchRequestInput } from '../adapters/fetch-request-input.js';
-import { answerHeaders } from '../adapters/json-answer.js';
+import { answerHeaders } from '../src/adapter-kit.js';
 import { getHeader } from '../src/headers.js';
 import { Delivery, Ending, type DeliveryStep } from '../src/pipeline.js';
 import { checkOptions, pipelineOf } from '../src/receiver.js';

@@ -47,11 +47,18 @@ import { signatureFailureOf } from './signature-failure.js';
 import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, TraceCarrier } from './telemetry.js';
 
+/** The `body_unavailable` fix that holds whatever the framework, for a caller that names none. */
+const ANY_FRAMEWORK_RAW_BODY_FIX =
+  'give the receiver the bytes as received (or a reader of the request stream) before any body ' +
+  "parser reads them; each adapter of schoolhooks names its own framework's fix";
+
 /** A request as the first steps read it. */
 export interface PipelineRequest {
   method?: string | undefined;
   headers: HeadersInput;
   body: unknown;
+  /** The fix a `body_unavailable` error names, in the adapter's own words. */
+  rawBodyFix?: string | undefined;
 }
 
 /**
@@ -188,12 +195,11 @@ export class DeliveryPipeline {
   #useBody(delivery: Delivery, input: unknown): Ending | undefined {
     const body = rawBodyOf(input);
     if (body === undefined) {
+      const fix = delivery.request!.rawBodyFix ?? ANY_FRAMEWORK_RAW_BODY_FIX;
       return new Ending(
         'body_unavailable',
         new ConfigError(
-          'the raw request body is not available (a body parser consumed it): mount the adapter ' +
-            'before any JSON body parser, or keep the raw bytes (Express: ' +
-            "express.json({ verify: rawBodySaver }) with rawBodySaver from 'schoolhooks/express')",
+          `the raw request body is not available (a body parser consumed it): ${fix}`,
         ),
       );
     }
@@ -527,10 +533,12 @@ function useRunKey(delivery: Delivery): undefined {
 
 /** The client went away or broke the stream mid-body. */
 function unreadable(cause: unknown): Ending {
-  return new Ending(
-    'malformed',
-    new MalformedEnvelopeError('the request body could not be read', { cause }),
-  );
+  // A reader that knows what is wrong with the bytes says so (Lambda: a body flagged base64 that is not).
+  const error =
+    cause instanceof MalformedEnvelopeError
+      ? cause
+      : new MalformedEnvelopeError('the request body could not be read', { cause });
+  return new Ending('malformed', error);
 }
 
 /** The observation's trace context, or none if the observer fails: it never costs a delivery. */
