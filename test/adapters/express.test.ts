@@ -5,7 +5,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { expressMiddleware, rawBodySaver } from '../../adapters/express.js';
 import { ConfigError, createReceiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  type AdapterServer,
+} from './suite.js';
 
 function serveApp(app: Express, path = '/webhooks'): Promise<AdapterServer> {
   return listen(createServer(app).listen(0, '127.0.0.1'), path);
@@ -70,6 +77,7 @@ for (const [version, express] of [
       expect(errors).toHaveLength(1);
       expect(errors[0]).toBeInstanceOf(ConfigError);
       expect(errors[0]?.message).toMatch(/rawBodySaver/);
+      expectOwnFix(errors[0], 'express');
     });
 
     it('verifies the raw bytes kept by express.json({ verify: rawBodySaver })', async () => {

@@ -6,7 +6,14 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { honoHandler } from '../../adapters/hono.js';
 import { ConfigError, createReceiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  type AdapterServer,
+} from './suite.js';
 
 function serveApp(app: Hono, path = '/webhooks'): Promise<AdapterServer> {
   return listen(serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }) as Server, path);
@@ -87,5 +94,6 @@ describe('honoHandler in a Hono app', () => {
       outcome: 'body_unavailable',
     });
     expect(errors[0]).toBeInstanceOf(ConfigError);
+    expectOwnFix(errors[0], 'hono');
   });
 });

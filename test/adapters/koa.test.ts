@@ -5,7 +5,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { koaMiddleware } from '../../adapters/koa.js';
 import { ConfigError, createReceiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  type AdapterServer,
+} from './suite.js';
 
 function serveApp(app: Koa, path = '/webhooks'): Promise<AdapterServer> {
   return listen(createServer(app.callback()).listen(0, '127.0.0.1'), path);
@@ -86,6 +93,7 @@ describe('koaMiddleware in a Koa app', () => {
     });
     expect(handled).toEqual([]);
     expect(errors[0]).toBeInstanceOf(ConfigError);
+    expectOwnFix(errors[0], 'koa');
   });
 
   it('passes other paths on to the next middleware', async () => {

@@ -31,7 +31,14 @@ import {
   sign,
   type Delivery,
 } from '../helpers/deliveries.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  type AdapterServer,
+} from './suite.js';
 import { failureOf } from '../helpers/failure-of.js';
 
 type Platform = 'express' | 'fastify';
@@ -247,6 +254,22 @@ for (const platform of ['express', 'fastify'] as const) {
         '[SchoolhooksModule] the raw request body is not available: create the app with ' +
           'NestFactory.create(AppModule, { rawBody: true })',
       );
+    });
+
+    it("tells onError the rawBody fix of Nest, and no other framework's", async () => {
+      const errors: SchoolhooksError[] = [];
+      const receiver = createReceiver({ secret: SECRET }).onError((error) => {
+        errors.push(error);
+      });
+      const { origin } = await start(
+        SchoolhooksModule.forRoot({ receiver, path: '/webhooks/school' }),
+        { rawBody: false },
+      );
+      expectAnswer(await post(`${origin}/webhooks/school`, createTestDelivery()), 500, {
+        ok: false,
+        outcome: 'body_unavailable',
+      });
+      expectOwnFix(errors[0], 'nestjs');
     });
 
     it('reads a body Nest did not parse without rawBody: true, and answers its 415', async () => {

@@ -1,9 +1,16 @@
 import { createServer } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nodeListener } from '../../adapters/node.js';
-import { createReceiver } from '../../src/index.js';
+import { createReceiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  type AdapterServer,
+} from './suite.js';
 
 adapterSuite('node:http', (receiver) =>
   listen(createServer(nodeListener(receiver, { path: '/webhooks' })).listen(0, '127.0.0.1')),
@@ -73,5 +80,26 @@ describe('nodeListener paths', () => {
     await response.text();
     expect(response.status).toBe(200);
     expect(response.headers.get('connection')).not.toBe('close');
+  });
+
+  it('answers 500 body_unavailable after a listener read the stream, naming its own fix', async () => {
+    const errors: SchoolhooksError[] = [];
+    const receiver = createReceiver({ secret: SECRET }).onError((error) => void errors.push(error));
+    const listener = nodeListener(receiver);
+    const server = createServer(async (req, res) => {
+      // A body parser of the app's own, ahead of the webhook listener.
+      for await (const _chunk of req);
+      await listener(req, res);
+    });
+    const started = await listen(server.listen(0, '127.0.0.1'));
+    try {
+      expectAnswer(await post(started.url, createTestDelivery()), 500, {
+        ok: false,
+        outcome: 'body_unavailable',
+      });
+      expectOwnFix(errors[0], 'node');
+    } finally {
+      await started.close();
+    }
   });
 });
