@@ -1,9 +1,14 @@
 import express5, { type Express } from 'express';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { expressMiddleware, rawBodySaver } from '../../adapters/express.js';
-import { ConfigError, createReceiver, type SchoolhooksError } from '../../src/index.js';
+import {
+  ConfigError,
+  createReceiver,
+  type Receiver,
+  type SchoolhooksError,
+} from '../../src/index.js';
 import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
 import {
   adapterSuite,
@@ -122,3 +127,20 @@ for (const [version, express] of [
     });
   });
 }
+
+describe('the types of schoolhooks/express', () => {
+  it('is a request handler, and rawBodySaver is the verify option of express.json()', () => {
+    // A user's code, compiled and never run.
+    const compiles = (app: Express, receiver: Receiver) => {
+      app.use(express5.json({ verify: rawBodySaver }));
+      app.post('/webhooks/school', expressMiddleware(receiver));
+      express5.Router().post('/school', expressMiddleware(receiver));
+      // @ts-expect-error the receiver is required
+      expressMiddleware();
+      // @ts-expect-error a receiver, not its options
+      expressMiddleware({ secret: SECRET });
+    };
+    expectTypeOf(compiles).toBeFunction();
+    expectTypeOf(expressMiddleware).returns.toEqualTypeOf<express5.RequestHandler>();
+  });
+});

@@ -1,8 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Server } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { schoolhooksPlugin } from '../../adapters/fastify.js';
-import { createReceiver, type SchoolhooksError } from '../../src/index.js';
+import { createReceiver, type Receiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
 import {
   adapterSuite,
@@ -12,6 +12,7 @@ import {
   post,
   type AdapterServer,
 } from './suite.js';
+import type { FastifyInstance as App } from 'fastify';
 
 async function serveApp(app: FastifyInstance, path = '/webhooks'): Promise<AdapterServer> {
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -76,5 +77,17 @@ describe('schoolhooksPlugin in a Fastify app', () => {
       outcome: 'body_unavailable',
     });
     expectOwnFix(errors[0], 'fastify');
+  });
+});
+
+describe('the types of schoolhooks/fastify', () => {
+  it('registers with a receiver and a path', () => {
+    // A user's code, compiled and never run.
+    const compiles = async (app: App, receiver: Receiver) => {
+      await app.register(schoolhooksPlugin, { receiver, path: '/webhooks/school' });
+      // @ts-expect-error the path is required
+      await app.register(schoolhooksPlugin, { receiver });
+    };
+    expectTypeOf(compiles).toBeFunction();
   });
 });

@@ -1,7 +1,7 @@
 import { serve } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { Readable } from 'node:stream';
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import { fetchHandler } from '../../adapters/fetch.js';
 import { createReceiver, type Receiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET, sign, signedHeaders } from '../helpers/deliveries.js';
@@ -298,5 +298,22 @@ describe('fetchHandler on Web Crypto alone (Bun, Deno, Workers)', () => {
       outcome: 'invalid_signature',
     });
     expect(verify).toHaveBeenCalled();
+  });
+});
+
+describe('the types of schoolhooks/fetch', () => {
+  it('takes a Request and what the server passes beside it, and resolves to a Response', () => {
+    expectTypeOf(fetchHandler).returns.toEqualTypeOf<
+      (request: Request, env?: unknown) => Promise<Response>
+    >();
+    // A user's code, compiled and never run.
+    const compiles = (receiver: Receiver) => {
+      const handle = fetchHandler(receiver);
+      // Workers' (request, env, ctx) and Next.js' (request, context) calls.
+      void handle(new Request('http://localhost/'), { BINDING: 1 });
+      // @ts-expect-error a Request, not a URL
+      void handle('http://localhost/');
+    };
+    expectTypeOf(compiles).toBeFunction();
   });
 });

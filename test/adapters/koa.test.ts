@@ -1,9 +1,14 @@
 import { bodyParser } from '@koa/bodyparser';
 import Koa from 'koa';
 import { createServer } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { koaMiddleware } from '../../adapters/koa.js';
-import { ConfigError, createReceiver, type SchoolhooksError } from '../../src/index.js';
+import {
+  ConfigError,
+  createReceiver,
+  type Receiver,
+  type SchoolhooksError,
+} from '../../src/index.js';
 import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
 import {
   adapterSuite,
@@ -114,5 +119,19 @@ describe('koaMiddleware in a Koa app', () => {
         idempotencyKey: delivery.idempotencyKey,
       });
     }
+  });
+});
+
+describe('the types of schoolhooks/koa', () => {
+  it('is a Koa middleware, with or without a path', () => {
+    // A user's code, compiled and never run.
+    const compiles = (app: Koa, receiver: Receiver) => {
+      app.use(koaMiddleware(receiver, { path: '/webhooks/school' }));
+      app.use(koaMiddleware(receiver));
+      // @ts-expect-error a path is a string
+      koaMiddleware(receiver, { path: 42 });
+    };
+    expectTypeOf(compiles).toBeFunction();
+    expectTypeOf(koaMiddleware).returns.toEqualTypeOf<Koa.Middleware>();
   });
 });

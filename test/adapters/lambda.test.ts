@@ -7,7 +7,17 @@
 
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
-import { describe, expect, it } from 'vitest';
+import type {
+  ALBEvent,
+  ALBResult,
+  APIGatewayProxyEvent,
+  APIGatewayProxyEventV2,
+  APIGatewayProxyResult,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+  LambdaFunctionURLEvent,
+} from 'aws-lambda';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { lambdaHandler, type LambdaEvent, type LambdaResult } from '../../adapters/lambda.js';
 import {
   createReceiver,
@@ -286,5 +296,26 @@ describe('lambdaHandler called with events', () => {
       200,
       { outcome: 'processed' },
     ]);
+  });
+});
+
+describe('the types of schoolhooks/lambda', () => {
+  it("takes every trigger's event as @types/aws-lambda types it, and answers its result type", () => {
+    // A user's code, compiled and never run.
+    const compiles = async (receiver: Receiver, context: Context) => {
+      const handler = lambdaHandler(receiver);
+      const rest: APIGatewayProxyResult = await handler({} as APIGatewayProxyEvent, context);
+      const http: APIGatewayProxyStructuredResultV2 = await handler(
+        {} as APIGatewayProxyEventV2,
+        context,
+      );
+      const url: APIGatewayProxyStructuredResultV2 = await handler({} as LambdaFunctionURLEvent);
+      const alb: ALBResult = await handler({} as ALBEvent, context);
+      // @ts-expect-error not an HTTP event
+      await handler({ Records: [] });
+      return [rest, http, url, alb];
+    };
+    expectTypeOf(compiles).toBeFunction();
+    expectTypeOf(lambdaHandler).returns.returns.resolves.toEqualTypeOf<LambdaResult>();
   });
 });

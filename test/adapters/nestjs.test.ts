@@ -15,7 +15,7 @@ import express from 'express';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Agent, request as httpRequest, type Server } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { OnSchoolEvent, SchoolhooksModule, SchoolhooksReceiver } from '../../adapters/nestjs.js';
 import {
   ConfigError,
@@ -505,4 +505,62 @@ it('refuses a body an Express app kept as text, without the advice to turn rawBo
     (app.getHttpServer() as Server).closeAllConnections();
     await app.close();
   }
+});
+
+describe('the types of schoolhooks/nestjs', () => {
+  it('types the decorated method by the event it handles', () => {
+    // A user's code, compiled and never run.
+    const compiles = (receiver: Receiver) => {
+      @Injectable()
+      class Payments {
+        @OnSchoolEvent('PaymentCompleted')
+        async grant(event: WebhookEvent<'PaymentCompleted'>) {
+          expectTypeOf(event.data.payment.invoice.totalAmount).toEqualTypeOf<number>();
+        }
+
+        @OnSchoolEvent(['UserSignedUp', 'CourseCompleted'])
+        record(event: WebhookEvent<'UserSignedUp' | 'CourseCompleted'>) {
+          return event.idempotencyKey;
+        }
+
+        // @ts-expect-error the method takes a PaymentCompleted event, not a CourseCompleted one
+        @OnSchoolEvent('CourseCompleted')
+        wrong(event: WebhookEvent<'PaymentCompleted'>) {
+          return event;
+        }
+
+        // @ts-expect-error a misspelt event name
+        @OnSchoolEvent('PaymentComplete')
+        typo() {}
+      }
+
+      @Injectable()
+      class Audit {
+        constructor(@Inject(SchoolhooksReceiver) readonly receiver: SchoolhooksReceiver) {
+          expectTypeOf(receiver.handle).toEqualTypeOf<Receiver['handle']>();
+        }
+      }
+
+      @Module({
+        imports: [
+          SchoolhooksModule.forRoot({ secret: 'whsec', path: '/webhooks/school', maxBodyBytes: 1 }),
+        ],
+        providers: [Payments, Audit],
+      })
+      class AppModule {}
+      expectTypeOf(AppModule).toBeConstructibleWith();
+
+      SchoolhooksModule.forRoot({ receiver, path: '/webhooks/school' });
+      SchoolhooksModule.forRootAsync({
+        path: '/webhooks/school',
+        inject: ['SECRET'],
+        useFactory: (secret: string) => ({ secret }),
+      });
+      // @ts-expect-error the path is required
+      SchoolhooksModule.forRoot({ secret: 'whsec' });
+      // @ts-expect-error maxBodyBytes is a number
+      SchoolhooksModule.forRoot({ secret: 'whsec', path: '/w', maxBodyBytes: '1mb' });
+    };
+    expectTypeOf(compiles).toBeFunction();
+  });
 });

@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { nodeListener } from '../../adapters/node.js';
 import { createReceiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
@@ -11,6 +11,7 @@ import {
   post,
   type AdapterServer,
 } from './suite.js';
+import type { Receiver } from '../../src/index.js';
 
 adapterSuite('node:http', (receiver) =>
   listen(createServer(nodeListener(receiver, { path: '/webhooks' })).listen(0, '127.0.0.1')),
@@ -101,5 +102,19 @@ describe('nodeListener paths', () => {
     } finally {
       await started.close();
     }
+  });
+});
+
+describe('the types of schoolhooks/node', () => {
+  it('is a request listener of node:http, with or without a path', () => {
+    // A user's code, compiled and never run.
+    const compiles = (receiver: Receiver) => {
+      createServer(nodeListener(receiver, { path: '/webhooks/school' }));
+      createServer(nodeListener(receiver));
+      // @ts-expect-error a path is a string
+      nodeListener(receiver, { path: 42 });
+    };
+    expectTypeOf(compiles).toBeFunction();
+    expectTypeOf(nodeListener).returns.returns.resolves.toBeVoid();
   });
 });
