@@ -1,27 +1,11 @@
 import { cpSync } from 'node:fs';
 import { defineConfig } from 'tsup';
 import pkg from './package.json' with { type: 'json' };
-
-/** The entries that are not an adapter; every other subpath of package.json is `adapters/<name>.ts`. */
-const CORE_ENTRIES: Record<string, string> = {
-  index: 'src/index.ts',
-  redis: 'src/stores/redis.ts',
-  postgres: 'src/postgres.ts',
-  otel: 'src/otel/index.ts',
-  bullmq: 'src/inbox/bullmq.ts',
-  api: 'src/api/index.ts',
-  links: 'src/links/index.ts',
-  testing: 'src/testing/index.ts',
-  cli: 'src/cli/index.ts',
-};
-
-const adapterEntries = Object.keys(pkg.exports)
-  .map((subpath) => subpath.slice(2))
-  .filter((name) => name !== '' && name !== 'package.json' && !(name in CORE_ENTRIES))
-  .map((name) => [name, `adapters/${name}.ts`]);
+import { ADAPTERS, CORE_ENTRIES, sourceOf } from './scripts/entries.mjs';
 
 export default defineConfig({
-  entry: { ...CORE_ENTRIES, ...Object.fromEntries(adapterEntries) },
+  // Every subpath of package.json: its own source, or for an adapter `adapters/<name>.ts`.
+  entry: { ...CORE_ENTRIES, ...Object.fromEntries(ADAPTERS.map((name) => [name, sourceOf(name)])) },
   format: ['esm', 'cjs'],
   dts: true,
   // One copy of the core shared by every subpath, in both formats, so error classes and

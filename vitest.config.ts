@@ -10,7 +10,9 @@ export default defineConfig({
     onConsoleLog: (log) => !log.startsWith('schoolhooks: '),
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    typecheck: { enabled: true, include: ['test/**/*.test-d.ts'] },
+    // An adapter's test file holds its type test too (test/package/adapters.test.ts), so adding an
+    // adapter adds one test file: it runs, and its types are checked.
+    typecheck: { enabled: true, include: ['test/**/*.test-d.ts', 'test/adapters/*.test.ts'] },
     // CI reports the coverage of the core and the adapters (STYLE.md); locally it is opt-in.
     coverage: {
       enabled: process.env.CI === 'true',

@@ -3,9 +3,10 @@
  * @module schoolhooks/express
  */
 
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
+import { defineAdapter } from '../src/adapter-kit.js';
 import { nodeBodyReader } from '../src/body.js';
-import { sendJson } from './json-answer.js';
+import { sendJson } from './node-answer.js';
 import type { Receiver, WebhookRequest } from '../src/receiver.js';
 
 /** What body parsers leave on a request; `rawBody` is set by {@link rawBodySaver}. */
@@ -14,11 +15,22 @@ interface ParsedRequest {
   rawBody?: unknown;
 }
 
+const expressAdapter = defineAdapter<[Request, Response], void>({
+  rawBodyFix:
+    'mount expressMiddleware before express.json(), or keep the raw bytes: ' +
+    "express.json({ verify: rawBodySaver }) with rawBodySaver from 'schoolhooks/express', " +
+    "or express.raw({ type: 'application/json' }) on the webhook route",
+  method: (req) => req.method,
+  headers: (req) => req.headers,
+  body: rawBodyOf,
+  write: ({ status, body }, headers, _req, res) => sendJson(res, status, headers, body),
+});
+
 /**
  * Answer webhook deliveries on an Express route. Mount it before any JSON body parser, or keep
  * the raw bytes with {@link rawBodySaver}: the signature covers the bytes as sent, so a body that
- * was parsed and thrown away is answered 500 `body_unavailable` (and a ConfigError goes to
- * onError), never verified against a re-serialisation.
+ * was parsed and thrown away is answered 500 `body_unavailable` (and a ConfigError naming the fix
+ * goes to onError), never verified against a re-serialisation.
  *
  * @example
  * ```ts
@@ -35,14 +47,7 @@ interface ParsedRequest {
  * ```
  */
 export function expressMiddleware(receiver: Receiver): RequestHandler {
-  return async function schoolhooksMiddleware(req, res) {
-    const { status, body } = await receiver.handle({
-      method: req.method,
-      headers: req.headers,
-      body: rawBodyOf(req),
-    });
-    sendJson(res, status, body);
-  };
+  return expressAdapter(receiver);
 }
 
 /**

@@ -3,9 +3,9 @@
  * @module schoolhooks/fastify
  */
 
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { defineAdapter } from '../src/adapter-kit.js';
 import { nodeBodyReader } from '../src/body.js';
-import { answerHeaders } from './json-answer.js';
 import type { Receiver } from '../src/receiver.js';
 
 /** Options of {@link schoolhooksPlugin}. */
@@ -15,6 +15,18 @@ export interface SchoolhooksPluginOptions {
   /** The route's path, e.g. `/webhooks/school`. */
   path: string;
 }
+
+const fastifyAdapter = defineAdapter<[FastifyRequest, FastifyReply], FastifyReply>({
+  rawBodyFix:
+    'answer the webhook route with schoolhooksPlugin from schoolhooks/fastify ' +
+    '(await app.register(schoolhooksPlugin, { receiver, path })), not with a route of your own ' +
+    "behind Fastify's JSON parser, and let no hook read request.raw before it",
+  method: (request) => request.method,
+  headers: (request) => request.headers,
+  body: (request) => nodeBodyReader(request.raw),
+  write: ({ status, body }, headers, _request, reply) =>
+    reply.code(status).headers(headers).send(JSON.stringify(body)),
+});
 
 /**
  * Answer webhook deliveries on a Fastify route. The plugin is encapsulated: inside it, the
@@ -40,12 +52,5 @@ export const schoolhooksPlugin: FastifyPluginAsync<SchoolhooksPluginOptions> =
     // This scope only: every content type is left unread, for the receiver to judge and read.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', (_request, _payload, done) => done(null));
-    app.all(path, async function schoolhooksRoute(request, reply) {
-      const { status, body } = await receiver.handle({
-        method: request.method,
-        headers: request.headers,
-        body: nodeBodyReader(request.raw),
-      });
-      return reply.code(status).headers(answerHeaders(status)).send(JSON.stringify(body));
-    });
+    app.all(path, fastifyAdapter(receiver));
   };

@@ -4,9 +4,20 @@
  * @module schoolhooks/fetch
  */
 
-import { fetchRequestInput } from './fetch-request-input.js';
-import { answerHeaders } from './json-answer.js';
+import { defineAdapter } from '../src/adapter-kit.js';
+import { fetchRequestBody, fetchRequestHeaders } from './fetch-request-input.js';
 import type { Receiver } from '../src/receiver.js';
+
+const fetchAdapter = defineAdapter<[request: Request, env?: unknown], Response>({
+  rawBodyFix:
+    "hand fetchHandler the Request before anything reads its body (request.json(), a framework's " +
+    'body parser); if something must read it first, give it request.clone()',
+  method: (request) => request.method,
+  // On @hono/node-server (`serve({ fetch })`), `env.incoming` is the Node request itself.
+  headers: fetchRequestHeaders,
+  body: fetchRequestBody,
+  write: ({ status, body }, headers) => new Response(JSON.stringify(body), { status, headers }),
+});
 
 /**
  * Answer webhook deliveries with a Fetch handler. The body is read from the `Request` only once
@@ -30,9 +41,5 @@ import type { Receiver } from '../src/receiver.js';
 export function fetchHandler(
   receiver: Receiver,
 ): (request: Request, env?: unknown) => Promise<Response> {
-  return async function schoolhooksFetchHandler(request, env) {
-    // On @hono/node-server (`serve({ fetch })`), `env.incoming` is the Node request itself.
-    const { status, body } = await receiver.handle(fetchRequestInput(request, env));
-    return new Response(JSON.stringify(body), { status, headers: answerHeaders(status) });
-  };
+  return fetchAdapter(receiver);
 }

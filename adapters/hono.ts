@@ -5,9 +5,24 @@
 
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { fetchRequestInput } from './fetch-request-input.js';
-import { closingHeaders } from './json-answer.js';
+import { defineAdapter } from '../src/adapter-kit.js';
+import { fetchRequestBody, fetchRequestHeaders } from './fetch-request-input.js';
 import type { Receiver } from '../src/receiver.js';
+
+const honoAdapter = defineAdapter<[Context], Response>({
+  rawBodyFix:
+    'route the webhook to honoHandler before any middleware that reads the body ' +
+    '(c.req.json(), c.req.text(), a validator): the raw bytes can be read only once',
+  method: (c) => c.req.method,
+  // On @hono/node-server, the Node request itself: no Fetch Request is built just to be read.
+  headers: (c) => fetchRequestHeaders(c.req.raw, c.env),
+  body: (c) => fetchRequestBody(c.req.raw, c.env),
+  // Every status the receiver answers with carries a body. `c.body` with the one content-type
+  // header keeps the headers a plain object, which @hono/node-server writes the fast way
+  // (`c.json` would add a `Content-Type` beside it, two keys Hono merges into a `Headers`).
+  write: ({ status, body }, headers, c) =>
+    c.body(JSON.stringify(body), status as ContentfulStatusCode, headers),
+});
 
 /**
  * Answer webhook deliveries on a Hono route. The raw bytes come from `c.req.raw` (on
@@ -29,12 +44,5 @@ import type { Receiver } from '../src/receiver.js';
  * ```
  */
 export function honoHandler(receiver: Receiver): (c: Context) => Promise<Response> {
-  return async function schoolhooksHonoHandler(c) {
-    // On @hono/node-server, the Node request itself: no Fetch Request is built just to be read.
-    const { status, body } = await receiver.handle(fetchRequestInput(c.req.raw, c.env));
-    // Every status the receiver answers with carries a body. Hono sets the JSON content type
-    // itself: naming it again would make two keys of one header, which Hono merges in a
-    // `Headers` object, and @hono/node-server then writes the answer the slow way.
-    return c.json(body, status as ContentfulStatusCode, closingHeaders(status));
-  };
+  return honoAdapter(receiver);
 }

@@ -4,8 +4,8 @@
  */
 
 import type { Context, Middleware } from 'koa';
+import { defineAdapter } from '../src/adapter-kit.js';
 import { nodeBodyReader } from '../src/body.js';
-import { answerHeaders } from './json-answer.js';
 import type { Receiver, WebhookRequest } from '../src/receiver.js';
 
 /** Options of {@link koaMiddleware}. */
@@ -13,6 +13,20 @@ export interface KoaMiddlewareOptions {
   /** The only path answered, query string aside; others go to the next middleware. Default: every path. */
   path?: string;
 }
+
+const koaAdapter = defineAdapter<[Context], void>({
+  rawBodyFix:
+    'mount koaMiddleware before any body parser, or use a parser that keeps the raw text as ' +
+    'ctx.request.rawBody (@koa/bodyparser, koa-bodyparser)',
+  method: (ctx) => ctx.method,
+  headers: (ctx) => ctx.headers,
+  body: rawBodyOf,
+  write: ({ status, body }, headers, ctx) => {
+    ctx.status = status;
+    ctx.set(headers);
+    ctx.body = body;
+  },
+});
 
 /**
  * Answer webhook deliveries in a Koa app, before or after a body parser. Before one, it reads the
@@ -34,16 +48,10 @@ export interface KoaMiddlewareOptions {
  * ```
  */
 export function koaMiddleware(receiver: Receiver, { path }: KoaMiddlewareOptions = {}): Middleware {
-  return async function schoolhooksKoaMiddleware(ctx, next) {
-    if (path !== undefined && ctx.path !== path) return next();
-    const { status, body } = await receiver.handle({
-      method: ctx.method,
-      headers: ctx.headers,
-      body: rawBodyOf(ctx),
-    });
-    ctx.status = status;
-    ctx.set(answerHeaders(status));
-    ctx.body = body;
+  const answer = koaAdapter(receiver);
+  if (path === undefined) return answer;
+  return function schoolhooksKoaMiddleware(ctx, next) {
+    return ctx.path === path ? answer(ctx) : next();
   };
 }
 

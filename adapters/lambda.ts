@@ -4,8 +4,10 @@
  * @module schoolhooks/lambda
  */
 
+import { defineAdapter } from '../src/adapter-kit.js';
 import { fromBase64 } from '../src/base64.js';
-import type { Receiver } from '../src/receiver.js';
+import { MalformedEnvelopeError } from '../src/errors.js';
+import type { Receiver, WebhookRequest } from '../src/receiver.js';
 
 /** Headers as Lambda's events carry them, one value per name. */
 export type LambdaHeaders = Readonly<Record<string, string | undefined>>;
@@ -45,6 +47,23 @@ export interface LambdaResult {
   isBase64Encoded: false;
 }
 
+const lambdaAdapter = defineAdapter<[event: LambdaEvent, context?: unknown], LambdaResult>({
+  rawBodyFix: 'hand lambdaHandler the event as the trigger sent it, its `body` untouched',
+  method: (event) => (isV2(event) ? event.requestContext.http.method : event.httpMethod),
+  headers: (event) => (isV2(event) ? undefined : event.multiValueHeaders) ?? event.headers ?? {},
+  body: bodyOf,
+  write: ({ status: statusCode, body }, headers, event) => {
+    // The trigger read the whole body and owns the client's connection: a hop-by-hop header
+    // (the `connection: close` of a 413) is not the function's to send.
+    if (headers.connection !== undefined) delete headers.connection;
+    const json = JSON.stringify(body);
+    // An ALB with multi-value headers on takes them only; every other trigger takes `headers`.
+    return !isV2(event) && event.multiValueHeaders && isAlb(event)
+      ? { statusCode, multiValueHeaders: multiValued(headers), body: json, isBase64Encoded: false }
+      : { statusCode, headers, body: json, isBase64Encoded: false };
+  },
+});
+
 /**
  * Answer webhook deliveries in a Lambda function, behind any HTTP trigger. A base64-encoded body
  * (`isBase64Encoded`, as API Gateway and ALB send binary or any body, depending on their set-up)
@@ -64,33 +83,29 @@ export interface LambdaResult {
 export function lambdaHandler(
   receiver: Receiver,
 ): (event: LambdaEvent, context?: unknown) => Promise<LambdaResult> {
-  return async function schoolhooksLambdaHandler(event) {
-    const v1 = isV2(event) ? undefined : event;
-    const multiValue = v1?.multiValueHeaders ?? undefined;
-    const { body = null, isBase64Encoded = false } = event;
-    const result = await receiver.handle({
-      method: v1 ? v1.httpMethod : (event as LambdaV2Event).requestContext.http.method,
-      headers: multiValue ?? event.headers ?? {},
-      // A reader, so a body that is not base64 after all is answered 400 malformed.
-      body: async () => (isBase64Encoded ? fromBase64(body ?? '') : (body ?? '')),
-    });
-    const json = JSON.stringify(result.body);
-    const { status: statusCode } = result;
-    // An ALB with multi-value headers on takes them only; every other trigger takes `headers`.
-    return multiValue && isAlb(v1)
-      ? {
-          statusCode,
-          multiValueHeaders: { 'content-type': ['application/json'] },
-          body: json,
-          isBase64Encoded: false,
-        }
-      : {
-          statusCode,
-          headers: { 'content-type': 'application/json' },
-          body: json,
-          isBase64Encoded: false,
-        };
+  return lambdaAdapter(receiver);
+}
+
+function bodyOf({ body, isBase64Encoded }: LambdaEvent): WebhookRequest['body'] {
+  if (!isBase64Encoded) return body ?? '';
+  // A reader, decoding once the method and content type passed; a body that is not base64 after
+  // all is answered 400 malformed, saying so.
+  return async () => {
+    try {
+      return fromBase64(body ?? '');
+    } catch (cause) {
+      throw new MalformedEnvelopeError(
+        'the event is flagged isBase64Encoded but its body is not base64',
+        { cause },
+      );
+    }
   };
+}
+
+function multiValued(headers: Record<string, string>): Record<string, string[]> {
+  const values: Record<string, string[]> = {};
+  for (const name in headers) values[name] = [headers[name]!];
+  return values;
 }
 
 function isV2(event: LambdaEvent): event is LambdaV2Event {
@@ -98,7 +113,7 @@ function isV2(event: LambdaEvent): event is LambdaV2Event {
   return !('httpMethod' in event);
 }
 
-function isAlb(event: LambdaV1Event | undefined): boolean {
-  const context = event?.requestContext;
+function isAlb(event: LambdaV1Event): boolean {
+  const context = event.requestContext;
   return typeof context === 'object' && context !== null && 'elb' in context;
 }

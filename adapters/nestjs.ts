@@ -28,6 +28,7 @@ import {
   MetadataScanner,
   Reflector,
 } from '@nestjs/core';
+import { defineAdapter } from '../src/adapter-kit.js';
 import { nodeBodyReader, type NodeBodyStream } from '../src/body.js';
 import { ConfigError } from '../src/errors.js';
 import type { KnownEventName } from '../src/events/index.js';
@@ -39,7 +40,6 @@ import {
   type ReceiverOptions,
   type WebhookRequest,
 } from '../src/receiver.js';
-import { answerHeaders } from './json-answer.js';
 
 /**
  * The receiver, injectable by this class: `constructor(private receiver: SchoolhooksReceiver)`
@@ -109,33 +109,39 @@ interface NestRequest {
 }
 
 const RAW_BODY_FIX =
-  'the raw request body is not available: create the app with ' +
-  'NestFactory.create(AppModule, { rawBody: true }) so Nest keeps the bytes the platform signed';
+  'create the app with NestFactory.create(AppModule, { rawBody: true }) so Nest keeps the bytes ' +
+  'the platform signed';
 
 function controllerFor(path: string): Type<unknown> {
   @Controller()
   class SchoolhooksController {
     readonly #logger = new Logger('SchoolhooksModule');
+    readonly #answer: (req: NestRequest, res: unknown) => Promise<void>;
+
     constructor(
-      @Inject(SchoolhooksReceiver) private readonly receiver: Receiver,
-      @Inject(HttpAdapterHost) private readonly host: HttpAdapterHost,
-    ) {}
+      @Inject(SchoolhooksReceiver) receiver: Receiver,
+      @Inject(HttpAdapterHost) host: HttpAdapterHost,
+    ) {
+      this.#answer = defineAdapter<[NestRequest, unknown], void>({
+        rawBodyFix: RAW_BODY_FIX,
+        method: (req) => req.method,
+        headers: (req) => req.headers,
+        body: rawBodyOf,
+        write: ({ status, outcome, body }, headers, req, res) => {
+          if (outcome === 'body_unavailable' && req.rawBody === undefined) {
+            this.#logger.error(`the raw request body is not available: ${RAW_BODY_FIX}`);
+          }
+          // Express's or Fastify's own response, whichever platform the app runs on.
+          const { httpAdapter } = host;
+          for (const name in headers) httpAdapter.setHeader(res, name, headers[name]!);
+          httpAdapter.reply(res, body, status);
+        },
+      })(receiver);
+    }
 
     @All(path)
-    async handle(@Req() req: NestRequest, @Res() res: unknown): Promise<void> {
-      const { status, outcome, body } = await this.receiver.handle({
-        method: req.method,
-        headers: req.headers,
-        body: rawBodyOf(req),
-      });
-      if (outcome === 'body_unavailable' && req.rawBody === undefined) {
-        this.#logger.error(RAW_BODY_FIX);
-      }
-      const { httpAdapter } = this.host;
-      for (const [name, value] of Object.entries(answerHeaders(status))) {
-        httpAdapter.setHeader(res, name, value);
-      }
-      httpAdapter.reply(res, body, status);
+    handle(@Req() req: NestRequest, @Res() res: unknown): Promise<void> {
+      return this.#answer(req, res);
     }
   }
   return SchoolhooksController;

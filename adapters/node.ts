@@ -5,8 +5,9 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { answerHeaders, defineAdapter } from '../src/adapter-kit.js';
 import { nodeBodyReader } from '../src/body.js';
-import { sendJson } from './json-answer.js';
+import { sendJson } from './node-answer.js';
 import type { Receiver } from '../src/receiver.js';
 
 /** Options of {@link nodeListener}. */
@@ -14,6 +15,18 @@ export interface NodeListenerOptions {
   /** The only path answered, query string aside; any other is answered 404. Default: every path. */
   path?: string;
 }
+
+const nodeAdapter = defineAdapter<[IncomingMessage, ServerResponse], void>({
+  rawBodyFix:
+    'let nothing read the request stream before nodeListener (a body parser, a `data` listener); ' +
+    'on a Next.js Pages Router route, export const config = { api: { bodyParser: false } }',
+  method: (req) => req.method,
+  headers: (req) => req.headers,
+  body: (req) => nodeBodyReader(req),
+  write: ({ status, body }, headers, _req, res) => sendJson(res, status, headers, body),
+});
+
+const ANSWERED = Promise.resolve();
 
 /**
  * Answer webhook deliveries with a node:http request listener.
@@ -34,17 +47,13 @@ export function nodeListener(
   receiver: Receiver,
   { path }: NodeListenerOptions = {},
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  const answer = nodeAdapter(receiver);
+  if (path === undefined) return answer;
   const withQuery = `${path}?`;
-  return async function schoolhooksListener(req, res) {
+  return function schoolhooksListener(req, res) {
     const url = req.url ?? '';
-    if (path !== undefined && url !== path && !url.startsWith(withQuery)) {
-      return sendJson(res, 404, { ok: false, error: 'not_found' });
-    }
-    const { status, body } = await receiver.handle({
-      method: req.method,
-      headers: req.headers,
-      body: nodeBodyReader(req),
-    });
-    sendJson(res, status, body);
+    if (url === path || url.startsWith(withQuery)) return answer(req, res);
+    sendJson(res, 404, answerHeaders(404), { ok: false, error: 'not_found' });
+    return ANSWERED;
   };
 }

@@ -20,7 +20,7 @@
 
 import process from 'node:process';
 import { fetchRequestInput } from '../adapters/fetch-request-input.js';
-import { answerHeaders } from '../adapters/json-answer.js';
+import { answerHeaders } from '../src/adapter-kit.js';
 import { getHeader } from '../src/headers.js';
 import {
   checkOptions,

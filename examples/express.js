@@ -31,4 +31,6 @@ app.get('/health', (_req, res) => {
   res.json({ ok: true });
 });
 
-app.listen(port, () => console.log(`listening on http://localhost:${port}/webhooks/school`));
+const server = app.listen(port, () =>
+  console.log(`listening on http://localhost:${server.address().port}/webhooks/school`),
+);

@@ -22,6 +22,7 @@ receiver.onAny((event) => console.log(`${event.event} ${event.idempotencyKey}`))
 receiver.onError((error) => console.warn(`webhook ${error.code}: ${error.message}`));
 
 // Every other path is answered 404.
-createServer(nodeListener(receiver, { path: '/webhooks/school' })).listen(port, () =>
-  console.log(`listening on http://localhost:${port}/webhooks/school`),
+const server = createServer(nodeListener(receiver, { path: '/webhooks/school' }));
+server.listen(port, () =>
+  console.log(`listening on http://localhost:${server.address().port}/webhooks/school`),
 );

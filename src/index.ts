@@ -22,6 +22,8 @@ export type { Outcome, OutcomeClass, OutcomeLogLevel, OutcomeRule, OutcomeRun } 
 export type { HeadersInput, HeadersLike } from './headers.js';
 export { nodeBodyReader, requestBodyReader } from './body.js';
 export type { BodyReader, NodeBodyStream } from './body.js';
+export { answerHeaders, closingHeaders, defineAdapter } from './adapter-kit.js';
+export type { Adapter, AdapterArgs, AdapterDefinition } from './adapter-kit.js';
 
 // Signatures
 export { computeSignature, verifySignature } from './signature.js';

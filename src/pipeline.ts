@@ -54,11 +54,18 @@ import { signatureFailureOf } from './signature-failure.js';
 import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, TraceCarrier } from './telemetry.js';
 
+/** The `body_unavailable` fix that holds whatever the framework, for a caller that names none. */
+const ANY_FRAMEWORK_RAW_BODY_FIX =
+  'give the receiver the bytes as received (or a reader of the request stream) before any body ' +
+  "parser reads them; each adapter of schoolhooks names its own framework's fix";
+
 /** A request as the first steps read it. */
 export interface PipelineRequest {
   method?: string | undefined;
   headers: HeadersInput;
   body: unknown;
+  /** The fix a `body_unavailable` error names, in the adapter's own words. */
+  rawBodyFix?: string | undefined;
 }
 
 /** What is known of a delivery before its first step; every step may read it. */
@@ -190,23 +197,23 @@ export class DeliveryPipeline {
    * beyond it, 500 `body_unavailable` when a body parser took them, 400 when the client broke
    * the stream mid-body.
    */
-  readBody = ({ headers, body }: PipelineRequest): MaybePromise<RawBody | Ending> => {
+  readBody = ({ headers, body, rawBodyFix }: PipelineRequest): MaybePromise<RawBody | Ending> => {
     const { maxBodyBytes } = this.#config;
-    if (typeof body !== 'function') return this.#usableBody(body);
+    if (typeof body !== 'function') return this.#usableBody(body, rawBodyFix);
     // A body announced as too large is refused before any of it is read.
     if ((declaredLength(headers) ?? 0) > maxBodyBytes) return tooLarge(maxBodyBytes);
     // A reader that throws instead of rejecting is a stream that could not be read all the same.
     return nowOrLater(
       () => (body as (limit: number) => Promise<unknown>)(maxBodyBytes),
-      (read) => this.#usableBody(read),
+      (read) => this.#usableBody(read, rawBodyFix),
       unreadable,
     );
   };
 
   /** What an adapter gave or its reader read: the raw bytes, or why they cannot be used. */
-  #usableBody(input: unknown): RawBody | Ending {
+  #usableBody(input: unknown, rawBodyFix: string | undefined): RawBody | Ending {
     const body = rawBodyOf(input);
-    if (body === undefined) return Ending.beforeEvent('body_unavailable', bodyTaken());
+    if (body === undefined) return Ending.beforeEvent('body_unavailable', bodyTaken(rawBodyFix));
     const { maxBodyBytes } = this.#config;
     return byteLength(body, maxBodyBytes) > maxBodyBytes ? tooLarge(maxBodyBytes) : body;
   }
@@ -514,16 +521,18 @@ function validatedOf(parsed: Parsed, event: unknown, key: string): Validated {
 
 /** The client went away or broke the stream mid-body. */
 function unreadable(cause: unknown): Ending {
-  const error = new MalformedEnvelopeError('the request body could not be read', { cause });
+  // A reader that knows what is wrong with the bytes says so (Lambda: a body flagged base64 that is not).
+  const error =
+    cause instanceof MalformedEnvelopeError
+      ? cause
+      : new MalformedEnvelopeError('the request body could not be read', { cause });
   return Ending.beforeEvent('malformed', error);
 }
 
 /** The adapter gave something that is not the raw bytes: a body parser took them first. */
-function bodyTaken(): ConfigError {
+function bodyTaken(rawBodyFix = ANY_FRAMEWORK_RAW_BODY_FIX): ConfigError {
   return new ConfigError(
-    'the raw request body is not available (a body parser consumed it): mount the adapter ' +
-      'before any JSON body parser, or keep the raw bytes (Express: ' +
-      "express.json({ verify: rawBodySaver }) with rawBodySaver from 'schoolhooks/express')",
+    `the raw request body is not available (a body parser consumed it): ${rawBodyFix}`,
   );
 }
 

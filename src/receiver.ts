@@ -40,6 +40,12 @@ export interface WebhookRequest {
    * method and content type passed. Anything else (a parsed object) is answered 500 `body_unavailable`.
    */
   body: RawBody | ArrayBuffer | BodyReader | null | undefined;
+  /**
+   * How to keep the raw body on the caller's framework, as a sentence: the fix the `ConfigError`
+   * of a `body_unavailable` answer names. Each adapter gives its own (`defineAdapter`'s
+   * `rawBodyFix`); without it the error gives the advice that holds on any framework.
+   */
+  rawBodyFix?: string | undefined;
 }
 
 /** A handler of one or several events; it may return a promise. */

@@ -77,7 +77,7 @@ describe('a receiver without a logger', () => {
     const answer = await post(child.url, createTestDelivery());
     expect(answer).toMatchObject({ status: 500, body: { outcome: 'body_unavailable' } });
     const stderr = await child.stderrHolding('body parser');
-    expect(stderr).toContain('mount the adapter before any JSON body parser');
+    expect(stderr).toContain('mount expressMiddleware before express.json()');
     expect(stderr).toContain('rawBodySaver');
   });
 });

@@ -7,8 +7,10 @@
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
+  ConfigError,
   createReceiver,
   InboxUnavailableError,
+  MalformedEnvelopeError,
   memoryStore,
   StoreUnavailableError,
   type IdempotencyStore,
@@ -123,11 +125,33 @@ describe('step 2, body', () => {
   it('names the fix when a body parser took the bytes', async () => {
     const { receiver, errors } = setup();
     await receiver.handle({ ...signedRequest(), body: { parsed: true } as never });
+    // No adapter named its framework: the advice that holds on any, and no framework's own.
     expect(errors[0]?.message).toBe(
-      'the raw request body is not available (a body parser consumed it): mount the adapter ' +
-        'before any JSON body parser, or keep the raw bytes (Express: ' +
-        "express.json({ verify: rawBodySaver }) with rawBodySaver from 'schoolhooks/express')",
+      'the raw request body is not available (a body parser consumed it): give the receiver the ' +
+        'bytes as received (or a reader of the request stream) before any body parser reads ' +
+        "them; each adapter of schoolhooks names its own framework's fix",
     );
+  });
+
+  it("names the caller's own fix when it gives one", async () => {
+    const { receiver, errors } = setup();
+    const rawBodyFix = 'turn off the parser of the webhook route';
+    await receiver.handle({ ...signedRequest(), body: { parsed: true } as never, rawBodyFix });
+    expect(errors[0]).toBeInstanceOf(ConfigError);
+    expect(errors[0]?.message).toBe(
+      `the raw request body is not available (a body parser consumed it): ${rawBodyFix}`,
+    );
+  });
+
+  it('keeps the reason of a reader that says what is wrong with the bytes', async () => {
+    const { receiver, errors } = setup();
+    const reason = new MalformedEnvelopeError('the body is flagged gzip but is not gzip');
+    const result = await receiver.handle({
+      headers: signedRaw('{}').headers,
+      body: () => Promise.reject(reason),
+    });
+    expect(result).toMatchObject({ status: 400, outcome: 'malformed' });
+    expect(errors).toEqual([reason]);
   });
 
   it('takes an ArrayBuffer body', async () => {

@@ -1,11 +1,23 @@
 import express5, { type Express } from 'express';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { expressMiddleware, rawBodySaver } from '../../adapters/express.js';
-import { ConfigError, createReceiver, type SchoolhooksError } from '../../src/index.js';
+import {
+  ConfigError,
+  createReceiver,
+  type Receiver,
+  type SchoolhooksError,
+} from '../../src/index.js';
 import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  type AdapterServer,
+} from './suite.js';
 
 function serveApp(app: Express, path = '/webhooks'): Promise<AdapterServer> {
   return listen(createServer(app).listen(0, '127.0.0.1'), path);
@@ -70,6 +82,7 @@ for (const [version, express] of [
       expect(errors).toHaveLength(1);
       expect(errors[0]).toBeInstanceOf(ConfigError);
       expect(errors[0]?.message).toMatch(/rawBodySaver/);
+      expectOwnFix(errors[0], 'express');
     });
 
     it('verifies the raw bytes kept by express.json({ verify: rawBodySaver })', async () => {
@@ -114,3 +127,20 @@ for (const [version, express] of [
     });
   });
 }
+
+describe('the types of schoolhooks/express', () => {
+  it('is a request handler, and rawBodySaver is the verify option of express.json()', () => {
+    // A user's code, compiled and never run.
+    const compiles = (app: Express, receiver: Receiver) => {
+      app.use(express5.json({ verify: rawBodySaver }));
+      app.post('/webhooks/school', expressMiddleware(receiver));
+      express5.Router().post('/school', expressMiddleware(receiver));
+      // @ts-expect-error the receiver is required
+      expressMiddleware();
+      // @ts-expect-error a receiver, not its options
+      expressMiddleware({ secret: SECRET });
+    };
+    expectTypeOf(compiles).toBeFunction();
+    expectTypeOf(expressMiddleware).returns.toEqualTypeOf<express5.RequestHandler>();
+  });
+});

@@ -1,10 +1,18 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Server } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { schoolhooksPlugin } from '../../adapters/fastify.js';
-import { createReceiver } from '../../src/index.js';
+import { createReceiver, type Receiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  type AdapterServer,
+} from './suite.js';
+import type { FastifyInstance as App } from 'fastify';
 
 async function serveApp(app: FastifyInstance, path = '/webhooks'): Promise<AdapterServer> {
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -52,5 +60,34 @@ describe('schoolhooksPlugin in a Fastify app', () => {
       idempotencyKey: delivery.idempotencyKey,
     });
     expect(handled).toEqual([delivery.idempotencyKey]);
+  });
+
+  it('answers 500 body_unavailable when a hook read the stream first, naming schoolhooksPlugin', async () => {
+    const errors: SchoolhooksError[] = [];
+    const receiver = createReceiver({ secret: SECRET }).onError((error) => void errors.push(error));
+    const app = Fastify();
+    // A hook of the app's that reads every request's raw stream, ahead of the plugin's route.
+    app.addHook('preHandler', async (request) => {
+      for await (const _chunk of request.raw);
+    });
+    await app.register(schoolhooksPlugin, { receiver, path: '/webhooks' });
+    server = await serveApp(app);
+    expectAnswer(await post(server.url, createTestDelivery()), 500, {
+      ok: false,
+      outcome: 'body_unavailable',
+    });
+    expectOwnFix(errors[0], 'fastify');
+  });
+});
+
+describe('the types of schoolhooks/fastify', () => {
+  it('registers with a receiver and a path', () => {
+    // A user's code, compiled and never run.
+    const compiles = async (app: App, receiver: Receiver) => {
+      await app.register(schoolhooksPlugin, { receiver, path: '/webhooks/school' });
+      // @ts-expect-error the path is required
+      await app.register(schoolhooksPlugin, { receiver });
+    };
+    expectTypeOf(compiles).toBeFunction();
   });
 });

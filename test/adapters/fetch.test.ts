@@ -1,12 +1,20 @@
 import { serve } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { Readable } from 'node:stream';
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import { fetchHandler } from '../../adapters/fetch.js';
-import { createReceiver, type Receiver } from '../../src/index.js';
+import { createReceiver, type Receiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET, sign, signedHeaders } from '../helpers/deliveries.js';
 import { importWithoutNodeCrypto } from '../helpers/web-crypto-only.js';
-import { adapterSuite, expectAnswer, listen, post, sendRaw, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  sendRaw,
+  type AdapterServer,
+} from './suite.js';
 
 adapterSuite('fetch on @hono/node-server', (receiver) =>
   listen(serve({ fetch: fetchHandler(receiver), hostname: '127.0.0.1', port: 0 }) as Server),
@@ -49,6 +57,28 @@ describe('fetchHandler on @hono/node-server', () => {
       idempotencyKey: delivery.idempotencyKey,
     });
     expect(toWeb).not.toHaveBeenCalled();
+  });
+});
+
+describe('fetchHandler behind code that read the body first', () => {
+  let server: AdapterServer | undefined;
+  afterEach(() => server?.close());
+
+  it('answers 500 body_unavailable over HTTP, naming its own fix', async () => {
+    const errors: SchoolhooksError[] = [];
+    const handle = fetchHandler(
+      createReceiver({ secret: SECRET }).onError((error) => void errors.push(error)),
+    );
+    const fetch = async (request: Request) => {
+      await request.text(); // an app's own body parsing, ahead of the handler
+      return handle(request);
+    };
+    server = await listen(serve({ fetch, hostname: '127.0.0.1', port: 0 }) as Server);
+    expectAnswer(await post(server.url, createTestDelivery()), 500, {
+      ok: false,
+      outcome: 'body_unavailable',
+    });
+    expectOwnFix(errors[0], 'fetch');
   });
 });
 
@@ -268,5 +298,22 @@ describe('fetchHandler on Web Crypto alone (Bun, Deno, Workers)', () => {
       outcome: 'invalid_signature',
     });
     expect(verify).toHaveBeenCalled();
+  });
+});
+
+describe('the types of schoolhooks/fetch', () => {
+  it('takes a Request and what the server passes beside it, and resolves to a Response', () => {
+    expectTypeOf(fetchHandler).returns.toEqualTypeOf<
+      (request: Request, env?: unknown) => Promise<Response>
+    >();
+    // A user's code, compiled and never run.
+    const compiles = (receiver: Receiver) => {
+      const handle = fetchHandler(receiver);
+      // Workers' (request, env, ctx) and Next.js' (request, context) calls.
+      void handle(new Request('http://localhost/'), { BINDING: 1 });
+      // @ts-expect-error a Request, not a URL
+      void handle('http://localhost/');
+    };
+    expectTypeOf(compiles).toBeFunction();
   });
 });

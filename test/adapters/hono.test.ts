@@ -2,11 +2,23 @@ import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Server } from 'node:http';
 import { Readable } from 'node:stream';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import { honoHandler } from '../../adapters/hono.js';
-import { ConfigError, createReceiver, type SchoolhooksError } from '../../src/index.js';
+import {
+  ConfigError,
+  createReceiver,
+  type Receiver,
+  type SchoolhooksError,
+} from '../../src/index.js';
 import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  type AdapterServer,
+} from './suite.js';
 
 function serveApp(app: Hono, path = '/webhooks'): Promise<AdapterServer> {
   return listen(serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }) as Server, path);
@@ -87,5 +99,20 @@ describe('honoHandler in a Hono app', () => {
       outcome: 'body_unavailable',
     });
     expect(errors[0]).toBeInstanceOf(ConfigError);
+    expectOwnFix(errors[0], 'hono');
+  });
+});
+
+describe('the types of schoolhooks/hono', () => {
+  it('is a Hono handler that resolves to a Response', () => {
+    // A user's code, compiled and never run.
+    const compiles = (receiver: Receiver) => {
+      new Hono().post('/webhooks/school', honoHandler(receiver));
+      new Hono().route('/webhooks', new Hono().all('/school', honoHandler(receiver)));
+      // @ts-expect-error a receiver, not its options
+      honoHandler({ secret: SECRET });
+    };
+    expectTypeOf(compiles).toBeFunction();
+    expectTypeOf(honoHandler).returns.returns.resolves.toEqualTypeOf<Response>();
   });
 });

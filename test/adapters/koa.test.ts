@@ -1,11 +1,23 @@
 import { bodyParser } from '@koa/bodyparser';
 import Koa from 'koa';
 import { createServer } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { koaMiddleware } from '../../adapters/koa.js';
-import { ConfigError, createReceiver, type SchoolhooksError } from '../../src/index.js';
+import {
+  ConfigError,
+  createReceiver,
+  type Receiver,
+  type SchoolhooksError,
+} from '../../src/index.js';
 import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  type AdapterServer,
+} from './suite.js';
 
 function serveApp(app: Koa, path = '/webhooks'): Promise<AdapterServer> {
   return listen(createServer(app.callback()).listen(0, '127.0.0.1'), path);
@@ -86,6 +98,7 @@ describe('koaMiddleware in a Koa app', () => {
     });
     expect(handled).toEqual([]);
     expect(errors[0]).toBeInstanceOf(ConfigError);
+    expectOwnFix(errors[0], 'koa');
   });
 
   it('passes other paths on to the next middleware', async () => {
@@ -106,5 +119,19 @@ describe('koaMiddleware in a Koa app', () => {
         idempotencyKey: delivery.idempotencyKey,
       });
     }
+  });
+});
+
+describe('the types of schoolhooks/koa', () => {
+  it('is a Koa middleware, with or without a path', () => {
+    // A user's code, compiled and never run.
+    const compiles = (app: Koa, receiver: Receiver) => {
+      app.use(koaMiddleware(receiver, { path: '/webhooks/school' }));
+      app.use(koaMiddleware(receiver));
+      // @ts-expect-error a path is a string
+      koaMiddleware(receiver, { path: 42 });
+    };
+    expectTypeOf(compiles).toBeFunction();
+    expectTypeOf(koaMiddleware).returns.toEqualTypeOf<Koa.Middleware>();
   });
 });

@@ -7,9 +7,24 @@
 
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
-import { describe, expect, it } from 'vitest';
+import type {
+  ALBEvent,
+  ALBResult,
+  APIGatewayProxyEvent,
+  APIGatewayProxyEventV2,
+  APIGatewayProxyResult,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+  LambdaFunctionURLEvent,
+} from 'aws-lambda';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { lambdaHandler, type LambdaEvent, type LambdaResult } from '../../adapters/lambda.js';
-import { createReceiver, type Receiver } from '../../src/index.js';
+import {
+  createReceiver,
+  MalformedEnvelopeError,
+  type Receiver,
+  type SchoolhooksError,
+} from '../../src/index.js';
 import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
 import { adapterSuite, listen } from './suite.js';
 
@@ -198,15 +213,27 @@ describe('lambdaHandler called with events', () => {
     ]);
   });
 
-  it('answers 400 malformed to a body flagged base64 that is not', async () => {
-    const request = signedRequest();
-    const event = { ...eventOf('http-api', request, false), isBase64Encoded: true };
-    const result = await handler()(event);
-    expect([result.statusCode, JSON.parse(result.body)]).toEqual([
-      400,
-      { ok: false, outcome: 'malformed' },
-    ]);
-  });
+  it.each(TRIGGERS)(
+    'answers %s 400 malformed to a body flagged base64 that is not, and says so',
+    async (trigger) => {
+      const errors: SchoolhooksError[] = [];
+      const receiver = createReceiver({ secret: SECRET }).onError((error) => {
+        errors.push(error);
+      });
+      // The JSON text as sent, flagged as base64: `{` and `"` are not base64 characters.
+      const event = { ...eventOf(trigger, signedRequest(), false), isBase64Encoded: true };
+      const result = await lambdaHandler(receiver)(event);
+      expect([result.statusCode, JSON.parse(result.body)]).toEqual([
+        400,
+        { ok: false, outcome: 'malformed' },
+      ]);
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toBeInstanceOf(MalformedEnvelopeError);
+      expect(errors[0]?.message).toBe(
+        'the event is flagged isBase64Encoded but its body is not base64',
+      );
+    },
+  );
 
   it.each([
     ['no requestContext', {}],
@@ -269,5 +296,26 @@ describe('lambdaHandler called with events', () => {
       200,
       { outcome: 'processed' },
     ]);
+  });
+});
+
+describe('the types of schoolhooks/lambda', () => {
+  it("takes every trigger's event as @types/aws-lambda types it, and answers its result type", () => {
+    // A user's code, compiled and never run.
+    const compiles = async (receiver: Receiver, context: Context) => {
+      const handler = lambdaHandler(receiver);
+      const rest: APIGatewayProxyResult = await handler({} as APIGatewayProxyEvent, context);
+      const http: APIGatewayProxyStructuredResultV2 = await handler(
+        {} as APIGatewayProxyEventV2,
+        context,
+      );
+      const url: APIGatewayProxyStructuredResultV2 = await handler({} as LambdaFunctionURLEvent);
+      const alb: ALBResult = await handler({} as ALBEvent, context);
+      // @ts-expect-error not an HTTP event
+      await handler({ Records: [] });
+      return [rest, http, url, alb];
+    };
+    expectTypeOf(compiles).toBeFunction();
+    expectTypeOf(lambdaHandler).returns.returns.resolves.toEqualTypeOf<LambdaResult>();
   });
 });

@@ -15,7 +15,7 @@ import express from 'express';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Agent, request as httpRequest, type Server } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { OnSchoolEvent, SchoolhooksModule, SchoolhooksReceiver } from '../../adapters/nestjs.js';
 import {
   ConfigError,
@@ -31,7 +31,14 @@ import {
   sign,
   type Delivery,
 } from '../helpers/deliveries.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  type AdapterServer,
+} from './suite.js';
 import { failureOf } from '../helpers/failure-of.js';
 
 type Platform = 'express' | 'fastify';
@@ -247,6 +254,22 @@ for (const platform of ['express', 'fastify'] as const) {
         '[SchoolhooksModule] the raw request body is not available: create the app with ' +
           'NestFactory.create(AppModule, { rawBody: true })',
       );
+    });
+
+    it("tells onError the rawBody fix of Nest, and no other framework's", async () => {
+      const errors: SchoolhooksError[] = [];
+      const receiver = createReceiver({ secret: SECRET }).onError((error) => {
+        errors.push(error);
+      });
+      const { origin } = await start(
+        SchoolhooksModule.forRoot({ receiver, path: '/webhooks/school' }),
+        { rawBody: false },
+      );
+      expectAnswer(await post(`${origin}/webhooks/school`, createTestDelivery()), 500, {
+        ok: false,
+        outcome: 'body_unavailable',
+      });
+      expectOwnFix(errors[0], 'nestjs');
     });
 
     it('reads a body Nest did not parse without rawBody: true, and answers its 415', async () => {
@@ -485,4 +508,62 @@ it('refuses a body an Express app kept as text, without the advice to turn rawBo
     (app.getHttpServer() as Server).closeAllConnections();
     await app.close();
   }
+});
+
+describe('the types of schoolhooks/nestjs', () => {
+  it('types the decorated method by the event it handles', () => {
+    // A user's code, compiled and never run.
+    const compiles = (receiver: Receiver) => {
+      @Injectable()
+      class Payments {
+        @OnSchoolEvent('PaymentCompleted')
+        async grant(event: WebhookEvent<'PaymentCompleted'>) {
+          expectTypeOf(event.data.payment.invoice.totalAmount).toEqualTypeOf<number>();
+        }
+
+        @OnSchoolEvent(['UserSignedUp', 'CourseCompleted'])
+        record(event: WebhookEvent<'UserSignedUp' | 'CourseCompleted'>) {
+          return event.idempotencyKey;
+        }
+
+        // @ts-expect-error the method takes a PaymentCompleted event, not a CourseCompleted one
+        @OnSchoolEvent('CourseCompleted')
+        wrong(event: WebhookEvent<'PaymentCompleted'>) {
+          return event;
+        }
+
+        // @ts-expect-error a misspelt event name
+        @OnSchoolEvent('PaymentComplete')
+        typo() {}
+      }
+
+      @Injectable()
+      class Audit {
+        constructor(@Inject(SchoolhooksReceiver) readonly receiver: SchoolhooksReceiver) {
+          expectTypeOf(receiver.handle).toEqualTypeOf<Receiver['handle']>();
+        }
+      }
+
+      @Module({
+        imports: [
+          SchoolhooksModule.forRoot({ secret: 'whsec', path: '/webhooks/school', maxBodyBytes: 1 }),
+        ],
+        providers: [Payments, Audit],
+      })
+      class AppModule {}
+      expectTypeOf(AppModule).toBeConstructibleWith();
+
+      SchoolhooksModule.forRoot({ receiver, path: '/webhooks/school' });
+      SchoolhooksModule.forRootAsync({
+        path: '/webhooks/school',
+        inject: ['SECRET'],
+        useFactory: (secret: string) => ({ secret }),
+      });
+      // @ts-expect-error the path is required
+      SchoolhooksModule.forRoot({ secret: 'whsec' });
+      // @ts-expect-error maxBodyBytes is a number
+      SchoolhooksModule.forRoot({ secret: 'whsec', path: '/w', maxBodyBytes: '1mb' });
+    };
+    expectTypeOf(compiles).toBeFunction();
+  });
 });

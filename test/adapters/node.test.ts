@@ -1,9 +1,17 @@
 import { createServer } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { nodeListener } from '../../adapters/node.js';
-import { createReceiver } from '../../src/index.js';
+import { createReceiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
-import { adapterSuite, expectAnswer, listen, post, type AdapterServer } from './suite.js';
+import {
+  adapterSuite,
+  expectAnswer,
+  expectOwnFix,
+  listen,
+  post,
+  type AdapterServer,
+} from './suite.js';
+import type { Receiver } from '../../src/index.js';
 
 adapterSuite('node:http', (receiver) =>
   listen(createServer(nodeListener(receiver, { path: '/webhooks' })).listen(0, '127.0.0.1')),
@@ -73,5 +81,36 @@ describe('nodeListener paths', () => {
     await response.text();
     expect(response.status).toBe(200);
     expect(response.headers.get('connection')).not.toBe('close');
+  });
+
+  it('answers 500 body_unavailable after a listener read the stream, naming its own fix', async () => {
+    const errors: SchoolhooksError[] = [];
+    const receiver = createReceiver({ secret: SECRET }).onError((error) => void errors.push(error));
+    const listener = nodeListener(receiver);
+    const app = createServer(async (req, res) => {
+      // A body parser of the app's own, ahead of the webhook listener.
+      for await (const _chunk of req);
+      await listener(req, res);
+    });
+    server = await listen(app.listen(0, '127.0.0.1'));
+    expectAnswer(await post(server.url, createTestDelivery()), 500, {
+      ok: false,
+      outcome: 'body_unavailable',
+    });
+    expectOwnFix(errors[0], 'node');
+  });
+});
+
+describe('the types of schoolhooks/node', () => {
+  it('is a request listener of node:http, with or without a path', () => {
+    // A user's code, compiled and never run.
+    const compiles = (receiver: Receiver) => {
+      createServer(nodeListener(receiver, { path: '/webhooks/school' }));
+      createServer(nodeListener(receiver));
+      // @ts-expect-error a path is a string
+      nodeListener(receiver, { path: 42 });
+    };
+    expectTypeOf(compiles).toBeFunction();
+    expectTypeOf(nodeListener).returns.returns.resolves.toBeVoid();
   });
 });

@@ -10,6 +10,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
+  ConfigError,
   createReceiver,
   InboxUnavailableError,
   MalformedEnvelopeError,
@@ -140,6 +141,34 @@ export function sendRaw(
 export function expectAnswer(answer: Answer, status: number, body: Record<string, unknown>): void {
   expect(answer.contentType).toMatch(/^application\/json\b/);
   expect({ status: answer.status, body: answer.body }).toEqual({ status, body });
+}
+
+/**
+ * The export each adapter's raw-body fix names, and no other adapter's fix does: the ConfigError
+ * of a `body_unavailable` answer must tell a developer what to do on their own framework, and
+ * advice for another (express.json() on a Fastify app) sends them the wrong way.
+ */
+const FIX_NAMES = {
+  express: 'expressMiddleware',
+  fastify: 'schoolhooksPlugin',
+  nestjs: 'NestFactory.create(AppModule, { rawBody: true })',
+  koa: 'koaMiddleware',
+  hono: 'honoHandler',
+  fetch: 'fetchHandler',
+  node: 'nodeListener',
+} as const;
+
+/** Check that `error` is the ConfigError of `body_unavailable`, naming `framework`'s fix alone. */
+export function expectOwnFix(
+  error: SchoolhooksError | undefined,
+  framework: keyof typeof FIX_NAMES,
+): void {
+  expect(error).toBeInstanceOf(ConfigError);
+  expect(error?.message).toMatch(/^the raw request body is not available/);
+  expect(error?.message).toContain(FIX_NAMES[framework]);
+  for (const [other, name] of Object.entries(FIX_NAMES)) {
+    if (other !== framework) expect(error?.message).not.toContain(name);
+  }
 }
 
 const processed = (delivery: Delivery) => ({
