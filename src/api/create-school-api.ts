@@ -91,16 +91,85 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
  * const { isCreated, session } = await api.createSessionToken({ userId: 5121 });
  * ```
  */
-export function createSchoolApi({
-  baseUrl,
+export function createSchoolApi(options: SchoolApiOptions): SchoolApi {
+  const client = connect(options);
+  const { view } = client;
+  const api = {
+    ...view,
+    createSessionToken: (call: CreateSessionTokenOptions): Promise<CreateSessionTokenResult> =>
+      createSessionToken(client, call),
+    toJSON: (): SchoolApiView => ({ ...view }),
+    [INSPECT]: (
+      _depth: number,
+      inspectOptions: unknown,
+      inspect?: (value: unknown, options: unknown) => string,
+    ) =>
+      `SchoolApi ${typeof inspect === 'function' ? inspect(view, inspectOptions) : JSON.stringify(view)}`,
+  };
+  return Object.freeze(api);
+}
+
+/**
+ * What one client needs to send a request. It holds the API key (in `headers` and `redact`), so it
+ * lives only in the closures of {@link createSchoolApi}'s methods and is never returned.
+ */
+interface Client {
+  readonly view: SchoolApiView;
+  readonly endpoint: string;
+  readonly origin: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly timeoutMs: number;
+  readonly retries: number;
+  readonly send: typeof globalThis.fetch;
+  /** Whatever the platform echoes back goes through this before it reaches an error. */
+  readonly redact: (text: string) => string;
+}
+
+/** Checks the options (a {@link ConfigError} for the first wrong one) and builds the {@link Client}. */
+function connect(options: SchoolApiOptions): Client {
+  const {
+    baseUrl,
+    apiKey,
+    sellerId,
+    schoolId,
+    timeoutMs = API_CLIENT_DEFAULTS.timeoutMs,
+    retries = API_CLIENT_DEFAULTS.retries,
+    fetch: fetchFn,
+  } = options;
+  const root = apiRoot(baseUrl);
+  checkOptions({ apiKey, sellerId, schoolId, timeoutMs, retries, fetch: fetchFn });
+  return {
+    view: { baseUrl: root, sellerId, schoolId },
+    endpoint: `${root}${ENDPOINT_PATH}`,
+    origin: new URL(root).origin,
+    headers: {
+      Authorization: `Bearer ${apiKey}`,
+      'Seller-Id': String(sellerId),
+      'School-Id': String(schoolId),
+      'Content-Type': 'application/json',
+      Accept: 'application/json',
+    },
+    timeoutMs,
+    retries,
+    send: fetchFn ?? ((input, init) => globalThis.fetch(input, init)),
+    redact: (text) => text.replaceAll(apiKey, '[redacted]'),
+  };
+}
+
+/** The options other than `baseUrl`, defaults applied; `fetch` may still be undefined. */
+type OptionsToCheck = Required<Omit<SchoolApiOptions, 'baseUrl' | 'fetch'>> & {
+  fetch: SchoolApiOptions['fetch'] | undefined;
+};
+
+/** The options other than `baseUrl`, checked in the order they are documented. */
+function checkOptions({
   apiKey,
   sellerId,
   schoolId,
-  timeoutMs = API_CLIENT_DEFAULTS.timeoutMs,
-  retries = API_CLIENT_DEFAULTS.retries,
+  timeoutMs,
+  retries,
   fetch: fetchFn,
-}: SchoolApiOptions): SchoolApi {
-  const root = apiRoot(baseUrl);
+}: OptionsToCheck): void {
   if (typeof apiKey !== 'string' || !API_KEY_PATTERN.test(apiKey)) {
     throw new ConfigError('apiKey must be a non-empty string of visible ASCII characters');
   }
@@ -117,98 +186,85 @@ export function createSchoolApi({
   if (fetchFn !== undefined && typeof fetchFn !== 'function') {
     throw new ConfigError('fetch must be a function');
   }
+}
 
-  const send: typeof globalThis.fetch = fetchFn ?? ((input, init) => globalThis.fetch(input, init));
-  const endpoint = `${root}${ENDPOINT_PATH}`;
-  const origin = new URL(root).origin;
-  const headers = {
-    Authorization: `Bearer ${apiKey}`,
-    'Seller-Id': String(sellerId),
-    'School-Id': String(schoolId),
-    'Content-Type': 'application/json',
-    Accept: 'application/json',
-  };
-  // Whatever the platform echoes back goes through this before it reaches an error.
-  const redact = (text: string): string => text.replaceAll(apiKey, '[redacted]');
-  const view: SchoolApiView = { baseUrl: root, sellerId, schoolId };
-
-  async function createSessionToken({
-    userId,
-    forceCreate = false,
-    signal,
-  }: CreateSessionTokenOptions): Promise<CreateSessionTokenResult> {
-    assertPositiveInteger(userId, 'userId');
-    if (typeof forceCreate !== 'boolean') throw new TypeError('forceCreate must be a boolean');
-    signal?.throwIfAborted();
-    const body = JSON.stringify({ userId, forceCreate });
-    const context: RequestContext = { userId, sellerId, schoolId };
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        return await sendOnce(body, context, signal);
-      } catch (error) {
-        const delay = attempt < retries ? retryDelay(error, attempt, forceCreate) : undefined;
-        if (delay === undefined) throw error;
-        await sleep(delay, signal);
-      }
+/** {@link SchoolApi.createSessionToken}: checks the arguments, then sends with retries and backoff. */
+async function createSessionToken(
+  client: Client,
+  { userId, forceCreate = false, signal }: CreateSessionTokenOptions,
+): Promise<CreateSessionTokenResult> {
+  assertPositiveInteger(userId, 'userId');
+  if (typeof forceCreate !== 'boolean') throw new TypeError('forceCreate must be a boolean');
+  signal?.throwIfAborted();
+  const body = JSON.stringify({ userId, forceCreate });
+  const { sellerId, schoolId } = client.view;
+  const context: RequestContext = { userId, sellerId, schoolId };
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await sendOnce(client, body, context, signal);
+    } catch (error) {
+      const delay = attempt < client.retries ? retryDelay(error, attempt, forceCreate) : undefined;
+      if (delay === undefined) throw error;
+      await sleep(delay, signal);
     }
   }
+}
 
-  async function sendOnce(
-    body: string,
-    context: RequestContext,
-    signal: AbortSignal | undefined,
-  ): Promise<CreateSessionTokenResult> {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    let response: Response;
-    let text: string;
-    try {
-      response = await send(endpoint, {
-        method: 'POST',
-        headers,
-        body,
-        // A redirect is not followed: the key goes to the configured host and nowhere else.
-        redirect: 'manual',
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-      });
-      text = await response.text();
-    } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      if (timeout.aborted) {
-        throw new TimeoutError(`no answer from ${origin} within ${timeoutMs} ms`, {
-          status: 0,
-          code: 'timeout',
-          cause: error,
-        });
-      }
-      throw new NetworkError(`could not reach ${origin} (${redact(describe(error))})`, {
+/** One attempt: the request, then its answer read as a result or a {@link SchoolApiError}. */
+async function sendOnce(
+  client: Client,
+  body: string,
+  context: RequestContext,
+  signal: AbortSignal | undefined,
+): Promise<CreateSessionTokenResult> {
+  const { response, text } = await fetchAnswer(client, body, signal);
+  const { status } = response;
+  if (response.type === 'opaqueredirect' || (status >= 300 && status < 400)) {
+    throw new SchoolApiError(`the platform answered with a redirect (${status}), not followed`, {
+      status,
+      code: 'redirect',
+    });
+  }
+  if (!response.ok) throw errorFromResponse(response, text, context, client.redact);
+  return readSuccess(status, text);
+}
+
+/**
+ * Sends the request and reads the whole answer within `timeoutMs`. The caller's abort rejects
+ * with its reason; a timeout is a {@link TimeoutError}; any other failure a {@link NetworkError}.
+ */
+async function fetchAnswer(
+  client: Client,
+  body: string,
+  signal: AbortSignal | undefined,
+): Promise<{ response: Response; text: string }> {
+  const { timeoutMs, origin } = client;
+  const timeout = AbortSignal.timeout(timeoutMs);
+  try {
+    const response = await client.send(client.endpoint, {
+      method: 'POST',
+      headers: client.headers,
+      body,
+      // A redirect is not followed: the key goes to the configured host and nowhere else.
+      redirect: 'manual',
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+    return { response, text: await response.text() };
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    if (timeout.aborted) {
+      throw new TimeoutError(`no answer from ${origin} within ${timeoutMs} ms`, {
         status: 0,
-        code: 'network',
+        code: 'timeout',
         cause: error,
       });
     }
-    const { status } = response;
-    if (response.type === 'opaqueredirect' || (status >= 300 && status < 400)) {
-      throw new SchoolApiError(`the platform answered with a redirect (${status}), not followed`, {
-        status,
-        code: 'redirect',
-      });
-    }
-    if (!response.ok) throw errorFromResponse(response, text, context, redact);
-    return readSuccess(status, text);
+    throw new NetworkError(`could not reach ${origin} (${client.redact(describe(error))})`, {
+      status: 0,
+      code: 'network',
+      cause: error,
+    });
   }
-
-  const api = {
-    ...view,
-    createSessionToken,
-    toJSON: (): SchoolApiView => ({ ...view }),
-    [INSPECT]: (
-      _depth: number,
-      options: unknown,
-      inspect?: (value: unknown, options: unknown) => string,
-    ) =>
-      `SchoolApi ${typeof inspect === 'function' ? inspect(view, options) : JSON.stringify(view)}`,
-  };
-  return Object.freeze(api);
 }
 
 function readSuccess(status: number, text: string): CreateSessionTokenResult {

@@ -40,87 +40,127 @@ export function errorFromResponse(
   context: RequestContext,
   redact: (text: string) => string,
 ): SchoolApiError {
-  const { status } = response;
+  const answer = readAnswer(response, text, context, redact);
+  const { status } = answer;
+  if (status === 401) return unauthorizedError(answer);
+  if (status === 400) return badRequestError(answer);
+  if (status === 403) return forbiddenError(answer);
+  if (status === 429) return rateLimitError(answer, response.headers);
+  if (status >= 500) {
+    return new ServerError(`the platform failed (${status})${answer.said}`, {
+      status,
+      code: answer.cause ?? 'server_error',
+      messages: answer.messages,
+    });
+  }
+  return new SchoolApiError(`unexpected answer from the platform (${status})${answer.said}`, {
+    status,
+    code: answer.cause ?? 'unexpected_status',
+    messages: answer.messages,
+  });
+}
+
+/** A failed answer, read and redacted, with the request it answered. */
+interface FailedAnswer extends RequestContext {
+  readonly status: number;
+  /** The platform's messages, API key removed. */
+  readonly messages: string[];
+  /** The platform's `cause`, API key removed. */
+  readonly cause: string | undefined;
+  /** `: message; message` to append to an error message, or `''` when the platform said nothing. */
+  readonly said: string;
+  /** `data.retryAfter` of the body, unparsed. */
+  readonly retryAfter: unknown;
+}
+
+function readAnswer(
+  { status }: { status: number },
+  text: string,
+  { userId, sellerId, schoolId }: RequestContext,
+  redact: (text: string) => string,
+): FailedAnswer {
   const body = readErrorBody(text);
   const messages = body.messages.map(redact);
-  const cause = body.cause === undefined ? undefined : redact(body.cause);
-  const said = messages.length > 0 ? `: ${messages.join('; ')}` : '';
-  const { userId, sellerId, schoolId } = context;
-
-  if (status === 401) {
-    // The table of docs/platform.md#api-errors names this 401 by its text; a rejected key is a 401 as well.
-    if (messages.some((message) => message.includes('not entity owner'))) {
-      return new ForeignUserError(
-        `user ${userId} is not a user of school ${schoolId} of seller ${sellerId}`,
-        { status, code: cause ?? 'Forbidden', messages },
-      );
-    }
-    const permission = missingPermission(messages);
-    if (permission !== undefined) {
-      return new PermissionError(permissionMessage(permission, sellerId), {
-        status,
-        code: cause ?? 'Forbidden',
-        messages,
-        permission,
-      });
-    }
-    return new AuthenticationError(
-      `${AUTHENTICATION_FAILURES[cause ?? ''] ?? GENERIC_401}${said}`,
-      {
-        status,
-        code: cause ?? 'unauthorized',
-        messages,
-      },
-    );
-  }
-  if (status === 400) {
-    if (cause === 'ForbiddenSchoolMismatch') {
-      return new SchoolMismatchError(
-        `School-Id ${schoolId} is not the school of seller ${sellerId}`,
-        { status, code: cause, messages },
-      );
-    }
-    if (cause === 'Forbidden') {
-      return new AdminUserError(
-        `user ${userId} is a school admin or manager; tokens are issued to students only`,
-        { status, code: cause, messages },
-      );
-    }
-    return new ApiValidationError(`the platform rejected the request (400)${said}`, {
-      status,
-      code: cause ?? 'bad_request',
-      messages,
-    });
-  }
-  if (status === 403) {
-    return new PermissionError(
-      `the user the API key belongs to is not an API client (403); issue the key to a service ` +
-        `user at ${API_KEYS_PAGE}${said}`,
-      { status, code: cause ?? 'forbidden', messages },
-    );
-  }
-  if (status === 429) {
-    const retryAfter =
-      parseRetryAfter(body.retryAfter) ?? parseRetryAfter(response.headers.get('retry-after'));
-    const when = retryAfter ? `; retry after ${retryAfter.toISOString()}` : '';
-    return new RateLimitError(`rate limited by the platform (429)${when}${said}`, {
-      status,
-      code: cause ?? 'rate_limited',
-      messages,
-      retryAfter,
-    });
-  }
-  if (status >= 500) {
-    return new ServerError(`the platform failed (${status})${said}`, {
-      status,
-      code: cause ?? 'server_error',
-      messages,
-    });
-  }
-  return new SchoolApiError(`unexpected answer from the platform (${status})${said}`, {
+  return {
     status,
-    code: cause ?? 'unexpected_status',
     messages,
+    cause: body.cause === undefined ? undefined : redact(body.cause),
+    said: messages.length > 0 ? `: ${messages.join('; ')}` : '',
+    retryAfter: body.retryAfter,
+    userId,
+    sellerId,
+    schoolId,
+  };
+}
+
+/** 401: a user of another school, a missing permission, or a rejected key. */
+function unauthorizedError(answer: FailedAnswer): SchoolApiError {
+  const { status, messages, cause, said, userId, sellerId, schoolId } = answer;
+  // The table of docs/platform.md#api-errors names this 401 by its text; a rejected key is a 401 as well.
+  if (messages.some((message) => message.includes('not entity owner'))) {
+    return new ForeignUserError(
+      `user ${userId} is not a user of school ${schoolId} of seller ${sellerId}`,
+      { status, code: cause ?? 'Forbidden', messages },
+    );
+  }
+  const permission = missingPermission(messages);
+  if (permission !== undefined) {
+    return new PermissionError(permissionMessage(permission, sellerId), {
+      status,
+      code: cause ?? 'Forbidden',
+      messages,
+      permission,
+    });
+  }
+  return new AuthenticationError(`${AUTHENTICATION_FAILURES[cause ?? ''] ?? GENERIC_401}${said}`, {
+    status,
+    code: cause ?? 'unauthorized',
+    messages,
+  });
+}
+
+/** 400: a school that is not the seller's, an admin instead of a student, or invalid input. */
+function badRequestError(answer: FailedAnswer): SchoolApiError {
+  const { status, messages, cause, said, userId, sellerId, schoolId } = answer;
+  if (cause === 'ForbiddenSchoolMismatch') {
+    return new SchoolMismatchError(
+      `School-Id ${schoolId} is not the school of seller ${sellerId}`,
+      { status, code: cause, messages },
+    );
+  }
+  if (cause === 'Forbidden') {
+    return new AdminUserError(
+      `user ${userId} is a school admin or manager; tokens are issued to students only`,
+      { status, code: cause, messages },
+    );
+  }
+  return new ApiValidationError(`the platform rejected the request (400)${said}`, {
+    status,
+    code: cause ?? 'bad_request',
+    messages,
+  });
+}
+
+/** 403: the key's user is not an API client. */
+function forbiddenError({ status, messages, cause, said }: FailedAnswer): SchoolApiError {
+  return new PermissionError(
+    `the user the API key belongs to is not an API client (403); issue the key to a service ` +
+      `user at ${API_KEYS_PAGE}${said}`,
+    { status, code: cause ?? 'forbidden', messages },
+  );
+}
+
+/** 429: when to retry comes from the body's `data.retryAfter`, else the `Retry-After` header. */
+function rateLimitError(answer: FailedAnswer, headers: Headers): SchoolApiError {
+  const { status, messages, cause, said } = answer;
+  const retryAfter =
+    parseRetryAfter(answer.retryAfter) ?? parseRetryAfter(headers.get('retry-after'));
+  const when = retryAfter ? `; retry after ${retryAfter.toISOString()}` : '';
+  return new RateLimitError(`rate limited by the platform (429)${when}${said}`, {
+    status,
+    code: cause ?? 'rate_limited',
+    messages,
+    retryAfter,
   });
 }
 
