@@ -69,32 +69,6 @@ export function createVirtualClock({
   const timers = new TimerQueue(origin);
   const work = new PendingWork(settleMs);
 
-  /** Fire every timer due at the earliest instant <= limit; false when there is none. */
-  function fireNext(limit: number): boolean {
-    const due = timers.takeNext(limit);
-    if (due === undefined) return false;
-    for (const timer of due) {
-      try {
-        work.track(timer.callback());
-      } catch (error) {
-        // The other timers still run; the error surfaces when this run ends.
-        work.fail(error);
-      }
-    }
-    return true;
-  }
-
-  async function runUntil(limit: number): Promise<void> {
-    await work.settle();
-    let fired = 0;
-    while (fireNext(limit)) {
-      if (++fired > MAX_TIMERS_PER_RUN) {
-        throw new Error('too many timers: a timer keeps rescheduling itself');
-      }
-      await work.settle();
-    }
-  }
-
   const clock: VirtualClock = {
     now: () => timers.now,
     schedule(callback: () => unknown, delayMs: number): () => void {
@@ -108,14 +82,14 @@ export function createVirtualClock({
         throw new RangeError('advance() takes a duration >= 0 ms');
       }
       const target = timers.now + ms;
-      await runUntil(target);
+      await runUntil(timers, work, target);
       timers.now = Math.max(timers.now, target);
-      work.rethrow();
+      work.errors.rethrow();
     },
     async runAll(): Promise<void> {
       for (;;) {
-        await runUntil(Number.POSITIVE_INFINITY);
-        if (work.size === 0) return work.rethrow();
+        await runUntil(timers, work, Number.POSITIVE_INFINITY);
+        if (work.size === 0) return work.errors.rethrow();
         // Work is left but no timer: it waits for something real (a socket); let it finish.
         await work.anySettled();
       }
@@ -125,6 +99,33 @@ export function createVirtualClock({
     },
   };
   return clock;
+}
+
+/** Fire timers up to `limit`, one instant at a time, letting the work of each settle. */
+async function runUntil(timers: TimerQueue, work: PendingWork, limit: number): Promise<void> {
+  await work.settle();
+  let fired = 0;
+  while (fireNext(timers, work, limit)) {
+    if (++fired > MAX_TIMERS_PER_RUN) {
+      throw new Error('too many timers: a timer keeps rescheduling itself');
+    }
+    await work.settle();
+  }
+}
+
+/** Fire every timer due at the earliest instant <= limit; false when there is none. */
+function fireNext(timers: TimerQueue, work: PendingWork, limit: number): boolean {
+  const due = timers.takeNext(limit);
+  if (due === undefined) return false;
+  for (const timer of due) {
+    try {
+      work.track(timer.callback());
+    } catch (error) {
+      // The other timers still run; the error surfaces when this run ends.
+      work.errors.add(error);
+    }
+  }
+  return true;
 }
 
 /** The virtual now and the timers waiting, sorted by due time, ties in the order scheduled. */
@@ -176,8 +177,9 @@ class TimerQueue {
 class PendingWork {
   readonly #settleMs: number;
   readonly #work = new Set<Promise<unknown>>();
-  readonly #errors: unknown[] = [];
   #settledCount = 0;
+  /** What callbacks threw or rejected with, rethrown when a run ends. */
+  readonly errors = new CallbackErrors();
 
   constructor(settleMs: number) {
     this.#settleMs = settleMs;
@@ -193,18 +195,13 @@ class PendingWork {
     if (!isPromiseLike(result)) return;
     const promise = Promise.resolve(result).then(
       () => undefined,
-      (error: unknown) => void this.#errors.push(error),
+      (error: unknown) => this.errors.add(error),
     );
     this.#work.add(promise);
     void promise.finally(() => {
       this.#work.delete(promise);
       this.#settledCount++;
     });
-  }
-
-  /** Keep what a callback threw, to rethrow when the run ends. */
-  fail(error: unknown): void {
-    this.#errors.push(error);
   }
 
   /** Resolves once any pending promise settles (they never reject). */
@@ -231,6 +228,16 @@ class PendingWork {
       clearTimeout(timer);
       if (this.#settledCount === before && work.size > 0) return; // waiting for virtual time
     }
+  }
+}
+
+/** What timer callbacks threw or rejected with, kept until the run that ran them ends. */
+class CallbackErrors {
+  readonly #errors: unknown[] = [];
+
+  /** Keep an error, to rethrow when the run ends. */
+  add(error: unknown): void {
+    this.#errors.push(error);
   }
 
   /** Throw what callbacks threw since the last time: the one error, or an AggregateError. */
