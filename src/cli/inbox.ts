@@ -11,7 +11,15 @@ import type { InboxJob, InboxJobState } from '../inbox/managed.js';
 import type { BullmqInboxJob } from '../inbox/bullmq.js';
 import type { PgBossLike } from '../inbox/pg-boss.js';
 import { didYouMean } from '../nearest-name.js';
-import { CliFailure, defineCommand, errorLine, EXIT, messageOf, UsageError } from './command.js';
+import {
+  CliFailure,
+  defineCommand,
+  errorLine,
+  EXIT,
+  messageOf,
+  UsageError,
+  type CliIo,
+} from './command.js';
 import { checkEventOption } from './event-names.js';
 import { BULLMQ_DEFAULTS, PG_BOSS_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 
@@ -74,88 +82,144 @@ A job's body and signature are never printed.`,
   },
   positionals: true,
   async run({ values, positionals }, io) {
-    const [action, ...ids] = positionals;
-    if (action !== 'list' && action !== 'show' && action !== 'retry') {
-      throw new UsageError(
-        action === undefined
-          ? 'name an action: list, show or retry'
-          : `unknown action '${action}'${didYouMean(action, ACTIONS)}`,
-      );
-    }
-    const state = values.state;
-    if (state !== undefined && (action !== 'list' || !isState(state))) {
-      throw new UsageError(
-        action === 'list'
-          ? `--state must be one of ${STATES.join(', ')}${didYouMean(state, STATES)}`
-          : '--state is for list',
-      );
-    }
-    if (action === 'list' && ids.length > 0) throw new UsageError('list takes no job ids');
-    if (action === 'show' && ids.length !== 1) throw new UsageError('show takes one job id');
-    if (action === 'retry' && ids.length > 0 === (values.all === true)) {
-      throw new UsageError('retry takes job ids, or --all');
-    }
-    if (values.event !== undefined && !(action === 'retry' && values.all)) {
-      throw new UsageError('--event is for retry --all');
-    }
-    checkEventOption(values.event);
-    const queue = values.queue;
-    let inbox: InboxReader;
-    if (values.postgres !== undefined) {
-      if (values.redis !== undefined) throw new UsageError('--redis and --postgres: name one');
-      checkServerUrl(values.postgres, ['postgres:', 'postgresql:'], '--postgres');
-      if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(values.schema)) {
-        throw new UsageError('--schema must be a name of letters, digits and "_"');
-      }
-      inbox = await openPgBossInbox(values.postgres, queue, values.schema);
-    } else {
-      const fromEnv = io.env['REDIS_URL'];
-      const [url, source] =
-        values.redis !== undefined
-          ? [values.redis, '--redis']
-          : fromEnv === undefined || fromEnv === ''
-            ? [DEFAULT_REDIS_URL, 'the default Redis URL']
-            : [fromEnv, '$REDIS_URL'];
-      checkServerUrl(url, ['redis:', 'rediss:'], source);
-      if (queue === '' || queue.includes(':'))
-        throw new UsageError('--queue must be a name without ":"');
-      inbox = await openInbox(url, queue, values.prefix);
-    }
+    const [word, ...ids] = positionals;
+    const { action, state } = checkArguments(word, ids, values);
+    const inbox = await openReader(values, io.env);
     try {
-      if (action === 'list') {
-        const jobs = await inbox.jobs(state === undefined ? {} : { state });
-        if (values.json) io.out(JSON.stringify(jobs, null, 2));
-        else io.out(table(jobs));
-        return EXIT.ok;
-      }
-      if (action === 'show') {
-        const job = await inbox.getJob(ids[0]!);
-        if (job === undefined) throw new CliFailure(`no job '${ids[0]}' in this inbox`);
-        io.out(values.json ? JSON.stringify(job, null, 2) : details(job));
-        return EXIT.ok;
-      }
-      if (values.all) {
-        const count = await inbox.retryFailed(
-          values.event === undefined ? {} : { event: values.event },
-        );
-        io.out(`${count} dead letter${count === 1 ? '' : 's'} back in the queue`);
-        return EXIT.ok;
-      }
-      let missed = 0;
-      for (const id of ids) {
-        if (await inbox.retryJob(id)) {
-          io.out(`retried ${id}`);
-        } else {
-          missed++;
-          io.err(errorLine('inbox', `${id}: not a dead letter in this inbox`));
-        }
-      }
-      return missed === 0 ? EXIT.ok : EXIT.failure;
+      return await runAction({ action, state, ids, values }, inbox, io);
     } finally {
       await inbox.close();
     }
   },
 });
+
+type Action = (typeof ACTIONS)[number];
+
+/** The parsed options of the command (see its definition above). */
+interface InboxValues {
+  redis: string | undefined;
+  postgres: string | undefined;
+  queue: string;
+  prefix: string;
+  schema: string;
+  state: string | undefined;
+  all: boolean | undefined;
+  event: string | undefined;
+  json: boolean | undefined;
+}
+
+/** What to do, once the arguments are checked. */
+interface Request {
+  action: Action;
+  /** list --state. */
+  state: InboxJobState | undefined;
+  ids: readonly string[];
+  values: InboxValues;
+}
+
+/**
+ * Refuse, before connecting anywhere, an action and options that do not go together; the action
+ * and the state list filters on.
+ */
+function checkArguments(
+  action: string | undefined,
+  ids: readonly string[],
+  values: InboxValues,
+): Pick<Request, 'action' | 'state'> {
+  if (action !== 'list' && action !== 'show' && action !== 'retry') {
+    throw new UsageError(
+      action === undefined
+        ? 'name an action: list, show or retry'
+        : `unknown action '${action}'${didYouMean(action, ACTIONS)}`,
+    );
+  }
+  const state = values.state;
+  if (state !== undefined && (action !== 'list' || !isState(state))) {
+    throw new UsageError(
+      action === 'list'
+        ? `--state must be one of ${STATES.join(', ')}${didYouMean(state, STATES)}`
+        : '--state is for list',
+    );
+  }
+  if (action === 'list' && ids.length > 0) throw new UsageError('list takes no job ids');
+  if (action === 'show' && ids.length !== 1) throw new UsageError('show takes one job id');
+  if (action === 'retry' && ids.length > 0 === (values.all === true)) {
+    throw new UsageError('retry takes job ids, or --all');
+  }
+  if (values.event !== undefined && !(action === 'retry' && values.all)) {
+    throw new UsageError('--event is for retry --all');
+  }
+  checkEventOption(values.event);
+  return { action, state };
+}
+
+/**
+ * Open the pg-boss inbox --postgres names, else the BullMQ one of --redis, $REDIS_URL or the
+ * default Redis URL.
+ */
+async function openReader(values: InboxValues, env: CliIo['env']): Promise<InboxReader> {
+  const queue = values.queue;
+  if (values.postgres !== undefined) {
+    if (values.redis !== undefined) throw new UsageError('--redis and --postgres: name one');
+    checkServerUrl(values.postgres, ['postgres:', 'postgresql:'], '--postgres');
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(values.schema)) {
+      throw new UsageError('--schema must be a name of letters, digits and "_"');
+    }
+    return openPgBossInbox(values.postgres, queue, values.schema);
+  }
+  const fromEnv = env['REDIS_URL'];
+  const [url, source] =
+    values.redis !== undefined
+      ? [values.redis, '--redis']
+      : fromEnv === undefined || fromEnv === ''
+        ? [DEFAULT_REDIS_URL, 'the default Redis URL']
+        : [fromEnv, '$REDIS_URL'];
+  checkServerUrl(url, ['redis:', 'rediss:'], source);
+  if (queue === '' || queue.includes(':'))
+    throw new UsageError('--queue must be a name without ":"');
+  return openInbox(url, queue, values.prefix);
+}
+
+/** Do the action on the open inbox; resolves to the exit code. */
+async function runAction(
+  { action, state, ids, values }: Request,
+  inbox: InboxReader,
+  io: CliIo,
+): Promise<number> {
+  if (action === 'list') {
+    const jobs = await inbox.jobs(state === undefined ? {} : { state });
+    io.out(values.json ? JSON.stringify(jobs, null, 2) : table(jobs));
+    return EXIT.ok;
+  }
+  if (action === 'show') {
+    const job = await inbox.getJob(ids[0]!);
+    if (job === undefined) throw new CliFailure(`no job '${ids[0]}' in this inbox`);
+    io.out(values.json ? JSON.stringify(job, null, 2) : details(job));
+    return EXIT.ok;
+  }
+  if (values.all) {
+    const count = await inbox.retryFailed(
+      values.event === undefined ? {} : { event: values.event },
+    );
+    io.out(`${count} dead letter${count === 1 ? '' : 's'} back in the queue`);
+    return EXIT.ok;
+  }
+  return retryEach(ids, inbox, io);
+}
+
+/** Retry the dead letters named; exit code 1 if any of them is not one. */
+async function retryEach(ids: readonly string[], inbox: InboxReader, io: CliIo): Promise<number> {
+  let missed = 0;
+  for (const id of ids) {
+    if (await inbox.retryJob(id)) {
+      io.out(`retried ${id}`);
+    } else {
+      missed++;
+      io.err(errorLine('inbox', `${id}: not a dead letter in this inbox`));
+    }
+  }
+  return missed === 0 ? EXIT.ok : EXIT.failure;
+}
 
 /** What the command reads and does of an inbox, BullMQ's or pg-boss's. */
 interface InboxReader {

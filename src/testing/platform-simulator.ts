@@ -9,7 +9,7 @@ import { ConfigError } from '../errors.js';
 import { resolveData, serializeEnvelope, toTimestamp } from './create-delivery.js';
 import { deliveryAttempts, entryOf, signedRequest, type Delivery } from './delivery-attempts.js';
 import { generateSecretKey } from './endpoint-config.js';
-import { createEndpointRegistry, viewOf } from './endpoint-registry.js';
+import { createEndpointRegistry, viewOf, type EndpointRegistry } from './endpoint-registry.js';
 import { exchange } from './exchange.js';
 import { faultPicker } from './fault-picker.js';
 import { PLATFORM_LIMITS } from '../platform-contract.js';
@@ -56,24 +56,46 @@ export function createPlatformSimulator({
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
     throw new ConfigError('timeoutMs must be a positive number of ms');
   }
-  const registry = createEndpointRegistry();
   const log: DeliveryLogEntry[] = [];
-  const deliveries: Delivery[] = [];
-
-  function record(entry: DeliveryLogEntry): void {
+  const record = (entry: DeliveryLogEntry): void => {
     log.push(entry);
     onAttempt?.(entry);
-  }
-
-  const start = deliveryAttempts({
+  };
+  const state: SimulatorState = {
     clock,
-    pickFault: faultPicker(faults),
     timeoutMs,
+    registry: createEndpointRegistry(),
+    deliveries: [],
     record,
-    disabled: (endpoint) => onEndpointDisabled?.(viewOf(endpoint)),
-  });
+    start: deliveryAttempts({
+      clock,
+      pickFault: faultPicker(faults),
+      timeoutMs,
+      record,
+      disabled: (endpoint) => onEndpointDisabled?.(viewOf(endpoint)),
+    }),
+  };
+  const simulator = simulatorOf(state, log);
+  for (const config of configs) state.registry.add(config);
+  return simulator;
+}
 
-  const simulator: PlatformSimulator = {
+/** What the simulator's methods share: its clock, endpoints, deliveries and how it records. */
+interface SimulatorState {
+  readonly clock: PlatformSimulator['clock'];
+  readonly timeoutMs: number;
+  readonly registry: EndpointRegistry;
+  readonly deliveries: Delivery[];
+  /** Log an attempt and tell `onAttempt`. */
+  readonly record: (entry: DeliveryLogEntry) => void;
+  /** Run a delivery's attempts, on the retry schedule. */
+  readonly start: ReturnType<typeof deliveryAttempts>;
+}
+
+/** The public face of a simulator's state. */
+function simulatorOf(state: SimulatorState, log: readonly DeliveryLogEntry[]): PlatformSimulator {
+  const { clock, registry, deliveries } = state;
+  return {
     clock,
     get endpoints() {
       return registry.saved().map(viewOf);
@@ -93,68 +115,83 @@ export function createPlatformSimulator({
     addEndpoint: registry.add,
     updateEndpoint: registry.update,
     removeEndpoint: registry.remove,
-    send<N extends string>(event: N, ...[data, options = {}]: SendArgs<N>): SentEvent {
-      const { idempotencyKey = randomUUID(), timestamp = clock.now(), fault } = options;
-      const envelope = {
-        event,
-        data: resolveData(event, data),
-        idempotencyKey,
-        timestamp: toTimestamp(timestamp),
-      };
-      const body = serializeEnvelope(envelope);
-      const targets = registry
-        .saved()
-        .filter((endpoint) => endpoint.active && endpoint.events.includes(event));
-      for (const target of targets) {
-        const delivery: Delivery = {
-          endpoint: target.id,
-          event,
-          idempotencyKey,
-          state: 'pending',
-          attempts: 0,
-          target,
-          body,
-        };
-        deliveries.push(delivery);
-        clock.schedule(() => start(delivery, fault), 0);
-      }
-      return {
-        event,
-        idempotencyKey,
-        timestamp: envelope.timestamp,
-        body,
-        endpoints: targets.map(({ id }) => id),
-      };
+    send<N extends string>(event: N, ...args: SendArgs<N>): SentEvent {
+      return sendEvent(state, event, ...args);
     },
-    async sendTestDelivery(
+    sendTestDelivery(
       endpoint: string | SimulatedEndpoint,
-      { saved: isSaved = true, event = 'UserSignedUp' }: TestDeliveryOptions = {},
+      options?: TestDeliveryOptions,
     ): Promise<DeliveryLogEntry> {
-      const target = registry.find(endpoint);
-      const idempotencyKey = randomUUID();
-      const body = serializeEnvelope({
-        event,
-        data: resolveData(event, undefined),
-        idempotencyKey,
-        timestamp: toTimestamp(clock.now()),
-      });
-      // An unsaved form has no secretKey yet: the platform signs with a throwaway key (4.4).
-      let secret = target.secret;
-      while (!isSaved && secret === target.secret) secret = generateSecretKey();
-      const at = clock.now();
-      const result = await exchange(target, signedRequest(body, secret), timeoutMs, clock);
-      const entry: DeliveryLogEntry = {
-        ...entryOf({ endpoint: target.id, event, idempotencyKey, attempt: 1, at }, result),
-        test: true,
-      };
-      record(entry);
-      return entry;
+      return sendTestDelivery(state, endpoint, options);
     },
     run(): Promise<void> {
       return clock.runAll();
     },
   };
+}
 
-  for (const config of configs) registry.add(config);
-  return simulator;
+/** Fan an event out to every active endpoint subscribed to it, each delivery on its own schedule. */
+function sendEvent<N extends string>(
+  { clock, registry, deliveries, start }: SimulatorState,
+  event: N,
+  ...[data, options = {}]: SendArgs<N>
+): SentEvent {
+  const { idempotencyKey = randomUUID(), timestamp = clock.now(), fault } = options;
+  const envelope = {
+    event,
+    data: resolveData(event, data),
+    idempotencyKey,
+    timestamp: toTimestamp(timestamp),
+  };
+  const body = serializeEnvelope(envelope);
+  const targets = registry
+    .saved()
+    .filter((endpoint) => endpoint.active && endpoint.events.includes(event));
+  for (const target of targets) {
+    const delivery: Delivery = {
+      endpoint: target.id,
+      event,
+      idempotencyKey,
+      state: 'pending',
+      attempts: 0,
+      target,
+      body,
+    };
+    deliveries.push(delivery);
+    clock.schedule(() => start(delivery, fault), 0);
+  }
+  return {
+    event,
+    idempotencyKey,
+    timestamp: envelope.timestamp,
+    body,
+    endpoints: targets.map(({ id }) => id),
+  };
+}
+
+/** One test delivery from the endpoint's form: a single attempt, never retried. */
+async function sendTestDelivery(
+  { clock, registry, timeoutMs, record }: SimulatorState,
+  endpoint: string | SimulatedEndpoint,
+  { saved: isSaved = true, event = 'UserSignedUp' }: TestDeliveryOptions = {},
+): Promise<DeliveryLogEntry> {
+  const target = registry.find(endpoint);
+  const idempotencyKey = randomUUID();
+  const body = serializeEnvelope({
+    event,
+    data: resolveData(event, undefined),
+    idempotencyKey,
+    timestamp: toTimestamp(clock.now()),
+  });
+  // An unsaved form has no secretKey yet: the platform signs with a throwaway key (4.4).
+  let secret = target.secret;
+  while (!isSaved && secret === target.secret) secret = generateSecretKey();
+  const at = clock.now();
+  const result = await exchange(target, signedRequest(body, secret), timeoutMs, clock);
+  const entry: DeliveryLogEntry = {
+    ...entryOf({ endpoint: target.id, event, idempotencyKey, attempt: 1, at }, result),
+    test: true,
+  };
+  record(entry);
+  return entry;
 }

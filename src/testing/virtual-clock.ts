@@ -64,96 +64,15 @@ export function createVirtualClock({
   start = Date.now(),
   settleMs = 20,
 }: VirtualClockOptions = {}): VirtualClock {
-  let current = typeof start === 'number' ? start : new Date(start).getTime();
-  if (!Number.isFinite(current)) throw new ConfigError('start must be a valid date');
-  const timers: Timer[] = [];
-  const work = new Set<Promise<unknown>>();
-  const errors: unknown[] = [];
-  let settledCount = 0;
-
-  function track(result: unknown): void {
-    if (!isPromiseLike(result)) return;
-    const promise = Promise.resolve(result).then(
-      () => undefined,
-      (error: unknown) => void errors.push(error),
-    );
-    work.add(promise);
-    void promise.finally(() => {
-      work.delete(promise);
-      settledCount++;
-    });
-  }
-
-  /** Wait until pending work settles, or makes no progress for settleMs of real time. */
-  async function settle(): Promise<void> {
-    while (work.size > 0) {
-      const before = settledCount;
-      // Most work (an in-process receiver) is done after a few turns of the event loop.
-      for (let turn = 0; turn < 10 && work.size > 0 && settledCount === before; turn++) {
-        await nextTurn();
-      }
-      if (work.size === 0) return;
-      if (settledCount !== before) continue;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        Promise.race(work),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, settleMs))),
-      ]);
-      clearTimeout(timer);
-      if (settledCount === before && work.size > 0) return; // waiting for virtual time
-    }
-  }
-
-  /** Fire every timer due at the earliest instant <= limit; false when there is none. */
-  function fireNext(limit: number): boolean {
-    const first = timers[0];
-    if (first === undefined || first.at > limit) return false;
-    current = Math.max(current, first.at);
-    const due: Timer[] = [];
-    while (timers[0] !== undefined && timers[0].at <= current) due.push(timers.shift() as Timer);
-    for (const timer of due) {
-      try {
-        track(timer.callback());
-      } catch (error) {
-        // The other timers still run; the error surfaces when this run ends.
-        errors.push(error);
-      }
-    }
-    return true;
-  }
-
-  async function runUntil(limit: number): Promise<void> {
-    await settle();
-    let fired = 0;
-    while (fireNext(limit)) {
-      if (++fired > MAX_TIMERS_PER_RUN) {
-        throw new Error('too many timers: a timer keeps rescheduling itself');
-      }
-      await settle();
-    }
-  }
-
-  function rethrow(): void {
-    if (errors.length === 0) return;
-    const thrown = errors.splice(0);
-    throw thrown.length === 1
-      ? thrown[0]
-      : new AggregateError(thrown, `${thrown.length} timer callbacks failed`);
-  }
+  const origin = typeof start === 'number' ? start : new Date(start).getTime();
+  if (!Number.isFinite(origin)) throw new ConfigError('start must be a valid date');
+  const timers = new TimerQueue(origin);
+  const work = new PendingWork(settleMs);
 
   const clock: VirtualClock = {
-    now: () => current,
+    now: () => timers.now,
     schedule(callback: () => unknown, delayMs: number): () => void {
-      const delay = Number.isFinite(delayMs) ? Math.max(0, delayMs) : 0;
-      const timer: Timer = { at: current + delay, callback };
-      // Sorted by due time, ties in the order scheduled: an insertion from the end is enough.
-      let index = timers.length;
-      while (index > 0 && (timers[index - 1] as Timer).at > timer.at) index--;
-      timers.splice(index, 0, timer);
-      return function cancel() {
-        const at = timers.indexOf(timer);
-        if (at !== -1) timers.splice(at, 1);
-      };
+      return timers.add(callback, delayMs);
     },
     sleep(ms: number): Promise<void> {
       return new Promise((resolve) => clock.schedule(resolve, ms));
@@ -162,24 +81,173 @@ export function createVirtualClock({
       if (!Number.isFinite(ms) || ms < 0) {
         throw new RangeError('advance() takes a duration >= 0 ms');
       }
-      const target = current + ms;
-      await runUntil(target);
-      current = Math.max(current, target);
-      rethrow();
+      const target = timers.now + ms;
+      await runUntil(timers, work, target);
+      timers.now = Math.max(timers.now, target);
+      work.errors.rethrow();
     },
     async runAll(): Promise<void> {
       for (;;) {
-        await runUntil(Number.POSITIVE_INFINITY);
-        if (work.size === 0) return rethrow();
+        await runUntil(timers, work, Number.POSITIVE_INFINITY);
+        if (work.size === 0) return work.errors.rethrow();
         // Work is left but no timer: it waits for something real (a socket); let it finish.
-        await Promise.race(work);
+        await work.anySettled();
       }
     },
     get pending() {
-      return timers.length;
+      return timers.size;
     },
   };
   return clock;
+}
+
+/** Fire timers up to `limit`, one instant at a time, letting the work of each settle. */
+async function runUntil(timers: TimerQueue, work: PendingWork, limit: number): Promise<void> {
+  await work.settle();
+  let fired = 0;
+  while (fireNext(timers, work, limit)) {
+    if (++fired > MAX_TIMERS_PER_RUN) {
+      throw new Error('too many timers: a timer keeps rescheduling itself');
+    }
+    await work.settle();
+  }
+}
+
+/** Fire every timer due at the earliest instant <= limit; false when there is none. */
+function fireNext(timers: TimerQueue, work: PendingWork, limit: number): boolean {
+  const due = timers.takeNext(limit);
+  if (due === undefined) return false;
+  for (const timer of due) {
+    try {
+      work.track(timer.callback());
+    } catch (error) {
+      // The other timers still run; the error surfaces when this run ends.
+      work.errors.add(error);
+    }
+  }
+  return true;
+}
+
+/** The virtual now and the timers waiting, sorted by due time, ties in the order scheduled. */
+class TimerQueue {
+  /** The virtual time, in ms since the epoch. */
+  now: number;
+  readonly #timers: Timer[] = [];
+
+  constructor(start: number) {
+    this.now = start;
+  }
+
+  /** How many timers are waiting. */
+  get size(): number {
+    return this.#timers.length;
+  }
+
+  /** Queue `callback` to run `delayMs` from now; returns a function that cancels it. */
+  add(callback: () => unknown, delayMs: number): () => void {
+    const timers = this.#timers;
+    const delay = Number.isFinite(delayMs) ? Math.max(0, delayMs) : 0;
+    const timer: Timer = { at: this.now + delay, callback };
+    // Sorted by due time, ties in the order scheduled: an insertion from the end is enough.
+    let index = timers.length;
+    while (index > 0 && (timers[index - 1] as Timer).at > timer.at) index--;
+    timers.splice(index, 0, timer);
+    return function cancel() {
+      const at = timers.indexOf(timer);
+      if (at !== -1) timers.splice(at, 1);
+    };
+  }
+
+  /**
+   * Move now to the earliest due time if it is <= limit (never back), and take every timer due
+   * then; undefined when there is none.
+   */
+  takeNext(limit: number): Timer[] | undefined {
+    const timers = this.#timers;
+    const first = timers[0];
+    if (first === undefined || first.at > limit) return undefined;
+    this.now = Math.max(this.now, first.at);
+    const due: Timer[] = [];
+    while (timers[0] !== undefined && timers[0].at <= this.now) due.push(timers.shift() as Timer);
+    return due;
+  }
+}
+
+/** The promises timer callbacks returned, still pending, and what callbacks threw. */
+class PendingWork {
+  readonly #settleMs: number;
+  readonly #work = new Set<Promise<unknown>>();
+  #settledCount = 0;
+  /** What callbacks threw or rejected with, rethrown when a run ends. */
+  readonly errors = new CallbackErrors();
+
+  constructor(settleMs: number) {
+    this.#settleMs = settleMs;
+  }
+
+  /** How many promises are still pending. */
+  get size(): number {
+    return this.#work.size;
+  }
+
+  /** Wait for what a callback returned, if it is a promise; keep what it rejects with. */
+  track(result: unknown): void {
+    if (!isPromiseLike(result)) return;
+    const promise = Promise.resolve(result).then(
+      () => undefined,
+      (error: unknown) => this.errors.add(error),
+    );
+    this.#work.add(promise);
+    void promise.finally(() => {
+      this.#work.delete(promise);
+      this.#settledCount++;
+    });
+  }
+
+  /** Resolves once any pending promise settles (they never reject). */
+  anySettled(): Promise<unknown> {
+    return Promise.race(this.#work);
+  }
+
+  /** Wait until pending work settles, or makes no progress for settleMs of real time. */
+  async settle(): Promise<void> {
+    const work = this.#work;
+    while (work.size > 0) {
+      const before = this.#settledCount;
+      // Most work (an in-process receiver) is done after a few turns of the event loop.
+      for (let turn = 0; turn < 10 && work.size > 0 && this.#settledCount === before; turn++) {
+        await nextTurn();
+      }
+      if (work.size === 0) return;
+      if (this.#settledCount !== before) continue;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        this.anySettled(),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#settleMs))),
+      ]);
+      clearTimeout(timer);
+      if (this.#settledCount === before && work.size > 0) return; // waiting for virtual time
+    }
+  }
+}
+
+/** What timer callbacks threw or rejected with, kept until the run that ran them ends. */
+class CallbackErrors {
+  readonly #errors: unknown[] = [];
+
+  /** Keep an error, to rethrow when the run ends. */
+  add(error: unknown): void {
+    this.#errors.push(error);
+  }
+
+  /** Throw what callbacks threw since the last time: the one error, or an AggregateError. */
+  rethrow(): void {
+    if (this.#errors.length === 0) return;
+    const thrown = this.#errors.splice(0);
+    throw thrown.length === 1
+      ? thrown[0]
+      : new AggregateError(thrown, `${thrown.length} timer callbacks failed`);
+  }
 }
 
 function nextTurn(): Promise<void> {
