@@ -54,10 +54,12 @@ import { formatMessage } from 'publint/utils';
  * generations of its own instead of lru-cache, a dependency of 6 kB gzipped that users no longer
  * load: 17,800. 18,065 once the pipeline became typed stages with named endings, the receiver
  * was split into its jobs (settings, registry, reporting, answers) and failures carried their
- * cause chain (about 500 bytes, most of it names a reader needs): 18,400. Raise it on purpose,
- * in the same change that makes the core bigger.
+ * cause chain (about 500 bytes, most of it names a reader needs): 18,400. About 18,500 once
+ * the core exported the adapter kit (defineAdapter, answerHeaders, closingHeaders: what every
+ * adapter shares, written once) and each framework's own raw-body fix: 18,800. Raise it on
+ * purpose, in the same change that makes the core bigger.
  */
-const CORE_GZIP_BUDGET = 18_400;
+const CORE_GZIP_BUDGET = 18_800;
 
 /**
  * Largest fixture file the package may ship: the biggest real body is about 12 kB. A body made to
