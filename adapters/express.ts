@@ -15,6 +15,20 @@ interface ParsedRequest {
   rawBody?: unknown;
 }
 
+/** Options of {@link expressMiddleware}. */
+export interface ExpressMiddlewareOptions {
+  /**
+   * The tenant the route names, when one endpoint serves many schools (docs/tenants.md); required
+   * when the receiver's `secret` is a lookup.
+   *
+   * @example
+   * ```ts
+   * app.post('/webhooks/school/:tenant', expressMiddleware(receiver, { tenant: (req) => req.params.tenant }));
+   * ```
+   */
+  tenant?: ((req: Request) => string | undefined) | undefined;
+}
+
 const expressAdapter = defineAdapter<[Request, Response], void>({
   rawBodyFix:
     'mount expressMiddleware before express.json(), or keep the raw bytes: ' +
@@ -46,8 +60,11 @@ const expressAdapter = defineAdapter<[Request, Response], void>({
  * app.use(express.json());
  * ```
  */
-export function expressMiddleware(receiver: Receiver): RequestHandler {
-  return expressAdapter(receiver);
+export function expressMiddleware(
+  receiver: Receiver,
+  options?: ExpressMiddlewareOptions,
+): RequestHandler {
+  return expressAdapter(receiver, options);
 }
 
 /**

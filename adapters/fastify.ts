@@ -12,8 +12,22 @@ import type { Receiver } from '../src/receiver.js';
 export interface SchoolhooksPluginOptions {
   /** The receiver that answers each delivery. */
   receiver: Receiver;
-  /** The route's path, e.g. `/webhooks/school`. */
+  /** The route's path, e.g. `/webhooks/school` (or `/webhooks/school/:tenant`). */
   path: string;
+  /**
+   * The tenant the route names, when one endpoint serves many schools (docs/tenants.md); required
+   * when the receiver's `secret` is a lookup.
+   *
+   * @example
+   * ```ts
+   * await app.register(schoolhooksPlugin, {
+   *   receiver,
+   *   path: '/webhooks/school/:tenant',
+   *   tenant: (request) => (request.params as { tenant?: string }).tenant,
+   * });
+   * ```
+   */
+  tenant?: ((request: FastifyRequest) => string | undefined) | undefined;
 }
 
 const fastifyAdapter = defineAdapter<[FastifyRequest, FastifyReply], FastifyReply>({
@@ -48,9 +62,9 @@ const fastifyAdapter = defineAdapter<[FastifyRequest, FastifyReply], FastifyRepl
  * ```
  */
 export const schoolhooksPlugin: FastifyPluginAsync<SchoolhooksPluginOptions> =
-  async function schoolhooksPlugin(app, { receiver, path }) {
+  async function schoolhooksPlugin(app, { receiver, path, tenant }) {
     // This scope only: every content type is left unread, for the receiver to judge and read.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', (_request, _payload, done) => done(null));
-    app.all(path, fastifyAdapter(receiver));
+    app.all(path, fastifyAdapter(receiver, { tenant }));
   };

@@ -8,6 +8,21 @@ import { defineAdapter } from '../src/adapter-kit.js';
 import { fetchRequestBody, fetchRequestHeaders } from './fetch-request-input.js';
 import type { Receiver } from '../src/receiver.js';
 
+/** Options of {@link fetchHandler}. */
+export interface FetchHandlerOptions {
+  /**
+   * The tenant the request names, when one endpoint serves many schools (docs/tenants.md);
+   * required when the receiver's `secret` is a lookup.
+   *
+   * @example
+   * ```ts
+   * // /webhooks/school/<tenant>
+   * fetchHandler(receiver, { tenant: (request) => new URL(request.url).pathname.split('/')[3] });
+   * ```
+   */
+  tenant?: ((request: Request, env?: unknown) => string | undefined) | undefined;
+}
+
 const fetchAdapter = defineAdapter<[request: Request, env?: unknown], Response>({
   rawBodyFix:
     "hand fetchHandler the Request before anything reads its body (request.json(), a framework's " +
@@ -40,6 +55,7 @@ const fetchAdapter = defineAdapter<[request: Request, env?: unknown], Response>(
  */
 export function fetchHandler(
   receiver: Receiver,
+  options?: FetchHandlerOptions,
 ): (request: Request, env?: unknown) => Promise<Response> {
-  return fetchAdapter(receiver);
+  return fetchAdapter(receiver, options);
 }

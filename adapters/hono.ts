@@ -9,6 +9,20 @@ import { defineAdapter } from '../src/adapter-kit.js';
 import { fetchRequestBody, fetchRequestHeaders } from './fetch-request-input.js';
 import type { Receiver } from '../src/receiver.js';
 
+/** Options of {@link honoHandler}. */
+export interface HonoHandlerOptions {
+  /**
+   * The tenant the route names, when one endpoint serves many schools (docs/tenants.md); required
+   * when the receiver's `secret` is a lookup.
+   *
+   * @example
+   * ```ts
+   * app.post('/webhooks/school/:tenant', honoHandler(receiver, { tenant: (c) => c.req.param('tenant') }));
+   * ```
+   */
+  tenant?: ((c: Context) => string | undefined) | undefined;
+}
+
 const honoAdapter = defineAdapter<[Context], Response>({
   rawBodyFix:
     'route the webhook to honoHandler before any middleware that reads the body ' +
@@ -43,6 +57,9 @@ const honoAdapter = defineAdapter<[Context], Response>({
  * app.post('/webhooks/school', honoHandler(receiver));
  * ```
  */
-export function honoHandler(receiver: Receiver): (c: Context) => Promise<Response> {
-  return honoAdapter(receiver);
+export function honoHandler(
+  receiver: Receiver,
+  options?: HonoHandlerOptions,
+): (c: Context) => Promise<Response> {
+  return honoAdapter(receiver, options);
 }

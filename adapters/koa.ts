@@ -12,6 +12,17 @@ import type { Receiver, WebhookRequest } from '../src/receiver.js';
 export interface KoaMiddlewareOptions {
   /** The only path answered, query string aside; others go to the next middleware. Default: every path. */
   path?: string;
+  /**
+   * The tenant the request names, when one endpoint serves many schools (docs/tenants.md);
+   * required when the receiver's `secret` is a lookup.
+   *
+   * @example
+   * ```ts
+   * // with @koa/router
+   * router.post('/webhooks/school/:tenant', koaMiddleware(receiver, { tenant: (ctx) => ctx.params.tenant }));
+   * ```
+   */
+  tenant?: ((ctx: Context) => string | undefined) | undefined;
 }
 
 const koaAdapter = defineAdapter<[Context], void>({
@@ -47,8 +58,11 @@ const koaAdapter = defineAdapter<[Context], void>({
  * app.use(koaMiddleware(receiver, { path: '/webhooks/school' }));
  * ```
  */
-export function koaMiddleware(receiver: Receiver, { path }: KoaMiddlewareOptions = {}): Middleware {
-  const answer = koaAdapter(receiver);
+export function koaMiddleware(
+  receiver: Receiver,
+  { path, tenant }: KoaMiddlewareOptions = {},
+): Middleware {
+  const answer = koaAdapter(receiver, { tenant });
   if (path === undefined) return answer;
   return function schoolhooksKoaMiddleware(ctx, next) {
     return ctx.path === path ? answer(ctx) : next();

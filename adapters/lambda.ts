@@ -24,6 +24,8 @@ export interface LambdaV1Event {
   isBase64Encoded?: boolean | undefined;
   /** ALB events carry `elb` in it. */
   requestContext?: object | null | undefined;
+  /** The route's parameters (API Gateway), e.g. `{ tenant: 'school-a' }` on `/webhooks/school/{tenant}`. */
+  pathParameters?: Readonly<Record<string, string | undefined>> | null | undefined;
 }
 
 /** An API Gateway HTTP API (payload 2.0) or Function URL event: what the handler reads of it. */
@@ -33,6 +35,22 @@ export interface LambdaV2Event {
   body?: string | null | undefined;
   isBase64Encoded?: boolean | undefined;
   requestContext: { http: { method: string } };
+  /** The route's parameters (HTTP API), e.g. `{ tenant: 'school-a' }` on `/webhooks/school/{tenant}`. */
+  pathParameters?: Readonly<Record<string, string | undefined>> | null | undefined;
+}
+
+/** Options of {@link lambdaHandler}. */
+export interface LambdaHandlerOptions {
+  /**
+   * The tenant the event names, when one function serves many schools (docs/tenants.md); required
+   * when the receiver's `secret` is a lookup.
+   *
+   * @example
+   * ```ts
+   * export const handler = lambdaHandler(receiver, { tenant: (event) => event.pathParameters?.tenant });
+   * ```
+   */
+  tenant?: ((event: LambdaEvent, context?: unknown) => string | undefined) | undefined;
 }
 
 /** Any event {@link lambdaHandler} answers. */
@@ -82,8 +100,9 @@ const lambdaAdapter = defineAdapter<[event: LambdaEvent, context?: unknown], Lam
  */
 export function lambdaHandler(
   receiver: Receiver,
+  options?: LambdaHandlerOptions,
 ): (event: LambdaEvent, context?: unknown) => Promise<LambdaResult> {
-  return lambdaAdapter(receiver);
+  return lambdaAdapter(receiver, options);
 }
 
 function bodyOf({ body, isBase64Encoded }: LambdaEvent): WebhookRequest['body'] {

@@ -56,13 +56,34 @@ export interface SchoolhooksReceiver extends Receiver {}
  * Options of {@link SchoolhooksModule.forRoot}: the route's path, and any `createReceiver` option
  * (or a receiver made elsewhere, e.g. one an inbox worker shares).
  */
-export type SchoolhooksModuleOptions = (ReceiverOptions | { receiver: Receiver }) & {
+export type SchoolhooksModuleOptions = (ReceiverOptions | { receiver: Receiver }) & RouteOptions;
+
+/** What the module's route reads of a request to name its tenant: its parameters, on Express and Fastify. */
+export interface SchoolhooksRouteRequest {
+  /** The route's parameters: `params.tenant` on a path `/webhooks/school/:tenant`. */
+  readonly params?: Readonly<Record<string, string | undefined>> | undefined;
+  /** The request's URL, path and query. */
+  readonly url?: string | undefined;
+}
+
+/** The module's route: its path, and the tenant it names. */
+interface RouteOptions {
   /** The route's path, e.g. `/webhooks/school` (after the app's global prefix, if any). */
   path: string;
-};
+  /**
+   * The tenant the route names, when one endpoint serves many schools (docs/tenants.md); required
+   * when the receiver's `secret` is a lookup.
+   *
+   * @example
+   * ```ts
+   * SchoolhooksModule.forRoot({ secret: lookup, path: '/webhooks/school/:tenant', tenant: (req) => req.params?.tenant });
+   * ```
+   */
+  tenant?: ((request: SchoolhooksRouteRequest) => string | undefined) | undefined;
+}
 
 /** Options of {@link SchoolhooksModule.forRootAsync}: the receiver's options come from a factory. */
-export interface SchoolhooksModuleAsyncOptions {
+export interface SchoolhooksModuleAsyncOptions extends RouteOptions {
   /** The route's path: Nest's routes are fixed when the module is defined, before any factory runs. */
   path: string;
   /** Modules that export what the factory injects (e.g. `ConfigModule`). */
@@ -100,7 +121,7 @@ export function OnSchoolEvent<N extends KnownEventName>(
 }
 
 /** What the route reads of a request: Express's (a Node stream) or Fastify's (`raw` is one). */
-interface NestRequest {
+interface NestRequest extends SchoolhooksRouteRequest {
   method: string;
   headers: HeadersInput;
   /** The raw bytes, kept by Nest when the app is created with `rawBody: true`. */
@@ -112,7 +133,7 @@ const RAW_BODY_FIX =
   'create the app with NestFactory.create(AppModule, { rawBody: true }) so Nest keeps the bytes ' +
   'the platform signed';
 
-function controllerFor(path: string): Type<unknown> {
+function controllerFor({ path, tenant }: RouteOptions): Type<unknown> {
   @Controller()
   class SchoolhooksController {
     readonly #logger = new Logger('SchoolhooksModule');
@@ -136,7 +157,7 @@ function controllerFor(path: string): Type<unknown> {
           for (const name in headers) httpAdapter.setHeader(res, name, headers[name]!);
           httpAdapter.reply(res, body, status);
         },
-      })(receiver);
+      })(receiver, { tenant });
     }
 
     @All(path)
@@ -265,10 +286,10 @@ export class SchoolhooksModule {
   static forRoot(options: SchoolhooksModuleOptions): DynamicModule {
     const receiverOf = () => {
       if ('receiver' in options) return options.receiver;
-      const { path: _path, ...receiverOptions } = options;
+      const { path: _path, tenant: _tenant, ...receiverOptions } = options;
       return createReceiver(receiverOptions);
     };
-    return moduleOf(options.path, { provide: SchoolhooksReceiver, useFactory: receiverOf });
+    return moduleOf(options, { provide: SchoolhooksReceiver, useFactory: receiverOf });
   }
 
   /**
@@ -286,13 +307,14 @@ export class SchoolhooksModule {
    */
   static forRootAsync({
     path,
+    tenant,
     imports = [],
     useFactory,
     inject = [],
   }: SchoolhooksModuleAsyncOptions): DynamicModule {
     const receiverOf = async (...args: never[]) => createReceiver(await useFactory(...args));
     return moduleOf(
-      path,
+      { path, tenant },
       { provide: SchoolhooksReceiver, useFactory: receiverOf, inject },
       imports,
     );
@@ -300,7 +322,7 @@ export class SchoolhooksModule {
 }
 
 function moduleOf(
-  path: string,
+  route: RouteOptions,
   receiver: NonNullable<ModuleMetadata['providers']>[number],
   imports: NonNullable<ModuleMetadata['imports']> = [],
 ): DynamicModule {
@@ -308,7 +330,7 @@ function moduleOf(
     module: SchoolhooksModule,
     global: true,
     imports: [DiscoveryModule, ...imports],
-    controllers: [controllerFor(path)],
+    controllers: [controllerFor(route)],
     providers: [receiver, SchoolhooksExplorer],
     exports: [SchoolhooksReceiver],
   };

@@ -14,6 +14,17 @@ import type { Receiver } from '../src/receiver.js';
 export interface NodeListenerOptions {
   /** The only path answered, query string aside; any other is answered 404. Default: every path. */
   path?: string;
+  /**
+   * The tenant the request names, when one endpoint serves many schools (docs/tenants.md);
+   * required when the receiver's `secret` is a lookup.
+   *
+   * @example
+   * ```ts
+   * // /webhooks/school/<tenant>
+   * nodeListener(receiver, { tenant: (req) => req.url?.split('?')[0]?.split('/')[3] });
+   * ```
+   */
+  tenant?: ((req: IncomingMessage) => string | undefined) | undefined;
 }
 
 const nodeAdapter = defineAdapter<[IncomingMessage, ServerResponse], void>({
@@ -45,9 +56,9 @@ const ANSWERED = Promise.resolve();
  */
 export function nodeListener(
   receiver: Receiver,
-  { path }: NodeListenerOptions = {},
+  { path, tenant }: NodeListenerOptions = {},
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
-  const answer = nodeAdapter(receiver);
+  const answer = nodeAdapter(receiver, { tenant });
   if (path === undefined) return answer;
   const withQuery = `${path}?`;
   return function schoolhooksListener(req, res) {

@@ -101,11 +101,21 @@ type CutRun = Stages<PipelineRequest, unknown, Ending, Arrival>;
 
 /** The steps of `dispatchNow` up to each cut, each cut the one before and one step more. */
 function cutRuns(pipeline: DeliveryPipeline): Record<PipelineCut, CutRun> {
-  const { checkRequest, readBody, verify, parse, checkAge, validate, claim, dispatch } = pipeline;
+  const {
+    checkRequest,
+    readBody,
+    findSecrets,
+    verify,
+    parse,
+    checkAge,
+    validate,
+    claim,
+    dispatch,
+  } = pipeline;
   const read = Stages.start<PipelineRequest, Arrival, Ending>(Ending.is)
     .then(checkRequest)
     .then(readBody);
-  const parsed = read.then(verify).then(parse);
+  const parsed = read.then(findSecrets).then(verify).then(parse);
   const aged = parsed.then(checkAge);
   const validated = aged.then(validate);
   const claimed = validated.then(claim<Validated>);
@@ -139,6 +149,7 @@ function cutHandler(cut: PipelineCut): WebHandler {
     const arrival: Arrival = {
       signature: getHeader(input.headers, 'signature'),
       attempt: 1,
+      tenant: undefined,
       observation: undefined,
     };
     const given = await run.run(input, arrival);

@@ -26,6 +26,7 @@ import {
   runHandlers,
 } from '../src/internal.js';
 import type { Outcome } from '../src/outcome.js';
+import type { Verifier } from '../src/signature.js';
 import { BENCH_RECEIVER_OPTIONS } from './bodies.js';
 
 /** The status and JSON body a delivery is answered with. */
@@ -47,8 +48,10 @@ function answered(outcome: Outcome, idempotencyKey?: string): SameWorkAnswer {
 export function sameWork(
   onEvent: () => void,
 ): (body: Uint8Array, signature: string | null | undefined) => Promise<SameWorkAnswer> {
-  const { verifier, store, maxEventAgeMs, dedupTtlMs, leaseMs, handlerTimeoutMs, now } =
+  const { secretSource, store, maxEventAgeMs, dedupTtlMs, leaseMs, handlerTimeoutMs, now } =
     checkOptions({ ...BENCH_RECEIVER_OPTIONS, logger: false });
+  // The receiver's own secrets: the one verifier, whatever the tenant.
+  const verifier = secretSource.verifierOf(undefined) as Verifier;
   const deadlines = new DeadlineQueue(handlerTimeoutMs);
   const handlers = [
     async () => {

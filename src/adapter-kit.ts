@@ -9,6 +9,7 @@
  * @module
  */
 
+import { ConfigError } from './errors.js';
 import type { HeadersInput } from './headers.js';
 import { OUTCOME_STATUS } from './outcome.js';
 import type { Receiver, WebhookRequest, WebhookResult } from './receiver.js';
@@ -78,9 +79,22 @@ export interface AdapterDefinition<Args extends AdapterArgs, Output> {
   write(answer: WebhookResult, headers: Record<string, string>, ...args: Args): Output;
 }
 
+/** What every adapter takes besides the receiver. */
+export interface AdapterOptions<Args extends AdapterArgs> {
+  /**
+   * The tenant the request's route names, when one endpoint serves many schools
+   * (docs/tenants.md): read from the route (`(req) => req.params.tenant`). Its secrets verify the
+   * delivery, its keys are apart from every other tenant's, handlers see it as `ctx.tenant`.
+   * Required when the receiver's `secret` is a lookup: without it the adapter throws a
+   * `ConfigError` when it is made.
+   */
+  readonly tenant?: ((...args: Args) => string | undefined) | undefined;
+}
+
 /** An adapter: given a receiver, the framework's handler of webhook deliveries. */
 export type Adapter<Args extends AdapterArgs, Output> = (
   receiver: Receiver,
+  options?: AdapterOptions<Args>,
 ) => (...args: Args) => Promise<Output>;
 
 /**
@@ -109,20 +123,31 @@ export function defineAdapter<Args extends AdapterArgs, Output>(
 ): Adapter<Args, Output> {
   // Called with two arguments whatever the framework passes: no rest array per request.
   const { rawBodyFix, method, headers, body, write } = definition as unknown as Definition<Output>;
-  return (receiver) => {
+  return (receiver, options) => {
+    const tenantOf = options?.tenant as ((input: unknown, extra: unknown) => unknown) | undefined;
+    if (tenantOf === undefined && receiver.needsTenant) throw tenantMissing();
     async function schoolhooksAdapter(input: unknown, extra: unknown): Promise<Output> {
-      // The one request object of a delivery: a per-request value the receiver comes to take
-      // (a tenant of the route) is read here, for every adapter at once.
+      // The one request object of a delivery: what every adapter reads is read here, once.
       const answer = await receiver.handle({
         method: method(input, extra),
         headers: headers(input, extra),
         body: body(input, extra),
         rawBodyFix,
+        tenant: tenantOf === undefined ? undefined : (tenantOf(input, extra) as string | undefined),
       });
       return write(answer, answerHeaders(answer.status), input, extra);
     }
     return schoolhooksAdapter as unknown as (...args: Args) => Promise<Output>;
   };
+}
+
+/** A receiver whose secret is looked up per tenant, given to an adapter that reads no tenant. */
+function tenantMissing(): ConfigError {
+  return new ConfigError(
+    "the receiver's secret is looked up per tenant, so the adapter must read each request's " +
+      'tenant from its route: pass it a `tenant` option, e.g. `{ tenant: (req) => req.params.tenant }` ' +
+      '(docs/tenants.md)',
+  );
 }
 
 /** {@link AdapterDefinition} as the kit calls it: always with both arguments. */

@@ -26,6 +26,12 @@ export const RECEIVER_DEFAULTS = /* @__PURE__ */ constants(
       handlerTimeoutMs: 10 * SECOND,
       /** How far in the future a `timestamp` may lie (clock skew between the platform and us). */
       futureSkewMs: 5 * MINUTE,
+      /** With a secret lookup: how long a tenant's answer is cached (a rotation takes effect after it). */
+      secretCacheMs: MINUTE,
+      /** With a secret lookup: tenants cached at the most. */
+      secretCacheSize: 10_000,
+      /** With a secret lookup: how long one may take, so lookup and handlers fit the platform's wait. */
+      secretLookupTimeoutMs: 3 * SECOND,
     }) as const,
 );
 

@@ -11,6 +11,8 @@ import type { SignatureFailure, SignatureFailureReason } from './signature-failu
 export type SchoolhooksErrorCode =
   | 'config'
   | 'request_rejected'
+  | 'unknown_tenant'
+  | 'secret_unavailable'
   | 'invalid_signature'
   | 'malformed'
   | 'stale'
@@ -69,6 +71,40 @@ export class RequestRejectedError extends SchoolhooksError {
   constructor(outcome: RequestRejectedError['outcome'], message: string) {
     super('request_rejected', message);
     this.outcome = outcome;
+  }
+}
+
+/**
+ * The delivery's tenant has no secret: the secret lookup gave `undefined` for it, or the request
+ * named no tenant although the secret is looked up per tenant (docs/tenants.md).
+ */
+export class UnknownTenantError extends SchoolhooksError {
+  override name = 'UnknownTenantError' as const;
+  /** The tenant the request named; undefined when it named none. */
+  readonly tenant: string | undefined;
+  constructor(tenant: string | undefined, why = 'has no secret (the secret lookup gave none)') {
+    super(
+      'unknown_tenant',
+      tenant === undefined
+        ? 'the request names no tenant, and the secret is looked up per tenant: give the ' +
+            'adapter a `tenant` option (or handle() a `tenant`) that reads it from the route'
+        : `tenant ${JSON.stringify(tenant.length > 100 ? `${tenant.slice(0, 100)}…` : tenant)} ${why}`,
+    );
+    this.tenant = tenant;
+  }
+}
+
+/**
+ * The secret lookup of the delivery's tenant threw, outlasted its bound (`secretLookupTimeoutMs`)
+ * or gave a secret that is empty or not a string: the delivery is answered 503 and retried.
+ */
+export class SecretUnavailableError extends SchoolhooksError {
+  override name = 'SecretUnavailableError' as const;
+  /** The tenant whose secret could not be had. */
+  readonly tenant: string;
+  constructor(tenant: string, message: string, options?: { cause?: unknown }) {
+    super('secret_unavailable', message, options);
+    this.tenant = tenant;
   }
 }
 

@@ -23,7 +23,11 @@ export type { HeadersInput, HeadersLike } from './headers.js';
 export { nodeBodyReader, requestBodyReader } from './body.js';
 export type { BodyReader, NodeBodyStream } from './body.js';
 export { answerHeaders, closingHeaders, defineAdapter } from './adapter-kit.js';
-export type { Adapter, AdapterArgs, AdapterDefinition } from './adapter-kit.js';
+export type { Adapter, AdapterArgs, AdapterDefinition, AdapterOptions } from './adapter-kit.js';
+
+// Many schools on one endpoint: a secret per tenant (docs/tenants.md)
+export type { SecretLookup, SecretLookupAnswer, SecretLookupRequest } from './secret-source.js';
+export { deliveryKeyOf, isTenantName, MAX_TENANT_LENGTH } from './delivery-key.js';
 
 // Signatures
 export { computeSignature, verifySignature } from './signature.js';
@@ -82,9 +86,11 @@ export {
   PayloadValidationError,
   RequestRejectedError,
   SchoolhooksError,
+  SecretUnavailableError,
   SignatureError,
   StaleEventError,
   StoreUnavailableError,
+  UnknownTenantError,
 } from './errors.js';
 export type { PayloadIssue, SchoolhooksErrorCode } from './errors.js';
 

@@ -56,6 +56,8 @@ export const OUTCOMES = {
   unsupported_media_type: rule(415, 'info', 'refused', { verified: false, run: 'dead_letter' }),
   body_unavailable: rule(500, 'error', 'failed', { verified: false, run: 'dead_letter' }),
   too_large: rule(413, 'info', 'refused', { verified: false, run: 'dead_letter' }),
+  unknown_tenant: rule(404, 'warn', 'refused', { verified: false, run: 'retry' }),
+  secret_unavailable: rule(503, 'error', 'failed', { verified: false, run: 'retry' }),
   invalid_signature: rule(401, 'warn', 'refused', { verified: false, run: 'dead_letter' }),
   malformed: rule(400, 'warn', 'refused', { verified: false, run: 'dead_letter' }),
   stale: rule(422, 'warn', 'refused', { verified: true, run: 'dead_letter' }),

@@ -1,17 +1,18 @@
 /**
- * The steps of a delivery, each named for what it checks (docs/receiving.md), and the three runs they make: an HTTP delivery whose handlers run now (request,
- * body, verify, parse, age, validate, claim, dispatch), one handed to an inbox (… age, claim,
- * hand off), and a worker's run of a stored delivery (verify, parse, validate, its run's key,
- * claim, dispatch).
+ * The steps of a delivery, each named for what it checks (docs/receiving.md), and the three runs
+ * they make: an HTTP delivery whose handlers run now (request, body, secrets, verify, parse, age,
+ * validate, claim, dispatch), one handed to an inbox (… age, claim, hand off), and a worker's run
+ * of a stored delivery (secrets, verify, parse, validate, its run's key, claim, dispatch).
  *
  * Each step takes what the step before it gave and gives what the next one takes (the request,
- * then the raw body, then {@link Verified}, {@link Parsed}, {@link Validated}, {@link Claimed}),
+ * then the raw body, then {@link Keyed}, {@link Verified}, {@link Parsed}, {@link Validated}, {@link Claimed}),
  * or the {@link Ending} of the delivery, or a promise of either. `Stages` (run-steps.ts) runs
  * them and is the one place that decides when to wait.
  * @module
  */
 
 import { declaredLength } from './body.js';
+import { deliveryKeyOf, isTenantName, MAX_TENANT_LENGTH, runKeyOf } from './delivery-key.js';
 import { DeadlineQueue } from './deadlines.js';
 import { RECEIVER_DEFAULTS } from './defaults.js';
 import { Ending } from './ending.js';
@@ -25,9 +26,11 @@ import {
   MalformedEnvelopeError,
   PayloadValidationError,
   RequestRejectedError,
+  SecretUnavailableError,
   SignatureError,
   StaleEventError,
   StoreUnavailableError,
+  UnknownTenantError,
   withCauses,
   type SchoolhooksError,
 } from './errors.js';
@@ -49,6 +52,7 @@ import {
   type HandlersSettled,
 } from './run-handlers.js';
 import { isPromiseLike, nowOrLater, Stages, type MaybePromise } from './run-steps.js';
+import type { SecretSource } from './secret-source.js';
 import type { Fingerprint, RawBody, Verifier } from './signature.js';
 import { signatureFailureOf } from './signature-failure.js';
 import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './stores/types.js';
@@ -74,12 +78,20 @@ export interface Arrival {
   readonly signature: string | undefined;
   /** The attempt, 1 for an HTTP delivery; handlers see it as `ctx.attempt`. */
   readonly attempt: number;
+  /** The tenant the route named (many schools on one endpoint); handlers see it as `ctx.tenant`. */
+  readonly tenant: string | undefined;
   readonly observation: DeliveryObservation | undefined;
 }
 
-/** What `verify` gives: a body whose signature matched a secret. */
-export interface Verified {
+/** What `findSecrets` gives: the raw body and the verifier of the delivery's secrets. */
+export interface Keyed {
   readonly body: RawBody;
+  /** The delivery's secrets (its tenant's, with a lookup), their keys prepared. */
+  readonly verifier: Verifier;
+}
+
+/** What `verify` gives: a body whose signature matched a secret. */
+export interface Verified extends Keyed {
   /** The body's fingerprint under the first secret (what a completed key remembers). */
   readonly fingerprint: Fingerprint;
 }
@@ -91,7 +103,10 @@ export interface Parsed extends Verified {
   readonly text: string;
   /** The envelope's timestamp, in ms since the epoch. */
   readonly timestampMs: number;
-  /** The key claimed in the store: the idempotencyKey, or a stored run's own ({@link runKeyOf}). */
+  /**
+   * The key claimed in the store: the idempotencyKey (scoped to the tenant when there is one),
+   * or a stored run's own (delivery-key.ts).
+   */
   readonly key: string;
 }
 
@@ -114,8 +129,9 @@ export type DeliveryRun<In> = Stages<In, never, Ending, Arrival>;
 
 /** What the steps share: the receiver's options, prepared. */
 export interface PipelineConfig {
-  verifier: Verifier;
-  /** The secrets, for a HandlerError to hide should its cause's message hold one. */
+  /** Where each delivery's secrets come from. */
+  secretSource: SecretSource;
+  /** The receiver's own secrets, for an error to hide should its cause's message hold one. */
   secrets: readonly string[];
   store: IdempotencyStore;
   /** Where deliveries are handed off to, if anywhere. */
@@ -134,11 +150,6 @@ export interface PipelineConfig {
   reportError: (error: SchoolhooksError) => void;
 }
 
-/** The key a worker's run of a stored delivery holds in the store (the delivery's own key is done). */
-export function runKeyOf(idempotencyKey: string): string {
-  return `inbox-run:${idempotencyKey}`;
-}
-
 /** The steps of the pipeline, bound to one receiver's configuration, and their runs. */
 export class DeliveryPipeline {
   readonly #config: PipelineConfig;
@@ -155,10 +166,11 @@ export class DeliveryPipeline {
   constructor(config: PipelineConfig) {
     this.#config = config;
     this.#handlerDeadlines = new DeadlineQueue(config.handlerTimeoutMs);
-    const { checkRequest, readBody, verify, parse, checkAge, validate, claim } = this;
+    const { checkRequest, readBody, findSecrets, verify, parse, checkAge, validate, claim } = this;
     const checked = Stages.start<PipelineRequest, Arrival, Ending>(Ending.is)
       .then(checkRequest)
       .then(readBody)
+      .then(findSecrets)
       .then(verify)
       .then(parse)
       .then(checkAge);
@@ -168,6 +180,7 @@ export class DeliveryPipeline {
       .then(this.dispatch);
     this.handToInbox = checked.then(claim<Parsed>).then(this.handOff);
     this.runStored = Stages.start<RawBody, Arrival, Ending>(Ending.is)
+      .then(findSecrets)
       .then(verify)
       .then(parse)
       .then(validate)
@@ -218,25 +231,46 @@ export class DeliveryPipeline {
     return byteLength(body, maxBodyBytes) > maxBodyBytes ? tooLarge(maxBodyBytes) : body;
   }
 
-  /** Step 3, verify: 401 unless the signature matches a secret; the body's fingerprint if it does. */
-  verify = (body: RawBody, { signature }: Arrival): MaybePromise<Verified | Ending> =>
+  /**
+   * Step 3, secrets: the verifier of the receiver's secrets, or of the tenant's (looked up, or
+   * cached): 404 `unknown_tenant` for a tenant that has none, 503 `secret_unavailable` when the
+   * lookup fails, outlasts its bound or gives an unusable secret.
+   */
+  findSecrets = (body: RawBody, { tenant }: Arrival): MaybePromise<Keyed | Ending> => {
+    if (tenant !== undefined && !isTenantName(tenant)) {
+      const why = `is not a tenant name (empty, over ${MAX_TENANT_LENGTH} characters, or with U+0000 or a lone surrogate)`;
+      return Ending.beforeEvent('unknown_tenant', new UnknownTenantError(tenant, why));
+    }
+    return nowOrLater(
+      () => this.#config.secretSource.verifierOf(tenant),
+      (verifier): Keyed | Ending =>
+        verifier === undefined
+          ? Ending.beforeEvent('unknown_tenant', new UnknownTenantError(tenant))
+          : { body, verifier },
+      (cause) => Ending.beforeEvent('secret_unavailable', secretUnavailable(cause, tenant)),
+    );
+  };
+
+  /** Step 4, verify: 401 unless the signature matches a secret; the body's fingerprint if it does. */
+  verify = ({ body, verifier }: Keyed, { signature }: Arrival): MaybePromise<Verified | Ending> =>
     nowOrLater(
-      () => this.#config.verifier.verify(body, signature),
+      () => verifier.verify(body, signature),
       (fingerprint): Verified | Ending =>
-        fingerprint === undefined ? signatureRefused(signature) : { body, fingerprint },
+        fingerprint === undefined ? signatureRefused(signature) : { body, verifier, fingerprint },
     );
 
-  /** Step 4, parse: 400 unless the body is JSON with a valid envelope. */
-  parse = ({ body, fingerprint }: Verified): Parsed | Ending => {
+  /** Step 5, parse: 400 unless the body is JSON with a valid envelope. */
+  parse = ({ body, verifier, fingerprint }: Verified, { tenant }: Arrival): Parsed | Ending => {
     const parsed = parseEnvelope(body);
     if (!parsed.ok) {
       return Ending.beforeEvent('malformed', new MalformedEnvelopeError(parsed.reason));
     }
     const { envelope, text, timestampMs } = parsed;
-    return { body, fingerprint, envelope, text, timestampMs, key: envelope.idempotencyKey };
+    const key = deliveryKeyOf(envelope.idempotencyKey, tenant);
+    return { body, verifier, fingerprint, envelope, text, timestampMs, key };
   };
 
-  /** Step 5, age: 422 `stale` for a timestamp older than maxEventAgeMs or too far ahead. */
+  /** Step 6, age: 422 `stale` for a timestamp older than maxEventAgeMs or too far ahead. */
   checkAge = (parsed: Parsed): Parsed | Ending => {
     const { envelope, timestampMs } = parsed;
     if (isWithinAgeWindow(this.#config.now() - timestampMs, this.#config.maxEventAgeMs)) {
@@ -246,7 +280,7 @@ export class DeliveryPipeline {
     return Ending.failed('stale', envelope, new StaleEventError(why, envelope.timestamp));
   };
 
-  /** Step 6, validate: 422 for a fixed-contract event whose `data` fails its schema. */
+  /** Step 7, validate: 422 for a fixed-contract event whose `data` fails its schema. */
   validate = (parsed: Parsed): Validated | Ending => {
     const { envelope } = parsed;
     if (!isFixedContractEvent(envelope.event)) {
@@ -265,7 +299,7 @@ export class DeliveryPipeline {
   };
 
   /**
-   * Step 7, claim: the claimed key (its lease token, and a transaction if the store opened one),
+   * Step 8, claim: the claimed key (its lease token, and a transaction if the store opened one),
    * or the ending of a key already taken: 200 `duplicate` (done with this body), 409 `conflict`
    * (done with another body), 409 `in_flight`, 503 when the store fails.
    */
@@ -295,7 +329,7 @@ export class DeliveryPipeline {
     }
     // Remembered under another secret (the list was reordered since, as in a rotation)?
     return nowOrLater(
-      () => this.#config.verifier.otherFingerprints(delivery.body),
+      () => delivery.verifier.otherFingerprints(delivery.body),
       (others) =>
         others.includes(remembered)
           ? Ending.quiet('duplicate', envelope)
@@ -308,7 +342,7 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Step 8, dispatch: run the handlers (every one at once) against handlerTimeoutMs. 200
+   * Step 9, dispatch: run the handlers (every one at once) against handlerTimeoutMs. 200
    * `processed` (the key completed), `ignored` when none is registered, 500 `handler_failed`
    * (the key released for a retry), 503 `timeout` (they go on; their end completes or releases).
    * With a claim's transaction, the handlers write through it (`ctx.transaction`): completing
@@ -326,6 +360,7 @@ export class DeliveryPipeline {
         event,
         this.#handlerDeadlines,
         arrival.attempt,
+        arrival.tenant,
         claimed.transaction?.client,
       );
     const running = observation ? observation.runHandlers(run) : run();
@@ -361,7 +396,7 @@ export class DeliveryPipeline {
       event.event,
       event.idempotencyKey,
       settled.error,
-      this.#config.secrets,
+      claimed.delivery.verifier.secrets,
     );
     return this.#releaseThen(claimed, Ending.failed('handler_failed', event, error));
   }
@@ -374,8 +409,9 @@ export class DeliveryPipeline {
     transaction?.abandon();
     void stillRunning.then((settled) => {
       if (settled.ok) return this.#complete(claimed);
+      const { secrets } = delivery.verifier;
       this.#config.reportError(
-        new HandlerError(event.event, event.idempotencyKey, settled.error, this.#config.secrets),
+        new HandlerError(event.event, event.idempotencyKey, settled.error, secrets),
       );
       return this.#release(claimed);
     });
@@ -385,13 +421,13 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Step 8 with an inbox, hand off: store the raw body (its text, which gives back its bytes
+   * Step 9 with an inbox, hand off: store the raw body (its text, which gives back its bytes
    * exactly) and its signature in the inbox, then complete the key: 202 `queued`. When the
    * inbox fails, the key is released: 503.
    */
   handOff = (
     claimed: Claimed<Parsed>,
-    { signature, observation }: Arrival,
+    { signature, observation, tenant }: Arrival,
   ): MaybePromise<Ending> => {
     const { envelope, text } = claimed.delivery;
     const stored: StoredDelivery = {
@@ -402,6 +438,7 @@ export class DeliveryPipeline {
       idempotencyKey: envelope.idempotencyKey,
       receivedAt: new Date(this.#config.now()).toISOString(),
     };
+    if (tenant !== undefined) stored.tenant = tenant;
     const trace = observation === undefined ? undefined : carrierOf(observation);
     if (trace !== undefined) stored.trace = trace;
     const inbox = this.#config.inbox!;
@@ -506,9 +543,10 @@ function useRunKey(validated: Validated): Validated {
  * (bench/in-process.ts' deliveries, both versions alternating in one process).
  */
 function validatedOf(parsed: Parsed, event: unknown, key: string): Validated {
-  const { body, fingerprint, envelope, text, timestampMs } = parsed;
+  const { body, verifier, fingerprint, envelope, text, timestampMs } = parsed;
   return {
     body,
+    verifier,
     fingerprint,
     envelope,
     text,
@@ -543,6 +581,13 @@ function carrierOf(observation: DeliveryObservation): TraceCarrier | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The lookup's failure as `secret_unavailable` reports it (an unusable secret: its ConfigError). */
+function secretUnavailable(cause: unknown, tenant: string | undefined): SchoolhooksError {
+  if (cause instanceof SecretUnavailableError || cause instanceof ConfigError) return cause;
+  const why = withCauses('the secret lookup failed', cause);
+  return new SecretUnavailableError(tenant ?? '', why, { cause });
 }
 
 /** The answer of the verify step to a signature that failed, saying why (off the hot path). */

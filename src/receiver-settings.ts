@@ -10,7 +10,13 @@ import { ConfigError } from './errors.js';
 import type { z } from 'zod';
 import type { FixedEventName } from './events/index.js';
 import type { Inbox } from './inbox/types.js';
-import { createVerifier, paddedSecrets, secretsOf, type Verifier } from './signature.js';
+import {
+  staticSecrets,
+  TenantSecrets,
+  type SecretLookup,
+  type SecretSource,
+} from './secret-source.js';
+import { createVerifier, paddedSecrets, secretsOf } from './signature.js';
 import { memoryStore } from './stores/memory.js';
 import type { IdempotencyStore } from './stores/types.js';
 import type { Telemetry } from './telemetry.js';
@@ -29,8 +35,20 @@ export interface Logger {
 
 /** Options of `createReceiver`. */
 export interface ReceiverOptions {
-  /** Every active endpoint's secretKey; a signature that matches any of them verifies. */
-  secret: string | readonly string[];
+  /**
+   * Every active endpoint's secretKey; a signature that matches any of them verifies. Or, for many
+   * schools on one endpoint, a function that looks up the secrets of the delivery's tenant (the
+   * adapter's `tenant` option names it): `undefined` for a tenant that has none (404
+   * `unknown_tenant`), a throw or a promise that outlasts `secretLookupTimeoutMs` for one that
+   * cannot be had now (503 `secret_unavailable`). Its answers are cached per tenant.
+   */
+  secret: string | readonly string[] | SecretLookup;
+  /** With a secret lookup: how long a tenant's answer is kept, its "no such tenant" too. Default 60 s. */
+  secretCacheMs?: number;
+  /** With a secret lookup: tenants kept in the cache at the most. Default 10 000. */
+  secretCacheSize?: number;
+  /** With a secret lookup: how long one lookup may take. Default 3 s; beyond it -> 503. */
+  secretLookupTimeoutMs?: number;
   /** Where claims and completed keys live. Default: a fresh {@link memoryStore}. */
   store?: IdempotencyStore;
   /** Largest body accepted, in bytes. Default 1 MiB; beyond it -> 413. */
@@ -71,8 +89,9 @@ export type LevelsOn = Readonly<Record<keyof Logger, boolean>>;
 
 /** A receiver's options with their defaults, checked and prepared. */
 export interface ReceiverSettings {
-  /** The secrets' keys, prepared once so no request pays for key setup. */
-  readonly verifier: Verifier;
+  /** Where each delivery's secrets come from, their keys prepared once (or once per tenant). */
+  readonly secretSource: SecretSource;
+  /** The receiver's own secrets (none with a lookup): what no error message may show. */
   readonly secrets: readonly string[];
   readonly store: IdempotencyStore;
   readonly maxBodyBytes: number;
@@ -105,18 +124,27 @@ export function checkOptions({
   inbox,
   telemetry,
   schemas,
+  secretCacheMs = RECEIVER_DEFAULTS.secretCacheMs,
+  secretCacheSize = RECEIVER_DEFAULTS.secretCacheSize,
+  secretLookupTimeoutMs = RECEIVER_DEFAULTS.secretLookupTimeoutMs,
 }: ReceiverOptions): ReceiverSettings {
-  checkDurations({ maxBodyBytes, maxEventAgeMs, dedupTtlMs, leaseMs, handlerTimeoutMs });
+  checkPositive({ maxBodyBytes, maxEventAgeMs, dedupTtlMs, leaseMs, handlerTimeoutMs });
+  checkPositive({ secretCacheMs, secretCacheSize, secretLookupTimeoutMs });
+  if (dedupTtlMs < maxEventAgeMs) {
+    // A key forgotten while its event is still accepted would let a late retry run twice.
+    throw new ConfigError(
+      'dedupTtlMs must be >= maxEventAgeMs, or a late retry is processed twice',
+    );
+  }
   if (inbox !== undefined && typeof inbox.enqueue !== 'function') {
     throw new ConfigError('inbox must have an enqueue(delivery) method');
   }
-  // Checked once, here: the ConfigError it throws names a secret by its place, never by its value.
-  const secrets: readonly string[] = secretsOf(secret);
   // Failures are never silent: without a logger they reach the console.
   const log = logger === false ? undefined : (logger ?? consoleLogger);
-  warnOfPaddedSecrets(secret, secrets, log);
+  const lookup = { secretCacheMs, secretCacheSize, secretLookupTimeoutMs, now };
+  const { secretSource, secrets } = secretsFrom(secret, lookup, log);
   return {
-    verifier: createVerifier(secrets),
+    secretSource,
     secrets,
     store,
     maxBodyBytes,
@@ -134,26 +162,50 @@ export function checkOptions({
   };
 }
 
-/** Every size and duration positive, and no key forgotten while its event is still accepted. */
-function checkDurations(
-  sizes: Pick<
-    ReceiverSettings,
-    'maxBodyBytes' | 'maxEventAgeMs' | 'dedupTtlMs' | 'leaseMs' | 'handlerTimeoutMs'
+/**
+ * Where the secrets come from: the static ones, checked now (the ConfigError names a secret by
+ * its place, never by its value), or the lookup, whose answers are checked as they come.
+ */
+function secretsFrom(
+  secret: ReceiverOptions['secret'],
+  {
+    secretCacheMs,
+    secretCacheSize,
+    secretLookupTimeoutMs,
+    now,
+  }: Required<
+    Pick<ReceiverOptions, 'secretCacheMs' | 'secretCacheSize' | 'secretLookupTimeoutMs' | 'now'>
   >,
-): void {
+  log: Logger | undefined,
+): { secretSource: SecretSource; secrets: readonly string[] } {
+  if (typeof secret === 'function') {
+    const secretSource = new TenantSecrets(secret, {
+      cacheMs: secretCacheMs,
+      cacheSize: secretCacheSize,
+      timeoutMs: secretLookupTimeoutMs,
+      now,
+      warn: (message) => log?.warn({}, message),
+    });
+    return { secretSource, secrets: [] };
+  }
+  const secrets = secretsOf(secret);
+  warnOfPaddedSecrets(secret, secrets, log);
+  return { secretSource: staticSecrets(createVerifier(secrets)), secrets };
+}
+
+/** Every size and duration positive. */
+function checkPositive(sizes: Readonly<Record<string, number>>): void {
   for (const [name, value] of Object.entries(sizes)) {
     if (!Number.isFinite(value) || value <= 0) {
-      throw new ConfigError(
-        `${name} must be a positive number of ${name === 'maxBodyBytes' ? 'bytes' : 'ms'}`,
-      );
+      throw new ConfigError(`${name} must be a positive number of ${unitOf(name)}`);
     }
   }
-  if (sizes.dedupTtlMs < sizes.maxEventAgeMs) {
-    // A key forgotten while its event is still accepted would let a late retry run twice.
-    throw new ConfigError(
-      'dedupTtlMs must be >= maxEventAgeMs, or a late retry is processed twice',
-    );
-  }
+}
+
+/** What an option of `name` counts. */
+function unitOf(name: string): string {
+  if (name === 'maxBodyBytes') return 'bytes';
+  return name.endsWith('Ms') ? 'ms' : 'tenants';
 }
 
 /** A secret with whitespace around it is used as given, and warned about once. */

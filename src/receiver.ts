@@ -46,6 +46,12 @@ export interface WebhookRequest {
    * `rawBodyFix`); without it the error gives the advice that holds on any framework.
    */
   rawBodyFix?: string | undefined;
+  /**
+   * The tenant the route names, when one endpoint serves many schools (docs/tenants.md): its
+   * secrets verify the delivery (with a secret lookup, a request without one is answered 404),
+   * its keys are apart from every other tenant's, and handlers see it as `ctx.tenant`.
+   */
+  tenant?: string | undefined;
 }
 
 /** A handler of one or several events; it may return a promise. */
@@ -83,6 +89,11 @@ export interface Receiver {
   readonly maxBodyBytes: number;
   /** The inbox deliveries are handed to, if any. */
   readonly inbox: Inbox | undefined;
+  /**
+   * True when the secret is looked up per tenant: each request must then name its tenant (an
+   * adapter without a `tenant` option throws a `ConfigError` when it is made).
+   */
+  readonly needsTenant: boolean;
 }
 
 /** What telemetry is told when an HTTP delivery starts (one object for every delivery). */
@@ -118,7 +129,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     const observation = reporting.observe(DELIVERY);
     const startedAt = observation ? performance.now() : 0;
     const signature = getHeader(request.headers, 'signature');
-    const arrival: Arrival = { signature, attempt: 1, observation };
+    const arrival: Arrival = { signature, attempt: 1, tenant: tenantOf(request), observation };
     let ending: Ending;
     try {
       ending = await httpRun.run(request, arrival);
@@ -127,7 +138,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       const why = withCauses('the receiver failed unexpectedly', cause, secrets);
       ending = Ending.beforeEvent('store_unavailable', new StoreUnavailableError(why, { cause }));
     }
-    reporting.finish(ending, observation, startedAt);
+    reporting.finish(ending, arrival, startedAt, 'delivery');
     return answer(ending.outcome, ending.idempotencyKey);
   }
 
@@ -137,7 +148,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   ): Promise<StoredRunResult> {
     const observation = reporting.observe({ kind: 'job', attempt, link: stored.trace });
     const startedAt = observation ? performance.now() : 0;
-    const arrival: Arrival = { signature: stored.signature, attempt, observation };
+    const { signature, tenant } = stored;
+    const arrival: Arrival = { signature, attempt, tenant, observation };
     const body = stored.encoding === 'base64' ? fromBase64(stored.body) : stored.body;
     let ending: Ending;
     try {
@@ -150,7 +162,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         new StoreUnavailableError(why, { cause }),
       );
     }
-    reporting.finish(ending, observation, startedAt, attempt);
+    reporting.finish(ending, arrival, startedAt, 'job');
     return runResultOf(ending, secrets);
   }
 
@@ -171,6 +183,12 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     processStored,
     maxBodyBytes,
     inbox,
+    needsTenant: settings.secretSource.perTenant,
   };
   return receiver;
+}
+
+/** The request's tenant: a string, or none (an adapter's `tenant` that read nothing). */
+function tenantOf({ tenant }: WebhookRequest): string | undefined {
+  return typeof tenant === 'string' ? tenant : undefined;
 }

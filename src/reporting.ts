@@ -17,6 +17,7 @@ import type { Ending } from './ending.js';
 import { OUTCOMES } from './outcome.js';
 import type { ReceiverSettings } from './receiver-settings.js';
 import { isPromiseLike } from './run-steps.js';
+import type { Arrival } from './pipeline.js';
 import type { DeliveryObservation, Telemetry, TelemetryStart } from './telemetry.js';
 
 /** A handler of failures; what it throws is logged, never rethrown. */
@@ -61,22 +62,25 @@ export class Reporting {
     }
   }
 
-  /** Tell, log and observe how a delivery (or, with `attempt`, an inbox run) ended. */
+  /** Tell, log and observe how an HTTP delivery or an inbox run (a `job`) ended. */
   finish(
     ending: Ending,
-    observation: DeliveryObservation | undefined,
+    { observation, attempt: runAttempt, tenant }: Arrival,
     startedAt: number,
-    attempt?: number,
+    kind: 'delivery' | 'job',
   ): void {
     try {
-      this.#tellAndLog(ending, attempt);
+      // An HTTP delivery is the platform's own attempt, of which the receiver knows no number.
+      const attempt = kind === 'job' ? runAttempt : undefined;
+      this.#tellAndLog(ending, attempt, tenant);
       const { outcome, error, event, idempotencyKey } = ending;
       observation?.end({
-        kind: attempt === undefined ? 'delivery' : 'job',
+        kind,
         outcome,
         status: OUTCOMES[outcome].status,
         event,
         idempotencyKey,
+        tenant,
         attempt,
         durationMs: performance.now() - startedAt,
         signatureReason: error instanceof SignatureError ? error.reason : undefined,
@@ -87,7 +91,11 @@ export class Reporting {
   }
 
   /** The ending's failure to `onError`, and its line to the log (see the module's rule). */
-  #tellAndLog({ outcome, error, event, idempotencyKey }: Ending, attempt?: number): void {
+  #tellAndLog(
+    { outcome, error, event, idempotencyKey }: Ending,
+    attempt: number | undefined,
+    tenant: string | undefined,
+  ): void {
     const { log, logIsConsole, levelsOn } = this.#settings;
     const told = error !== undefined && this.#errorHandlers.length > 0;
     if (told) {
@@ -103,6 +111,7 @@ export class Reporting {
     const fields: Record<string, unknown> = { outcome };
     if (event !== undefined) fields['event'] = event;
     if (idempotencyKey !== undefined) fields['idempotencyKey'] = idempotencyKey;
+    if (tenant !== undefined) fields['tenant'] = tenant;
     if (attempt !== undefined) fields['attempt'] = attempt;
     if (onTheLine !== undefined) {
       fields['code'] = onTheLine.code;

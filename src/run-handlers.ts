@@ -31,6 +31,11 @@ export interface HandlerContext {
    */
   attempt: number;
   /**
+   * The tenant the delivery's route named (many schools on one endpoint, docs/tenants.md), whose
+   * secret verified it; `undefined` when the route names none.
+   */
+  tenant?: string | undefined;
+  /**
    * With `postgresStore`: the pooled client, inside the transaction that the delivery's
    * completion commits, so what a handler writes through it and the key are one commit (a
    * failure or a timeout rolls both back). `undefined` with every other store.
@@ -65,6 +70,7 @@ class DeliveryContext extends LazySignal implements HandlerContext {
   constructor(
     readonly idempotencyKey: string,
     readonly attempt: number,
+    readonly tenant: string | undefined,
     readonly transaction: HandlerTransaction | undefined,
   ) {
     super();
@@ -85,9 +91,10 @@ export function runHandlers(
   event: WebhookEvent<string>,
   deadlines: DeadlineQueue,
   attempt = 1,
+  tenant?: string,
   transaction?: HandlerTransaction,
 ): HandlersSettled | Promise<HandlersOutcome> {
-  const context = new DeliveryContext(event.idempotencyKey, attempt, transaction);
+  const context = new DeliveryContext(event.idempotencyKey, attempt, tenant, transaction);
   // One entry per handler, in order: the promise it returned, or the error it threw.
   let outcomes: unknown[] | undefined;
   let pending = 0;

@@ -90,6 +90,7 @@ export function createVerifier(secret: string | readonly string[]): Verifier {
   if (node) {
     const keys = secrets.map((s) => node.createSecretKey(utf8(s)));
     return {
+      secrets,
       verify: function verifyWithNodeCrypto(body, signature) {
         const expected = parseSignature(signature);
         if (!expected) return undefined;
@@ -117,6 +118,7 @@ export function createVerifier(secret: string | readonly string[]): Verifier {
   const sign = async (key: CryptoKey, bytes: Uint8Array): Promise<Uint8Array> =>
     new Uint8Array(await webSubtle().sign('HMAC', key, bytes as BufferSource));
   return {
+    secrets,
     verify: async function verifyWithWebCrypto(body, signature) {
       const expected = parseSignature(signature);
       if (!expected) return undefined;
@@ -148,6 +150,8 @@ export function createVerifier(secret: string | readonly string[]): Verifier {
 
 /** What {@link createVerifier} prepares: the secrets' keys, and what is done with them. */
 export interface Verifier {
+  /** The secrets it verifies with: what an error's message must never show. */
+  readonly secrets: readonly string[];
   /** Verify a body's signature; its fingerprint when it verifies. */
   verify: VerifyBody;
   /**

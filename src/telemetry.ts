@@ -35,6 +35,8 @@ export interface TelemetryRecord {
   /** The event name, once the envelope was read. */
   event?: string | undefined;
   idempotencyKey?: string | undefined;
+  /** The tenant the route named, when one endpoint serves many schools. */
+  tenant?: string | undefined;
   /** For a job: its attempt, 1-based. */
   attempt?: number | undefined;
   /** From the start to the answer, in ms. */

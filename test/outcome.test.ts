@@ -34,6 +34,8 @@ const STATUS: Record<Outcome, number> = {
   unsupported_media_type: 415,
   body_unavailable: 500,
   too_large: 413,
+  unknown_tenant: 404,
+  secret_unavailable: 503,
   invalid_signature: 401,
   malformed: 400,
   stale: 422,
@@ -59,6 +61,7 @@ const TAKEN: readonly Outcome[] = ['duplicate', 'ignored', 'queued', 'processed'
 /** The outcomes whose delivery span is an error: the server's own failures. */
 const SPAN_ERRORS: readonly Outcome[] = [
   'body_unavailable',
+  'secret_unavailable',
   'store_unavailable',
   'handler_failed',
   'timeout',

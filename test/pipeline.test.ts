@@ -390,7 +390,7 @@ describe('step 8 with an inbox, hand off', () => {
 });
 
 describe('a worker’s run of a stored delivery', () => {
-  it('holds a run key of its own, inbox-run:<key>, apart from the delivery’s and from other runs', async () => {
+  it('holds a run key of its own, ~["run",<key>], apart from the delivery’s and from other runs', async () => {
     const store = memoryStore();
     const { receiver } = setup({ store });
     const ran: string[] = [];
@@ -409,7 +409,7 @@ describe('a worker’s run of a stored delivery', () => {
       expect((await receiver.processStored(stored, { attempt: 1 })).outcome).toBe('processed');
     }
     expect(ran).toEqual(['run-a', 'run-b']);
-    expect((await store.claim('inbox-run:run-a', 1000)).state).toBe('done');
+    expect((await store.claim('~["run","run-a"]', 1000)).state).toBe('done');
     expect((await store.claim('run-a', 1000)).state).toBe('claimed');
   });
 });

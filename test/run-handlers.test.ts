@@ -200,8 +200,10 @@ describe('runHandlers, the context', () => {
     expect(seen[0]!.signal.aborted).toBe(false);
 
     const transaction = { query: () => undefined } as unknown as HandlerContext['transaction'];
-    runHandlers([record], event, far(), 3, transaction);
+    runHandlers([record], event, far(), 3, 'school-a', transaction);
     expect(seen[2]!.attempt).toBe(3);
+    expect(seen[2]!.tenant).toBe('school-a');
+    expect(seen[0]!.tenant).toBeUndefined();
     expect(seen[2]!.transaction).toBe(transaction);
   });
 });

@@ -75,6 +75,7 @@ export function listed(job: InboxQueueJob, state: InboxJobState): InboxJob {
   };
   // A completed job keeps the reason of a failed run before it; it no longer explains anything.
   if (state !== 'completed' && job.failedReason) listing.reason = job.failedReason;
+  if (typeof data.tenant === 'string') listing.tenant = data.tenant;
   return listing;
 }
 

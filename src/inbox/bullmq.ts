@@ -36,6 +36,7 @@ import {
   type InboxQueueJob,
 } from './bullmq-jobs.js';
 import { BULLMQ_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
+import { deliveryKeyOf } from '../delivery-key.js';
 
 /** The name of the backoff strategy bullmqInbox gives BullMQ (its jobs' `backoff.type`). */
 export const BACKOFF_STRATEGY = 'schoolhooks';
@@ -338,7 +339,8 @@ function enqueuer(
     // A job with this id already there (a retry of the same event) is left as it is.
     await queue.add(delivery.event, delivery, {
       ...jobOptions,
-      jobId: inboxJobId(delivery.idempotencyKey),
+      // The same key under two tenants is two jobs.
+      jobId: inboxJobId(deliveryKeyOf(delivery.idempotencyKey, delivery.tenant)),
     });
   }
   return (delivery) => enqueues.run('enqueue', (call) => add(delivery, call));

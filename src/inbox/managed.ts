@@ -19,6 +19,8 @@ export interface InboxJob {
   id: string;
   event: string;
   idempotencyKey: string;
+  /** The tenant its route named (many schools on one endpoint), if any. */
+  tenant?: string;
   state: InboxJobState;
   /** Runs of the handlers made so far. */
   attemptsMade: number;

@@ -20,6 +20,7 @@ import {
   verdictOf,
 } from './managed.js';
 import type { StoredDelivery } from './types.js';
+import { deliveryKeyOf } from '../delivery-key.js';
 
 /** Options of {@link memoryInbox}. */
 export interface MemoryInboxOptions {
@@ -98,10 +99,12 @@ class MemoryQueue implements MemoryInbox {
   async enqueue(delivery: StoredDelivery): Promise<void> {
     if (this.#closed) throw inboxClosed();
     this.#purgeCompleted();
-    // The same event stored twice (another endpoint, a retry after a lost answer) is one job.
-    if (this.#jobs.has(delivery.idempotencyKey)) return;
+    // The same event stored twice (another endpoint, a retry after a lost answer) is one job;
+    // the same key under two tenants is two.
+    const id = deliveryKeyOf(delivery.idempotencyKey, delivery.tenant);
+    if (this.#jobs.has(id)) return;
     const job: Job = { delivery: { ...delivery }, state: 'waiting', attemptsMade: 0 };
-    this.#jobs.set(delivery.idempotencyKey, job);
+    this.#jobs.set(id, job);
     this.#pending++;
     this.#makeWaiting(job);
   }
@@ -251,5 +254,6 @@ function listed(id: string, job: Job): InboxJob {
     receivedAt: delivery.receivedAt,
   };
   if (job.reason !== undefined) listing.reason = job.reason;
+  if (delivery.tenant !== undefined) listing.tenant = delivery.tenant;
   return listing;
 }

@@ -263,6 +263,7 @@ export function seconds(ms: number): number {
 /** The columns a listing reads: never the body nor the signature in `data`. */
 const SELECT =
   "SELECT id::text AS id, data->>'event' AS event, data->>'idempotencyKey' AS key, " +
+  "data->>'tenant' AS tenant, " +
   "data->>'receivedAt' AS received_at, state::text AS state, retry_count, " +
   'started_on IS NOT NULL AS started, start_after > now() AS later, ' +
   "COALESCE(output->>'reason', output->>'message', output->'value'->>'message') AS reason, " +
@@ -272,6 +273,7 @@ interface Row {
   id: string;
   event: string | null;
   key: string | null;
+  tenant: string | null;
   received_at: string | null;
   state: string;
   retry_count: number;
@@ -302,6 +304,7 @@ function listed(row: Row): PgBossJobRow {
     receivedAt: row.received_at ?? new Date(row.created_on).toISOString(),
   };
   if (state !== 'completed' && row.reason !== null) job.reason = row.reason;
+  if (row.tenant !== null) job.tenant = row.tenant;
   if (state === 'completed' && row.outcome !== null) job.outcome = row.outcome;
   if (row.completed_on !== null) job.finishedAt = new Date(row.completed_on).toISOString();
   return job;

@@ -34,6 +34,7 @@ import {
 import { PgBossWorker } from './pg-boss-worker.js';
 import type { StoredDelivery } from './types.js';
 import { PG_BOSS_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
+import { deliveryKeyOf } from '../delivery-key.js';
 
 /** One job as pg-boss's `fetch` hands it out with its metadata (pg-boss 10, 11 and 12). */
 export interface PgBossFetchedJob {
@@ -224,7 +225,8 @@ class PgBossQueueInbox implements PgBossInbox {
     return this.#enqueues.run('enqueue', async (call) => {
       const { boss: ready, tables } = await this.#started();
       if (call.aborted) return;
-      const id = pgBossJobId(delivery.idempotencyKey);
+      // The same key under two tenants is two jobs (a tenant holds no U+0000: isTenantName).
+      const id = pgBossJobId(deliveryKeyOf(delivery.idempotencyKey, delivery.tenant));
       // jsonb holds no U+0000 and no lone surrogate: the row keeps such a key's storageKey
       // (the body, which workers read the key from, keeps it as sent).
       const data = { ...delivery, idempotencyKey: storageKey(delivery.idempotencyKey) };

@@ -22,6 +22,11 @@ export interface StoredDelivery {
   event: string;
   /** The envelope's idempotencyKey: a second enqueue of the same key is a no-op. */
   idempotencyKey: string;
+  /**
+   * The tenant its route named (many schools on one endpoint): the worker verifies it with that
+   * tenant's secrets, and the job is named by the tenant and the key together (`deliveryKeyOf`).
+   */
+  tenant?: string | undefined;
   /** When the receiver stored it, ISO 8601. */
   receivedAt: string;
   /** The trace context of the delivery, when the receiver has telemetry. */

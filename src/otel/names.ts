@@ -56,6 +56,8 @@ export const ATTRIBUTES = Object.freeze({
   event: 'schoolhooks.event',
   outcome: 'schoolhooks.outcome',
   idempotencyKey: 'schoolhooks.idempotency_key',
+  /** The tenant the route named (many schools on one endpoint). */
+  tenant: 'schoolhooks.tenant',
   /** `delivery` or `job`, on metrics, to tell HTTP answers from inbox runs. */
   kind: 'schoolhooks.kind',
   attempt: 'schoolhooks.attempt',

@@ -75,11 +75,13 @@ export class SpanObservation implements DeliveryObservation {
   end(record: TelemetryRecord): void {
     if (this.#ended !== undefined) return;
     this.#ended = record;
-    const { kind, outcome, status, event, idempotencyKey } = record;
+    const { kind, outcome, status, event, idempotencyKey, tenant } = record;
     const span = this.#span;
     const attributes: Attributes = { [ATTRIBUTES.outcome]: outcome };
     if (event !== undefined) attributes[ATTRIBUTES.event] = event;
     if (idempotencyKey !== undefined) attributes[ATTRIBUTES.idempotencyKey] = idempotencyKey;
+    // On the span only: as a metric attribute, one series per school would multiply every metric.
+    if (tenant !== undefined) attributes[ATTRIBUTES.tenant] = tenant;
     if (kind === 'delivery') attributes[ATTRIBUTES.statusCode] = status;
     if (record.signatureReason !== undefined) {
       attributes[ATTRIBUTES.signatureReason] = record.signatureReason;

@@ -22,6 +22,7 @@
  */
 
 import { createHash } from 'node:crypto';
+import { UNSTORABLE_CHARACTER } from '../delivery-key.js';
 
 /**
  * What starts every key {@link storageKey} rewrites; a key that starts with it is rewritten too,
@@ -34,9 +35,6 @@ export const STORAGE_KEY_MARKER = '~sha256:';
  * 2.7 kB for one btree entry (the primary key of `postgresStore`'s table).
  */
 export const MAX_PLAIN_KEY_BYTES = 2048;
-
-/** U+0000, or a surrogate that is not half of a pair (matched on code units: no `u` flag). */
-const UNSTORABLE = /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
  * The key as every store, queue and database keeps it faithfully: `key` itself when it is
@@ -58,7 +56,7 @@ export function storageKey(key: string): string {
 function isPlain(key: string): boolean {
   return (
     !key.startsWith(STORAGE_KEY_MARKER) &&
-    !UNSTORABLE.test(key) &&
+    !UNSTORABLE_CHARACTER.test(key) &&
     // At most 3 bytes of UTF-8 per code unit: only a long key needs counting (it is well-formed here).
     (key.length * 3 <= MAX_PLAIN_KEY_BYTES || Buffer.byteLength(key) <= MAX_PLAIN_KEY_BYTES)
   );

@@ -62,6 +62,16 @@ export const OUTCOME_SCENARIOS: Record<
   async too_large(make) {
     return [await make({ maxBodyBytes: 64 }).handle(signedRaw('x'.repeat(65)))];
   },
+  async unknown_tenant(make) {
+    const receiver = make({ secret: () => undefined });
+    return [await receiver.handle({ ...signedRequest(), tenant: 'no-such-school' })];
+  },
+  async secret_unavailable(make) {
+    const receiver = make({
+      secret: () => Promise.reject(new Error('ECONNREFUSED postgres://app:hunter2@10.0.0.1')),
+    });
+    return [await receiver.handle({ ...signedRequest(), tenant: 'school-a' })];
+  },
   async invalid_signature(make) {
     const request = signedRequest();
     const headers = { ...request.headers, signature: hmacHex(request.body, 'another secret') };

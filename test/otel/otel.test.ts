@@ -41,9 +41,14 @@ const BEFORE_PARSE: ReadonlySet<Outcome> = new Set([
   'unsupported_media_type',
   'body_unavailable',
   'too_large',
+  'unknown_tenant',
+  'secret_unavailable',
   'invalid_signature',
   'malformed',
 ]);
+
+/** The outcomes whose scenario names a tenant (test/helpers/outcome-scenarios.ts). */
+const WITH_TENANT: ReadonlySet<Outcome> = new Set(['unknown_tenant', 'secret_unavailable']);
 
 const deliverySpans = (spans: SpanRecord[]) =>
   spans.filter((span) => span.name === 'schoolhooks.delivery');
@@ -93,6 +98,7 @@ describe('openTelemetry(): every outcome of the status table', () => {
         'schoolhooks.outcome': outcome,
         'http.response.status_code': status,
         ...known,
+        ...(WITH_TENANT.has(outcome) && { 'schoolhooks.tenant': expect.any(String) }),
         ...(failed && { 'error.type': outcome }),
         ...(outcome === 'invalid_signature' && {
           'schoolhooks.signature.reason': expect.stringMatching(/^(missing|malformed|mismatch)$/),

@@ -1,0 +1,62 @@
+/**
+ * The keys a delivery holds in the idempotency store, and an inbox job is named by: one function
+ * per kind of key, so no two kinds can ever meet.
+ *
+ * - A delivery without a tenant holds its idempotencyKey as it is (the keys earlier versions
+ *   stored are still found after an upgrade), unless it starts with `~`: then it is escaped with
+ *   one more `~`.
+ * - A delivery of a tenant (many schools on one endpoint, docs/tenants.md) holds
+ *   `~["tenant",<tenant>,<idempotencyKey>]`: the same idempotencyKey under two tenants is two
+ *   events.
+ * - A worker's run of a stored delivery holds `~["run",<its delivery's key>]`, apart from the
+ *   delivery's own key (completed when it was stored).
+ *
+ * A key of the first kind never starts with `~[`, and JSON tells any two lists of strings apart
+ * (lone surrogates and U+0000 included: `JSON.stringify` escapes them), so two different
+ * deliveries never hold one key. The stores then keep each key faithfully (storage-key.ts).
+ * @module
+ */
+
+/** What starts every key derived here; a plain idempotencyKey that starts with it is escaped. */
+const DERIVED = '~';
+
+/**
+ * U+0000, or a surrogate that is not half of a pair (matched on code units: no `u` flag): what
+ * PostgreSQL refuses, and what ioredis and pg cannot send as it is (src/stores/storage-key.ts).
+ */
+export const UNSTORABLE_CHARACTER =
+  /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** The longest tenant name, in UTF-16 code units: a school's id or slug, far under any store's limit. */
+export const MAX_TENANT_LENGTH = 256;
+
+/**
+ * Whether a route's tenant can name a tenant: not empty, at most {@link MAX_TENANT_LENGTH} code
+ * units, no U+0000 and no lone surrogate, so every store and inbox keeps it as it is and gives it
+ * back to the worker unchanged. Any other is answered 404 `unknown_tenant`, before any lookup.
+ */
+export function isTenantName(tenant: string): boolean {
+  return tenant !== '' && tenant.length <= MAX_TENANT_LENGTH && !UNSTORABLE_CHARACTER.test(tenant);
+}
+
+/**
+ * The key a delivery claims: its idempotencyKey, scoped to its tenant when it has one.
+ *
+ * @example
+ * ```ts
+ * deliveryKeyOf('8b0c6a4e-…', undefined); // '8b0c6a4e-…'
+ * deliveryKeyOf('8b0c6a4e-…', 'school-a'); // '~["tenant","school-a","8b0c6a4e-…"]'
+ * ```
+ */
+export function deliveryKeyOf(idempotencyKey: string, tenant: string | undefined): string {
+  if (tenant !== undefined) return DERIVED + JSON.stringify(['tenant', tenant, idempotencyKey]);
+  return idempotencyKey.startsWith(DERIVED) ? DERIVED + idempotencyKey : idempotencyKey;
+}
+
+/**
+ * The key a worker's run of a stored delivery holds in the store: the delivery's own key was
+ * completed when the delivery was stored, so its runs need one of their own.
+ */
+export function runKeyOf(deliveryKey: string): string {
+  return DERIVED + JSON.stringify(['run', deliveryKey]);
+}
