@@ -4,7 +4,7 @@
  */
 
 import type { Request, RequestHandler, Response } from 'express';
-import { defineAdapter } from '../src/adapter-kit.js';
+import { defineAdapter, type AdapterOptions } from '../src/adapter-kit.js';
 import { nodeBodyReader } from '../src/body.js';
 import { sendJson } from './node-answer.js';
 import type { Receiver, WebhookRequest } from '../src/receiver.js';
@@ -19,14 +19,15 @@ interface ParsedRequest {
 export interface ExpressMiddlewareOptions {
   /**
    * The tenant the route names, when one endpoint serves many schools (docs/tenants.md); required
-   * when the receiver's `secret` is a lookup.
+   * when the receiver's `secret` is a lookup. Express 5 types `req.params` values as
+   * `string | string[]` (a `*wildcard` is a list): a list names no tenant (404 `unknown_tenant`).
    *
    * @example
    * ```ts
    * app.post('/webhooks/school/:tenant', expressMiddleware(receiver, { tenant: (req) => req.params.tenant }));
    * ```
    */
-  tenant?: ((req: Request) => string | undefined) | undefined;
+  tenant?: ((req: Request) => string | readonly string[] | undefined) | undefined;
 }
 
 const expressAdapter = defineAdapter<[Request, Response], void>({
@@ -64,7 +65,8 @@ export function expressMiddleware(
   receiver: Receiver,
   options?: ExpressMiddlewareOptions,
 ): RequestHandler {
-  return expressAdapter(receiver, options);
+  // A list goes through as it is: the receiver takes only a string as a tenant.
+  return expressAdapter(receiver, options as AdapterOptions<[Request, Response]>);
 }
 
 /**
