@@ -508,6 +508,8 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   // Issue 24's targets: 0.85 of (a) on the small body, 0.8 on the large one.
   compare('node', 'minimal', 'node adapter + memoryStore / (a)', 0.85, ['small']);
   compare('node', 'minimal', 'node adapter + memoryStore / (a)', 0.8, ['large']);
+  // Issue 39's target: a secret looked up per tenant (cached) costs at most 5 % of a static one.
+  compare('node-tenant', 'node', 'node adapter, tenant lookup (cached) / static secret', 0.95);
   for (const id of ['node', 'hono', 'fetch'] as const) {
     compare(id, 'octokit', `${id} adapter / (d) octokit`, 1);
   }

@@ -15,6 +15,7 @@ import { BENCH_RECEIVER_OPTIONS, SECRET } from './bodies.js';
 import { getHeader } from '../src/headers.js';
 import { sameWork } from './same-work.js';
 import { HOUR } from '../src/platform-contract.js';
+import type { ReceiverOptions } from '../src/receiver.js';
 
 const [id, namespace = 'bench'] = process.argv.slice(2) as [NodeServerId, string?];
 if (![...SERVER_IDS, ...DIAGNOSTIC_IDS].includes(id) || SERVERS[id].web) {
@@ -200,7 +201,11 @@ async function octokitWebServer(): Promise<Server> {
 // schoolhooks: the core with a handler for both events (so each is validated, claimed, run and
 // completed), behind each adapter.
 
-async function schoolhooksReceiver(store: StoreKind, telemetry = false) {
+async function schoolhooksReceiver(
+  store: StoreKind,
+  telemetry = false,
+  secret: ReceiverOptions['secret'] = BENCH_RECEIVER_OPTIONS.secret,
+) {
   const { createReceiver } = await import('../src/index.js');
   let storeOption = {};
   const telemetryOption = telemetry ? { telemetry: await recordingTelemetry() } : {};
@@ -223,6 +228,7 @@ async function schoolhooksReceiver(store: StoreKind, telemetry = false) {
   }
   const receiver = createReceiver({
     ...BENCH_RECEIVER_OPTIONS,
+    secret,
     ...storeOption,
     ...telemetryOption,
   });
@@ -299,6 +305,21 @@ async function nodeAdapter(store: StoreKind, telemetry = false): Promise<Server>
   const { nodeListener } = await import('../adapters/node.js');
   const receiver = await schoolhooksReceiver(store, telemetry);
   return createServer(nodeListener(receiver, { path: BENCH_PATH }));
+}
+
+/**
+ * (b) for an integration serving many schools: the route `/webhooks/<tenant>` names the school
+ * (the load posts to /webhooks/school, so the tenant is `school`), and its secret comes from an
+ * async lookup, as from a database, cached after the first delivery (docs/tenants.md).
+ */
+async function nodeTenantAdapter(): Promise<Server> {
+  const { nodeListener } = await import('../adapters/node.js');
+  const { secret } = BENCH_RECEIVER_OPTIONS;
+  const lookup = async ({ tenant }: { tenant: string }) =>
+    tenant === 'school' ? secret : undefined;
+  const receiver = await schoolhooksReceiver('memory', false, lookup);
+  const tenant = (req: IncomingMessage) => req.url?.split('?')[0]?.split('/')[2];
+  return createServer(nodeListener(receiver, { tenant }));
 }
 
 /**
@@ -411,6 +432,7 @@ const factories: Record<NodeServerId, () => Promise<Server>> = {
   minimal: minimalServer,
   'minimal-same': minimalSameWork,
   node: () => nodeAdapter('memory'),
+  'node-tenant': nodeTenantAdapter,
   express: expressAdapter,
   fastify: fastifyAdapter,
   koa: koaAdapter,

@@ -10,6 +10,7 @@ export const SERVER_IDS = [
   'minimal',
   'minimal-same',
   'node',
+  'node-tenant',
   'express',
   'fastify',
   'koa',
@@ -61,7 +62,8 @@ export type NodeServerId = Exclude<ServerId, WebServerId | 'node-baseline'>;
 const MEASURED_AFTER: Partial<Record<ServerId, ServerId>> = {
   core: 'minimal',
   'node-baseline': 'node',
-  octokit: 'node',
+  'node-tenant': 'node',
+  octokit: 'node-tenant',
   // The rows compared with (a) or with each other, in a chain after it: (h) of node:http first.
   'minimal-same': 'octokit',
   'node-otel': 'minimal-same',
@@ -142,6 +144,10 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
   hono: { label: '(b) schoolhooks Hono adapter + memoryStore', style: 'schoolhooks' },
   fetch: {
     label: '(b) schoolhooks Fetch adapter (on @hono/node-server) + memoryStore',
+    style: 'schoolhooks',
+  },
+  'node-tenant': {
+    label: '(b) node adapter + memoryStore, secret looked up per tenant (cached)',
     style: 'schoolhooks',
   },
   'node-redis': { label: '(c) schoolhooks node adapter + redisStore', style: 'schoolhooks' },
