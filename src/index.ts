@@ -53,6 +53,7 @@ export type { RetryPolicy } from './retry-policy.js';
 export type {
   Inbox,
   InboxJob,
+  InboxJobLookup,
   InboxJobState,
   InboxWorker,
   InboxWorkOptions,

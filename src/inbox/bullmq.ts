@@ -20,6 +20,7 @@ import {
   inboxClosed,
   inboxPolicy,
   type InboxJob,
+  type InboxJobLookup,
   type InboxJobState,
   type InboxWorker,
   type InboxWorkOptions,
@@ -100,10 +101,13 @@ export interface BullmqInbox extends ManagedInbox {
   readonly queue: Queue<StoredDelivery, string>;
   /** Run the receiver's handlers for the stored deliveries, in this process. */
   work(receiver: Receiver, options?: BullmqWorkOptions): InboxWorker;
-  /** One job, by its id or by the idempotencyKey it was derived from. */
-  getJob(idOrKey: string): Promise<BullmqInboxJob | undefined>;
-  /** Put one dead letter back to run again; false when there is no such dead letter. */
-  retryJob(idOrKey: string): Promise<boolean>;
+  /**
+   * One job, by its id or by the idempotencyKey it was derived from; a tenant's job by its key
+   * and `{ tenant }`.
+   */
+  getJob(idOrKey: string, options?: InboxJobLookup): Promise<BullmqInboxJob | undefined>;
+  /** Put one dead letter back to run again (named as `getJob` names it); false when there is none. */
+  retryJob(idOrKey: string, options?: InboxJobLookup): Promise<boolean>;
 }
 
 const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '#': '%23' };
@@ -172,8 +176,8 @@ export function bullmqInbox(options: BullmqInboxOptions): BullmqInbox {
     work: (receiver, workOptions) => inbox.work(receiver, workOptions),
     retryFailed: (filter) => inbox.retryFailed(filter),
     jobs: (filter) => inbox.jobs(filter),
-    getJob: (idOrKey) => inbox.getJob(idOrKey),
-    retryJob: (idOrKey) => inbox.retryJob(idOrKey),
+    getJob: (idOrKey, lookup) => inbox.getJob(idOrKey, lookup),
+    retryJob: (idOrKey, lookup) => inbox.retryJob(idOrKey, lookup),
     close: () => inbox.close(),
   };
 }
@@ -235,13 +239,13 @@ class BullmqQueueInbox implements BullmqInbox {
     return listJobs(this.queue, state);
   }
 
-  async getJob(idOrKey: string): Promise<BullmqInboxJob | undefined> {
-    const job = await findJob(this.queue, idOrKey);
+  async getJob(idOrKey: string, lookup?: InboxJobLookup): Promise<BullmqInboxJob | undefined> {
+    const job = await findJob(this.queue, idOrKey, lookup?.tenant);
     return job === undefined ? undefined : shown(job);
   }
 
-  async retryJob(idOrKey: string): Promise<boolean> {
-    const job = await findJob(this.queue, idOrKey);
+  async retryJob(idOrKey: string, lookup?: InboxJobLookup): Promise<boolean> {
+    const job = await findJob(this.queue, idOrKey, lookup?.tenant);
     return job !== undefined && (await retryOne(job));
   }
 
@@ -253,13 +257,21 @@ class BullmqQueueInbox implements BullmqInbox {
   }
 }
 
-/** A job by its id, or by the id {@link inboxJobId} derives from an idempotencyKey. */
-async function findJob(queue: InboxQueue, idOrKey: string): Promise<InboxQueueJob | undefined> {
+/**
+ * A job by its id, or by the id its delivery's key has (as enqueue names it: the key of a
+ * delivery without a tenant, or under `tenant`, which names a key only).
+ */
+async function findJob(
+  queue: InboxQueue,
+  idOrKey: string,
+  tenant: string | undefined,
+): Promise<InboxQueueJob | undefined> {
+  const derived = inboxJobId(deliveryKeyOf(idOrKey, tenant));
+  if (tenant !== undefined) return queue.getJob(derived);
   // Only a string Redis keeps as sent can be an id: ioredis would send a lone surrogate as
   // U+FFFD, the id of another key's job.
   const job = storageKey(idOrKey) === idOrKey ? await queue.getJob(idOrKey) : undefined;
   if (job !== undefined) return job;
-  const derived = inboxJobId(idOrKey);
   return derived === idOrKey ? undefined : queue.getJob(derived);
 }
 

@@ -9,6 +9,7 @@ export { memoryInbox } from './memory.js';
 export type { MemoryInbox, MemoryInboxOptions } from './memory.js';
 export type {
   InboxJob,
+  InboxJobLookup,
   InboxJobState,
   InboxWorker,
   InboxWorkOptions,

@@ -30,6 +30,19 @@ export interface InboxJob {
   receivedAt: string;
 }
 
+/**
+ * Options of `getJob` and `retryJob` (`bullmqInbox`, `pgBossInbox`): which delivery of an
+ * idempotencyKey is meant.
+ */
+export interface InboxJobLookup {
+  /**
+   * The tenant whose delivery of the idempotencyKey is meant (many schools on one endpoint): the
+   * same key under two tenants is two jobs, so a tenant's job is found by its key only with its
+   * tenant. Without it, `idOrKey` is a job's id, or the key of a delivery without a tenant.
+   */
+  tenant?: string | undefined;
+}
+
 /** Options of {@link ManagedInbox.work}. */
 export interface InboxWorkOptions {
   /** Jobs run at once by this worker. Default 1. */

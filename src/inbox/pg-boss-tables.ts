@@ -15,6 +15,7 @@
 
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../errors.js';
+import { deliveryKeyOf } from '../delivery-key.js';
 import { storageKey } from '../stores/storage-key.js';
 import type { InboxJob, InboxJobState } from './managed.js';
 
@@ -96,6 +97,16 @@ export function pgBossJobId(idempotencyKey: string): string {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The ids a job named by `idOrKey` may have: the id of its delivery's key as enqueue derives it
+ * (the key of a delivery without a tenant, or under `tenant`, which names a key only), and
+ * `idOrKey` itself when it is a UUID, first.
+ */
+function idsOf(idOrKey: string, tenant: string | undefined): string[] {
+  const derived = pgBossJobId(deliveryKeyOf(idOrKey, tenant));
+  return tenant === undefined && UUID.test(idOrKey) ? [idOrKey.toLowerCase(), derived] : [derived];
+}
 
 /** Statements on the jobs of one queue, in one pg-boss schema of a known layout. */
 export class PgBossTables {
@@ -181,11 +192,9 @@ export class PgBossTables {
     return rows.map((row) => listed(row as Row));
   }
 
-  /** One job, by its id or by the idempotencyKey it was derived from. */
-  async get(idOrKey: string): Promise<PgBossJobRow | undefined> {
-    const ids = UUID.test(idOrKey)
-      ? [idOrKey.toLowerCase(), pgBossJobId(idOrKey)]
-      : [pgBossJobId(idOrKey)];
+  /** One job, by its id or by the idempotencyKey it was derived from (under `tenant`, if given). */
+  async get(idOrKey: string, tenant?: string): Promise<PgBossJobRow | undefined> {
+    const ids = idsOf(idOrKey, tenant);
     const { rows } = await this.#db.executeSql(
       `${SELECT} FROM ${this.#job} WHERE name = $1 AND id = ANY($2::uuid[]) ` +
         "AND state::text <> 'cancelled' ORDER BY id = $3::uuid DESC LIMIT 1",
@@ -225,18 +234,18 @@ export class PgBossTables {
 
   /**
    * Dead letters back to wait, with all their runs again: every one (of one event), or the one
-   * of `idOrKey`. Resolves to how many; kept `keepCompletedMs` once they complete (pg-boss 11/12).
+   * of `idOrKey` (under `tenant`, if given). Resolves to how many; kept `keepCompletedMs` once
+   * they complete (pg-boss 11/12).
    */
   async retryFailed(
-    filter: { event?: string | undefined; idOrKey?: string | undefined },
+    filter: {
+      event?: string | undefined;
+      idOrKey?: string | undefined;
+      tenant?: string | undefined;
+    },
     keepCompletedMs: number,
   ): Promise<number> {
-    const ids =
-      filter.idOrKey === undefined
-        ? null
-        : UUID.test(filter.idOrKey)
-          ? [filter.idOrKey.toLowerCase(), pgBossJobId(filter.idOrKey)]
-          : [pgBossJobId(filter.idOrKey)];
+    const ids = filter.idOrKey === undefined ? null : idsOf(filter.idOrKey, filter.tenant);
     const deletion = this.layout === 'pg-boss 10' ? '' : ', deletion_seconds = $4::int';
     const { rows } = await this.#db.executeSql(
       `UPDATE ${this.#job} SET state = 'retry', retry_count = 0, started_on = NULL, ` +

@@ -17,6 +17,7 @@ import {
   inboxClosed,
   inboxPolicy,
   type InboxJob,
+  type InboxJobLookup,
   type InboxJobState,
   type InboxWorker,
   type InboxWorkOptions,
@@ -138,10 +139,13 @@ export interface PgBossInbox extends ManagedInbox {
   start(): Promise<void>;
   /** Run the receiver's handlers for the stored deliveries, in this process. */
   work(receiver: Receiver, options?: PgBossWorkOptions): InboxWorker;
-  /** One job, by its id or by the idempotencyKey it was derived from. */
-  getJob(idOrKey: string): Promise<PgBossInboxJob | undefined>;
-  /** Put one dead letter back to run again; false when there is no such dead letter. */
-  retryJob(idOrKey: string): Promise<boolean>;
+  /**
+   * One job, by its id or by the idempotencyKey it was derived from; a tenant's job by its key
+   * and `{ tenant }`.
+   */
+  getJob(idOrKey: string, options?: InboxJobLookup): Promise<PgBossInboxJob | undefined>;
+  /** Put one dead letter back to run again (named as `getJob` names it); false when there is none. */
+  retryJob(idOrKey: string, options?: InboxJobLookup): Promise<boolean>;
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -190,8 +194,8 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
     work: (receiver, workOptions) => inbox.work(receiver, workOptions),
     retryFailed: (filter) => inbox.retryFailed(filter),
     jobs: (filter) => inbox.jobs(filter),
-    getJob: (idOrKey) => inbox.getJob(idOrKey),
-    retryJob: (idOrKey) => inbox.retryJob(idOrKey),
+    getJob: (idOrKey, lookup) => inbox.getJob(idOrKey, lookup),
+    retryJob: (idOrKey, lookup) => inbox.retryJob(idOrKey, lookup),
     close: () => inbox.close(),
   };
 }
@@ -270,14 +274,15 @@ class PgBossQueueInbox implements PgBossInbox {
     return (await tables.list(state)).map(({ outcome: _o, finishedAt: _f, ...job }) => job);
   }
 
-  async getJob(idOrKey: string): Promise<PgBossInboxJob | undefined> {
+  async getJob(idOrKey: string, lookup?: InboxJobLookup): Promise<PgBossInboxJob | undefined> {
     const { tables } = await this.#started();
-    return tables.get(idOrKey);
+    return tables.get(idOrKey, lookup?.tenant);
   }
 
-  async retryJob(idOrKey: string): Promise<boolean> {
+  async retryJob(idOrKey: string, lookup?: InboxJobLookup): Promise<boolean> {
     const { tables } = await this.#started();
-    const count = await tables.retryFailed({ idOrKey }, this.#settings.keepCompletedMs);
+    const { keepCompletedMs } = this.#settings;
+    const count = await tables.retryFailed({ idOrKey, tenant: lookup?.tenant }, keepCompletedMs);
     this.#wakeWorkers();
     return count > 0;
   }

@@ -43,6 +43,15 @@ import {
   type Delivery,
 } from '../helpers/deliveries.js';
 import { failureOf } from '../helpers/failure-of.js';
+import {
+  lookupIn,
+  tenantDelivery,
+  tenantOfRequest,
+  tenantPath,
+  tenantSecret,
+  tenantSecrets,
+  UNUSUAL_TENANTS,
+} from '../helpers/tenants.js';
 
 /** The options every inbox takes: its retry policy and how long it keeps completed jobs. */
 export interface ContractInboxOptions {
@@ -57,10 +66,13 @@ export interface ShownJob extends InboxJob {
   finishedAt?: string;
 }
 
-/** An inbox that also shows and replays single jobs by id or idempotencyKey. */
+/**
+ * An inbox that also shows and replays single jobs by id, or by idempotencyKey (and the tenant
+ * the delivery's route named, for a tenant's job).
+ */
 export interface InspectableInbox extends ManagedInbox {
-  getJob(idOrKey: string): Promise<ShownJob | undefined>;
-  retryJob(idOrKey: string): Promise<boolean>;
+  getJob(idOrKey: string, options?: { tenant?: string }): Promise<ShownJob | undefined>;
+  retryJob(idOrKey: string, options?: { tenant?: string }): Promise<boolean>;
 }
 
 /** An inbox implementation under test, and how to make and dispose of its inboxes. */
@@ -151,17 +163,20 @@ function inboxContract(subject: InboxUnderTest): void {
     return worker;
   }
 
-  /** The receiver behind node:http on a loopback port; resolves to a poster of deliveries. */
+  /**
+   * The receiver behind node:http on a loopback port; resolves to a poster of deliveries, to `/`
+   * or to the route of a tenant (`/t/<tenant>`, which the adapter's `tenant` option reads).
+   */
   async function serve(receiver: Receiver) {
-    const server = createServer(nodeListener(receiver));
+    const server = createServer(nodeListener(receiver, { tenant: tenantOfRequest }));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     cleanups.push(() => new Promise((resolve) => server.close(resolve)));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-    return async (delivery: {
-      body: string | Buffer<ArrayBuffer>;
-      headers: Delivery['headers'];
-    }) => {
-      const response = await fetch(url, {
+    return async (
+      delivery: { body: string | Buffer<ArrayBuffer>; headers: Delivery['headers'] },
+      tenant?: string,
+    ) => {
+      const response = await fetch(tenant === undefined ? url : url + tenantPath(tenant), {
         method: 'POST',
         headers: delivery.headers,
         body: delivery.body,
@@ -323,6 +338,36 @@ function inboxContract(subject: InboxUnderTest): void {
       }
       expect(JSON.stringify(jobs)).not.toContain(stored.signature);
       expect(JSON.stringify(jobs)).not.toContain('"body"');
+    });
+
+    it('finds and replays by its key a job whose key starts with "~", and lists that key as sent', async () => {
+      const inbox = subject.newInbox({ attempts: 1 });
+      const { receiver } = newReceiver(inbox);
+      let failing = true;
+      receiver.on('UserSignedIn', () => {
+        if (failing) throw new Error('CRM is down');
+      });
+      const post = await serve(receiver);
+      const key = `~${randomUUID()}`;
+      const delivery = createTestDelivery(
+        'UserSignedIn',
+        { user: { id: 1 } },
+        { idempotencyKey: key },
+      );
+      expect((await post(delivery)).status).toBe(202);
+      work(inbox, receiver);
+      const [dead] = await jobsOnce(inbox, 'failed', 1);
+      expect(dead).toMatchObject({ idempotencyKey: key });
+      expect(dead).not.toHaveProperty('tenant');
+      failing = false;
+      const shown = inspected(inbox);
+      if (shown) {
+        expect(await shown.getJob(key)).toMatchObject({ id: dead!.id, state: 'failed' });
+        expect(await shown.retryJob(key)).toBe(true);
+      } else {
+        expect(await inbox.retryFailed()).toBe(1);
+      }
+      await jobsOnce(inbox, 'completed', 1);
     });
 
     it('lists jobs oldest first', async () => {
@@ -652,6 +697,278 @@ function inboxContract(subject: InboxUnderTest): void {
           'schoolhooks.outcome': attempt === 1 ? 'handler_failed' : 'processed',
         });
       }
+    });
+  });
+
+  describe('tenants: many schools on one endpoint', () => {
+    /** A receiver whose secret lookup answers what `secrets` holds for each tenant now. */
+    function tenantReceiver(
+      inbox: ManagedInbox,
+      secrets: ReadonlyMap<string, string | readonly string[]>,
+      options: Partial<ReceiverOptions> = {},
+    ) {
+      return newReceiver(inbox, { secret: lookupIn(secrets), ...options });
+    }
+
+    /** Each run of a handler: the tenant the worker gave it, the key, the attempt. */
+    function recordRuns(receiver: Receiver): string[] {
+      const runs: string[] = [];
+      receiver.on('UserSignedIn', (event, ctx) => {
+        runs.push(`${ctx.tenant}|${event.idempotencyKey}@${ctx.attempt}`);
+      });
+      return runs;
+    }
+
+    const queued = (key: string) => ({
+      status: 202,
+      body: { ok: true, outcome: 'queued', idempotencyKey: key },
+    });
+    const duplicate = { status: 200, body: expect.objectContaining({ outcome: 'duplicate' }) };
+
+    it('keeps one idempotencyKey of two tenants as two jobs, each listed with its tenant and run once with it as ctx.tenant; each resend is a duplicate', async () => {
+      const inbox = subject.newInbox();
+      const secrets = tenantSecrets(['school-a', 'school-b']);
+      const { receiver } = tenantReceiver(inbox, secrets);
+      const runs = recordRuns(receiver);
+      const post = await serve(receiver);
+      const key = randomUUID();
+      const timestamp = new Date().toISOString();
+      const a = tenantDelivery(key, timestamp, tenantSecret('school-a'));
+      const b = tenantDelivery(key, timestamp, tenantSecret('school-b'));
+
+      expect(await post(a, 'school-a')).toEqual(queued(key));
+      expect(await post(b, 'school-b')).toEqual(queued(key));
+      expect(await post(a, 'school-a')).toEqual(duplicate);
+      expect(await post(b, 'school-b')).toEqual(duplicate);
+      // Each tenant's delivery verifies with its own secret only.
+      expect(await post(b, 'school-a')).toMatchObject({
+        status: 401,
+        body: { outcome: 'invalid_signature' },
+      });
+      const jobs = await inbox.jobs();
+      expect(jobs).toMatchObject([
+        { event: 'UserSignedIn', idempotencyKey: key, tenant: 'school-a', state: 'waiting' },
+        { event: 'UserSignedIn', idempotencyKey: key, tenant: 'school-b', state: 'waiting' },
+      ]);
+      expect(new Set(jobs.map((job) => job.id)).size).toBe(2);
+      // Neither is the job an untenanted delivery of the key would be.
+      expect(jobs.map((job) => job.id)).not.toContain(subject.jobId(key));
+      const shown = inspected(inbox);
+      if (shown) {
+        for (const job of jobs) {
+          expect(await shown.getJob(job.id)).toMatchObject({
+            tenant: job.tenant,
+            state: 'waiting',
+          });
+          const byKey = await shown.getJob(key, { tenant: job.tenant! });
+          expect(byKey).toMatchObject({ id: job.id, tenant: job.tenant });
+        }
+        expect(await shown.getJob(key)).toBeUndefined();
+        expect(await shown.getJob(key, { tenant: 'school-c' })).toBeUndefined();
+      }
+      expect(runs).toEqual([]);
+
+      work(inbox, receiver, 2);
+      await jobsOnce(inbox, 'completed', 2);
+      await sleep(100);
+      expect(runs.sort()).toEqual([`school-a|${key}@1`, `school-b|${key}@1`]);
+      expect(await post(a, 'school-a')).toEqual(duplicate);
+      expect(await post(b, 'school-b')).toEqual(duplicate);
+      expect(await inbox.jobs()).toHaveLength(2);
+    });
+
+    it('runs one job for two deliveries of one key under one tenant (two of its endpoints, each with its secret)', async () => {
+      const inbox = subject.newInbox();
+      const endpoints = [tenantSecret('school-a', 1), tenantSecret('school-a', 2)];
+      const { receiver } = tenantReceiver(inbox, new Map([['school-a', endpoints]]));
+      const runs = recordRuns(receiver);
+      const post = await serve(receiver);
+      const key = randomUUID();
+      const timestamp = new Date().toISOString();
+      const [first, second] = endpoints.map((secret) => tenantDelivery(key, timestamp, secret));
+
+      // At once, as the platform fans out: one is stored, the other is a duplicate or, while
+      // the first is being stored, 409 in_flight (which the platform retries).
+      const answers = await Promise.all([post(first!, 'school-a'), post(second!, 'school-a')]);
+      expect(answers.filter((answer) => answer.status === 202)).toEqual([queued(key)]);
+      expect(answers.filter((answer) => answer.status !== 202)).toEqual([
+        expect.objectContaining({
+          body: expect.objectContaining({
+            outcome: expect.stringMatching(/^(duplicate|in_flight)$/),
+          }),
+        }),
+      ]);
+      expect(await post(first!, 'school-a')).toEqual(duplicate);
+      expect(await post(second!, 'school-a')).toEqual(duplicate);
+      // Stored again by a process with a store of its own: the inbox still keeps one job.
+      await inbox.enqueue({ ...storedOf(second!), tenant: 'school-a' });
+      const jobs = await inbox.jobs();
+      expect(jobs).toMatchObject([{ idempotencyKey: key, tenant: 'school-a' }]);
+      expect(jobs).toHaveLength(1);
+
+      work(inbox, receiver, 2);
+      await jobsOnce(inbox, 'completed', 1);
+      await sleep(100);
+      expect(runs).toEqual([`school-a|${key}@1`]);
+    });
+
+    it('verifies a stored job with its tenant’s secrets: signed with another tenant’s, a dead letter never run; its tenant’s secret gone, retried and not run until it is back', async () => {
+      const inbox = subject.newInbox({ backoffMs: 100 });
+      // The worker's receiver asks the lookup again within 50 ms, as after a rotation.
+      const secrets = tenantSecrets(['school-a', 'school-b', 'school-c']);
+      const { receiver, errors } = tenantReceiver(inbox, secrets, { secretCacheMs: 50 });
+      const runs = recordRuns(receiver);
+      const forged = tenantDelivery(
+        randomUUID(),
+        new Date().toISOString(),
+        tenantSecret('school-b'),
+      );
+      const rotated = tenantDelivery(
+        randomUUID(),
+        new Date().toISOString(),
+        tenantSecret('school-c'),
+      );
+      await inbox.enqueue({ ...storedOf(forged), tenant: 'school-a' });
+      await inbox.enqueue({ ...storedOf(rotated), tenant: 'school-c' });
+      // School C's secret is rotated away: its lookup now gives none.
+      secrets.delete('school-c');
+      work(inbox, receiver);
+
+      const [dead] = await jobsOnce(inbox, 'failed', 1);
+      expect(dead).toMatchObject({
+        idempotencyKey: forged.idempotencyKey,
+        tenant: 'school-a',
+        attemptsMade: 1,
+        reason: expect.stringMatching(/^invalid_signature: /),
+      });
+      const waiting = await eventually(async () => {
+        const job = (await inbox.jobs()).find((one) => one.tenant === 'school-c');
+        expect(job).toMatchObject({
+          idempotencyKey: rotated.idempotencyKey,
+          reason: expect.stringMatching(/^unknown_tenant: /),
+        });
+        expect(job!.attemptsMade).toBeGreaterThanOrEqual(1);
+        return job!;
+      });
+      expect(waiting.state).not.toBe('failed');
+      expect(runs).toEqual([]);
+      expect(errors.map((error) => error.code)).toEqual(
+        expect.arrayContaining(['invalid_signature', 'unknown_tenant']),
+      );
+
+      // Its secret back: the next retry runs it, once, as school C's.
+      secrets.set('school-c', tenantSecret('school-c'));
+      const [completed] = await jobsOnce(inbox, 'completed', 1);
+      expect(completed).toMatchObject({
+        tenant: 'school-c',
+        idempotencyKey: rotated.idempotencyKey,
+      });
+      expect(runs).toHaveLength(1);
+      expect(runs[0]).toMatch(new RegExp(`^school-c\\|${rotated.idempotencyKey}@([2-9]|10)$`));
+      expect(await inbox.jobs({ state: 'failed' })).toMatchObject([{ tenant: 'school-a' }]);
+    });
+
+    it('keeps tenants with unusual names apart, and gives each back exactly to the worker', async () => {
+      const inbox = subject.newInbox();
+      const secrets = tenantSecrets(UNUSUAL_TENANTS);
+      const { receiver } = tenantReceiver(inbox, secrets);
+      const tenantsRun: (string | undefined)[] = [];
+      receiver.on('UserSignedIn', (_event, ctx) => void tenantsRun.push(ctx.tenant));
+      const post = await serve(receiver);
+      const key = randomUUID();
+      const timestamp = new Date().toISOString();
+      const deliveries = UNUSUAL_TENANTS.map((tenant) =>
+        tenantDelivery(key, timestamp, tenantSecret(tenant)),
+      );
+      for (const [i, tenant] of UNUSUAL_TENANTS.entries()) {
+        expect(await post(deliveries[i]!, tenant), tenant).toEqual(queued(key));
+      }
+      for (const [i, tenant] of UNUSUAL_TENANTS.entries()) {
+        expect(await post(deliveries[i]!, tenant), tenant).toEqual(duplicate);
+      }
+      const jobs = await inbox.jobs();
+      expect(jobs.map((job) => job.tenant)).toEqual(UNUSUAL_TENANTS);
+      expect(new Set(jobs.map((job) => job.id)).size).toBe(UNUSUAL_TENANTS.length);
+      const shown = inspected(inbox);
+      if (shown) {
+        for (const job of jobs) {
+          expect((await shown.getJob(job.id))?.tenant).toBe(job.tenant);
+          expect((await shown.getJob(key, { tenant: job.tenant! }))?.id).toBe(job.id);
+        }
+      }
+
+      work(inbox, receiver, 4);
+      await jobsOnce(inbox, 'completed', UNUSUAL_TENANTS.length);
+      await sleep(100);
+      expect(tenantsRun.sort()).toEqual([...UNUSUAL_TENANTS].sort());
+    });
+
+    it('never takes a tenant’s delivery of a key for a delivery without a tenant whose key looks like the tenant’s', async () => {
+      // One secret for every route: the route alone tells the two deliveries apart.
+      const inbox = subject.newInbox();
+      const { receiver } = newReceiver(inbox);
+      const runs = recordRuns(receiver);
+      const post = await serve(receiver);
+      const key = randomUUID();
+      const lookalike = `~["tenant","school-a","${key}"]`;
+      const ofTenant = createTestDelivery(
+        'UserSignedIn',
+        { user: { id: 1 } },
+        { idempotencyKey: key },
+      );
+      const plain = createTestDelivery(
+        'UserSignedIn',
+        { user: { id: 1 } },
+        { idempotencyKey: lookalike },
+      );
+      expect(await post(ofTenant, 'school-a')).toEqual(queued(key));
+      expect(await post(plain)).toEqual(queued(lookalike));
+      expect(await post(ofTenant, 'school-a')).toEqual(duplicate);
+      expect(await post(plain)).toEqual(duplicate);
+      const jobs = await inbox.jobs();
+      expect(jobs).toMatchObject([
+        { idempotencyKey: key, tenant: 'school-a' },
+        { idempotencyKey: lookalike },
+      ]);
+      expect(jobs[1]).not.toHaveProperty('tenant');
+      expect(new Set(jobs.map((job) => job.id)).size).toBe(2);
+      work(inbox, receiver, 2);
+      await jobsOnce(inbox, 'completed', 2);
+      await sleep(100);
+      expect(runs.sort()).toEqual([`school-a|${key}@1`, `undefined|${lookalike}@1`].sort());
+    });
+
+    it('replays one tenant’s dead letter by its key and tenant, leaving the other tenant’s', async () => {
+      const inbox = subject.newInbox({ attempts: 1 });
+      const { receiver } = tenantReceiver(inbox, tenantSecrets(['school-a', 'school-b']));
+      const runs = recordRuns(receiver);
+      let failing = true;
+      receiver.on('UserSignedIn', () => {
+        if (failing) throw new Error('CRM is down');
+      });
+      const key = randomUUID();
+      const timestamp = new Date().toISOString();
+      for (const tenant of ['school-a', 'school-b']) {
+        const delivery = tenantDelivery(key, timestamp, tenantSecret(tenant));
+        await inbox.enqueue({ ...storedOf(delivery), tenant });
+      }
+      work(inbox, receiver);
+      await jobsOnce(inbox, 'failed', 2);
+      failing = false;
+      const shown = inspected(inbox);
+      if (shown) {
+        // By the key alone it is no job: each tenant's is named with its tenant.
+        expect(await shown.retryJob(key)).toBe(false);
+        expect(await shown.retryJob(key, { tenant: 'school-b' })).toBe(true);
+        expect(await shown.retryJob(key, { tenant: 'school-b' })).toBe(false);
+        const [completed] = await jobsOnce(inbox, 'completed', 1);
+        expect(completed).toMatchObject({ tenant: 'school-b' });
+        expect(await inbox.jobs({ state: 'failed' })).toMatchObject([{ tenant: 'school-a' }]);
+      } else {
+        expect(await inbox.retryFailed()).toBe(2);
+        await jobsOnce(inbox, 'completed', 2);
+      }
+      expect(runs.filter((run) => run.startsWith('school-b|'))).toHaveLength(2);
     });
   });
 }
