@@ -56,7 +56,7 @@ export interface SchoolhooksReceiver extends Receiver {}
  * Options of {@link SchoolhooksModule.forRoot}: the route's path, and any `createReceiver` option
  * (or a receiver made elsewhere, e.g. one an inbox worker shares).
  */
-export type SchoolhooksModuleOptions = (ReceiverOptions | { receiver: Receiver }) & RouteOptions;
+export type SchoolhooksModuleOptions = (ReceiverOptions | { receiver: Receiver }) & SchoolhooksRouteOptions;
 
 /** What the module's route reads of a request to name its tenant: its parameters, on Express and Fastify. */
 export interface SchoolhooksRouteRequest {
@@ -67,7 +67,7 @@ export interface SchoolhooksRouteRequest {
 }
 
 /** The module's route: its path, and the tenant it names. */
-interface RouteOptions {
+export interface SchoolhooksRouteOptions {
   /** The route's path, e.g. `/webhooks/school` (after the app's global prefix, if any). */
   path: string;
   /**
@@ -83,7 +83,7 @@ interface RouteOptions {
 }
 
 /** Options of {@link SchoolhooksModule.forRootAsync}: the receiver's options come from a factory. */
-export interface SchoolhooksModuleAsyncOptions extends RouteOptions {
+export interface SchoolhooksModuleAsyncOptions extends SchoolhooksRouteOptions {
   /** The route's path: Nest's routes are fixed when the module is defined, before any factory runs. */
   path: string;
   /** Modules that export what the factory injects (e.g. `ConfigModule`). */
@@ -133,7 +133,7 @@ const RAW_BODY_FIX =
   'create the app with NestFactory.create(AppModule, { rawBody: true }) so Nest keeps the bytes ' +
   'the platform signed';
 
-function controllerFor({ path, tenant }: RouteOptions): Type<unknown> {
+function controllerFor({ path, tenant }: SchoolhooksRouteOptions): Type<unknown> {
   @Controller()
   class SchoolhooksController {
     readonly #logger = new Logger('SchoolhooksModule');
@@ -322,7 +322,7 @@ export class SchoolhooksModule {
 }
 
 function moduleOf(
-  route: RouteOptions,
+  route: SchoolhooksRouteOptions,
   receiver: NonNullable<ModuleMetadata['providers']>[number],
   imports: NonNullable<ModuleMetadata['imports']> = [],
 ): DynamicModule {
