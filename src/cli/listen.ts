@@ -4,9 +4,11 @@
  */
 
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { nodeListener } from '../../adapters/node.js';
+import { sendJson } from '../../adapters/node-answer.js';
+import { answerHeaders } from '../adapter-kit.js';
 import { getHeader } from '../headers.js';
 import { OUTCOMES } from '../outcome.js';
 import { createReceiver, type Receiver, type WebhookRequest } from '../receiver.js';
@@ -20,6 +22,14 @@ import { signatureFailureOf } from '../signature-failure.js';
 import { causesText } from './signature-causes.js';
 import { wholeNumberOf } from './numbers.js';
 import { SECRETS_OPTION, secretSource, secretsFrom } from './secret.js';
+import {
+  readSecretsFile,
+  SECRETS_FILE_OPTION,
+  TENANT_PLACEHOLDER,
+  tenantOfUrl,
+  tenantText,
+  type TenantSecretMap,
+} from './tenants.js';
 import { summarizeEvent } from './summarize-event.js';
 import { INSPECTOR_DEFAULTS } from '../defaults.js';
 
@@ -27,12 +37,18 @@ import { INSPECTOR_DEFAULTS } from '../defaults.js';
 export const listenCommand = defineCommand({
   name: 'listen',
   summary: 'Run a development receiver that prints each verified event (--ui: a page too)',
-  usage: `[--port 3000] [--path /] [--ui [--keep ${INSPECTOR_DEFAULTS.keep}]] [--secret S]...`,
+  usage: `[--port 3000] [--path /] [--ui [--keep ${INSPECTOR_DEFAULTS.keep}]] [--secret S]... [--secrets-file FILE]`,
   description: `Runs a receiver (createReceiver with its defaults and the memory store) on a node:http
 server and prints one line per delivery: the status and outcome, the event, its
 idempotencyKey and a short summary; what went wrong, if anything, indented under it. It answers as a real receiver does: duplicates 200,
 bad signatures 401, invalid payloads 422. On a 401 it prints the likely causes.
 Stops on Ctrl-C.
+
+With --secrets-file, one endpoint serves many schools: it answers <path>/<tenant>
+(--path /webhooks/school answers /webhooks/school/school-a), each delivery
+verified with its tenant's secrets only; a tenant the file does not name is
+answered 404 unknown_tenant. Each line names the tenant. The file is read once,
+at start.
 
 With --ui, the same port also serves the inspector, a page at /_schoolhooks/: every
 delivery live, its body, headers and Zod issues, the likely causes of a 401, and
@@ -53,7 +69,7 @@ shows the secret, and keeps deliveries in memory only.`,
     path: {
       type: 'string',
       value: 'P',
-      help: 'The only path answered, others get 404 (default: every path)',
+      help: 'The only path answered, others get 404 (default: every path). With --secrets-file: <path>/<tenant>, for each tenant (default /<tenant>)',
     },
     ui: { type: 'boolean', help: 'Serve the inspector page at /_schoolhooks/ on the same port' },
     keep: {
@@ -63,6 +79,7 @@ shows the secret, and keeps deliveries in memory only.`,
       help: 'Deliveries the inspector keeps in memory',
     },
     secret: SECRETS_OPTION,
+    'secrets-file': SECRETS_FILE_OPTION,
   },
   async run({ values }, io) {
     const port = wholeNumberOf(values.port);
@@ -79,27 +96,37 @@ shows the secret, and keeps deliveries in memory only.`,
     if (values.path !== undefined && isInspectorPath(values.path)) {
       throw new UsageError(`--path must not be below ${INSPECTOR_PREFIX}, the inspector's own`);
     }
-    const secrets = secretsFrom(values.secret, io, 'listen');
+    const { secrets, tenants } = await listenSecrets(values.secret, values['secrets-file'], io);
     // The inspector acts (replays, sends) for whoever can reach it: only this machine, unless
     // --host says otherwise.
     const host = values.host ?? (values.ui ? '127.0.0.1' : undefined);
 
     // listen prints each delivery itself: the console logger would say it twice.
-    const receiver = createReceiver({ secret: secrets, logger: false });
+    const receiver = createReceiver({
+      secret: tenants === undefined ? secrets : ({ tenant }) => tenants.get(tenant),
+      logger: false,
+    });
     // Every verified event is handled, so the receiver answers `processed` as a real one would.
     receiver.onAny(() => {});
     const answering = printing(receiver, io);
-    const only = values.path === undefined ? {} : { path: values.path };
     const inspector = values.ui
-      ? createInspector({ receiver: answering, secrets, keep, receiverPath: values.path ?? '/' })
+      ? createInspector({
+          receiver: answering,
+          secrets,
+          tenants,
+          keep,
+          receiverPath: values.path ?? '/',
+        })
       : undefined;
+    const perTenant = tenants !== undefined;
     const server = createServer(
       inspector === undefined
-        ? nodeListener(answering, only)
+        ? deliveries(answering, values.path, perTenant)
         : (req, res) => {
             const url = req.url ?? '/';
             if (!isInspectorPath(url)) {
-              return void nodeListener(inspector.recording({ path: url }), only)(req, res);
+              const recording = inspector.recording({ path: url });
+              return void deliveries(recording, values.path, perTenant)(req, res);
             }
             inspector.serve(req, res).catch((error: unknown) => {
               io.err(`  inspector: ${messageOf(error)}`);
@@ -117,8 +144,11 @@ shows the secret, and keeps deliveries in memory only.`,
     const { port: bound } = server.address() as AddressInfo;
     const origin = `http://${urlHost(host ?? 'localhost')}:${bound}`;
     io.out(
-      `Listening on ${origin}${values.path ?? '/'} ` +
-        `(secret from ${secretSource(values.secret)}); Ctrl-C to stop`,
+      tenants === undefined
+        ? `Listening on ${origin}${values.path ?? '/'} ` +
+            `(secret from ${secretSource(values.secret)}); Ctrl-C to stop`
+        : `Listening on ${origin}${basePath(values.path)}${TENANT_PLACEHOLDER} ` +
+            `(${tenantsText(tenants, values['secrets-file'] ?? '')}); Ctrl-C to stop`,
     );
     if (inspector) {
       io.out(`Inspector on ${origin}${INSPECTOR_PREFIX}/ (keeps the last ${keep} deliveries)`);
@@ -131,10 +161,67 @@ shows the secret, and keeps deliveries in memory only.`,
   },
 });
 
+/** The secrets `listen` verifies with: one endpoint's, or each tenant's (`--secrets-file`). */
+interface ListenSecrets {
+  /** The endpoint's secrets; empty with `--secrets-file`. */
+  secrets: string[];
+  /** Each tenant's secrets, with `--secrets-file`. */
+  tenants: TenantSecretMap | undefined;
+}
+
+/** `--secret` (or the variable), or `--secrets-file`: never both. */
+async function listenSecrets(
+  secret: string[] | undefined,
+  file: string | undefined,
+  io: CliIo,
+): Promise<ListenSecrets> {
+  if (file === undefined) return { secrets: secretsFrom(secret, io, 'listen'), tenants: undefined };
+  if (secret !== undefined) {
+    throw new UsageError(
+      '--secret and --secrets-file cannot go together: one endpoint secret, or one per tenant',
+    );
+  }
+  return { secrets: [], tenants: await readSecretsFile(file, io, 'listen') };
+}
+
 /**
- * The receiver, printing each delivery it answers: the status line first, then its detail lines
- * (what `onError` reported while answering it, the likely causes of a 401) indented under it, in
- * one write so concurrent deliveries never interleave.
+ * The listener of the receiver's deliveries: every path, or `--path` alone; with `--secrets-file`,
+ * `<path>/<tenant>` (one path segment, percent-decoded), whose tenant the receiver is given. Any
+ * other path is answered 404 `not_found`, as nodeListener answers a path it does not serve.
+ */
+function deliveries(
+  receiver: Receiver,
+  path: string | undefined,
+  perTenant: boolean,
+): RequestListener {
+  if (!perTenant) return nodeListener(receiver, path === undefined ? {} : { path });
+  const base = path ?? '/';
+  const tenantOf = (url: string | undefined): string | undefined => tenantOfUrl(base, url ?? '/');
+  const answer = nodeListener(receiver, { tenant: (req) => tenantOf(req.url) });
+  return (req, res) => {
+    if (tenantOf(req.url) !== undefined) return void answer(req, res);
+    sendJson(res, 404, answerHeaders(404), { ok: false, error: 'not_found' });
+  };
+}
+
+/** `--path` with a trailing slash, where the tenant's segment follows. */
+function basePath(path: string | undefined): string {
+  if (path === undefined) return '/';
+  return path.endsWith('/') ? path : `${path}/`;
+}
+
+/** `secrets of tenants a, b from tenants.json`: the first few tenant names, never a secret. */
+function tenantsText(tenants: TenantSecretMap, file: string): string {
+  const names = [...tenants.keys()];
+  const shown = names.slice(0, 5).map(tenantText).join(', ');
+  const more = names.length > 5 ? ` and ${names.length - 5} more` : '';
+  return `secrets of tenants ${shown}${more} from ${file}`;
+}
+
+/**
+ * The receiver, printing each delivery it answers: the status line first (with its tenant, if
+ * any), then its detail lines (what `onError` reported while answering it, the likely causes of a
+ * 401) indented under it, in one write so concurrent deliveries never interleave.
  */
 function printing(receiver: Receiver, io: CliIo): Receiver {
   const details = new AsyncLocalStorage<string[]>();
@@ -158,7 +245,9 @@ function printing(receiver: Receiver, io: CliIo): Receiver {
           : request;
       const lines: string[] = [];
       const result = await details.run(lines, () => receiver.handle(observed));
+      const { tenant } = request;
       let status = `${result.status} ${result.outcome}`;
+      if (tenant !== undefined) status = `${status} tenant=${tenantText(tenant)}`;
       if (result.outcome === 'invalid_signature') {
         // The receiver's own classifier: what onError, the inspector and telemetry say too.
         const failure = signatureFailureOf(getHeader(request.headers, 'signature'));

@@ -5,12 +5,21 @@
 
 import { timestampMsOf } from '../envelope.js';
 import { FIXED_CONTRACT_EVENTS } from '../events/index.js';
-import { defineCommand, EXIT, requireHttpUrl, UsageError } from './command.js';
+import { defineCommand, EXIT, requireHttpUrl, UsageError, type CliIo } from './command.js';
 import { fileBody, fixtureBody, type DeliveryBody } from './delivery-body.js';
 import { checkEventOption, isEventName } from './event-names.js';
 import { postDelivery } from './post-delivery.js';
 import { shellQuote } from './inspector/delivery-view.js';
 import { SECRET_OPTION, secretFrom } from './secret.js';
+import {
+  quotedTenant,
+  readSecretsFile,
+  SECRETS_FILE_OPTION,
+  TENANT_PLACEHOLDER,
+  tenantNameProblem,
+  tenantText,
+  tenantUrl,
+} from './tenants.js';
 import { SUCCESS_STATUSES_TEXT } from '../platform-contract.js';
 
 /** The `send` command. */
@@ -25,12 +34,27 @@ sends it again, with the same --key and --timestamp: a duplicate to the receiver
 Exit code 0 when the answer is ${SUCCESS_STATUSES_TEXT} (what the platform counts as delivered),
 1 otherwise.
 
+With --tenant, the delivery goes to one tenant (school) of an endpoint that serves
+many: to --url with the tenant appended as its last path segment
+(percent-encoded), or put where --url holds {tenant}; signed with --secret, or
+with the tenant's first secret in --secrets-file. What it prints names the
+tenant, and the command that sends it again has --tenant.
+
   EventName       The event's fixture, stamped now with a new idempotencyKey:
                   ${FIXED_CONTRACT_EVENTS.join(', ')}
   file.json       An envelope, stamped now with a new idempotencyKey (--raw: as it is), or, with --event, the data of one`,
   options: {
     url: { type: 'string', value: 'URL', help: 'Where to POST (required)' },
     secret: SECRET_OPTION,
+    tenant: {
+      type: 'string',
+      value: 'NAME',
+      help: 'The tenant to send to: the last path segment of --url, or where it holds {tenant}',
+    },
+    'secrets-file': {
+      ...SECRETS_FILE_OPTION,
+      help: "Sign with the --tenant's first secret from this file (a JSON object mapping each tenant to its secret or list of secrets), instead of --secret",
+    },
     event: {
       type: 'string',
       value: 'NAME',
@@ -50,7 +74,12 @@ Exit code 0 when the answer is ${SUCCESS_STATUSES_TEXT} (what the platform count
     if (what === undefined) throw new UsageError('name an event or a file to send');
     if (extra.length > 0)
       throw new UsageError('send takes one event or file; use replay for a folder');
-    const url = requireHttpUrl(values.url);
+    const { tenant } = values;
+    const url = sendUrl(values.url, tenant);
+    const secretsFile = values['secrets-file'];
+    if (secretsFile !== undefined && tenant === undefined) {
+      throw new UsageError('--secrets-file needs --tenant: the tenant whose secret signs it');
+    }
     // The receiver's own timestamp rule, so a sent delivery is never refused for its timestamp.
     if (values.timestamp !== undefined && timestampMsOf(values.timestamp) === undefined) {
       throw new UsageError('--timestamp must be an RFC 3339 date-time (2026-11-01T10:00:00Z)');
@@ -65,8 +94,18 @@ Exit code 0 when the answer is ${SUCCESS_STATUSES_TEXT} (what the platform count
           key: values.key,
           timestamp: values.timestamp,
         });
-    const secret = secretFrom(values.secret, io, 'send');
-    const sent = sentLines(delivery, { what, url, event: values.event, raw: values.raw });
+    const secret =
+      secretsFile === undefined || tenant === undefined
+        ? secretFrom(values.secret, io, 'send')
+        : await tenantSecret(secretsFile, tenant, values.secret, io);
+    const sent = sentLines(delivery, {
+      what,
+      url: values.url ?? url,
+      event: values.event,
+      raw: values.raw,
+      tenant,
+      secretsFile,
+    });
     let result;
     try {
       result = await postDelivery(url, delivery.body, secret);
@@ -82,12 +121,49 @@ Exit code 0 when the answer is ${SUCCESS_STATUSES_TEXT} (what the platform count
   },
 });
 
+/**
+ * The URL to post to: `--url`, with `--tenant` put where it holds `{tenant}` or appended as its
+ * last path segment, percent-encoded.
+ */
+function sendUrl(given: string | undefined, tenant: string | undefined): string {
+  if (tenant === undefined) {
+    if (given?.includes(TENANT_PLACEHOLDER)) {
+      throw new UsageError(`--url holds ${TENANT_PLACEHOLDER}: name the tenant with --tenant`);
+    }
+    return requireHttpUrl(given);
+  }
+  const problem = tenantNameProblem(tenant);
+  if (problem !== undefined) throw new UsageError(`--tenant: ${problem}`);
+  return requireHttpUrl(tenantUrl(requireHttpUrl(given), tenant));
+}
+
+/** The first secret of `tenant` in `--secrets-file` (never with `--secret`). */
+async function tenantSecret(
+  file: string,
+  tenant: string,
+  secret: string | undefined,
+  io: Pick<CliIo, 'err'>,
+): Promise<string> {
+  if (secret !== undefined) {
+    throw new UsageError('--secret and --secrets-file cannot go together: sign with one of them');
+  }
+  const tenants = await readSecretsFile(file, io, 'send');
+  const own = tenants.get(tenant);
+  if (own?.[0] === undefined) {
+    throw new UsageError(`--secrets-file ${file} has no tenant ${quotedTenant(tenant)}`);
+  }
+  return own[0];
+}
+
 /** What `send` was given besides the body, to write the command that sends it again. */
 interface Given {
   what: string;
+  /** `--url` as given (with `{tenant}`, if it held it). */
   url: string;
   event: string | undefined;
   raw: boolean | undefined;
+  tenant: string | undefined;
+  secretsFile: string | undefined;
 }
 
 /**
@@ -101,10 +177,13 @@ function sentLines(delivery: DeliveryBody, given: Given): string {
   const timestamp = envelope?.['timestamp'];
   const fields = [
     `sent ${delivery.event ?? given.what}`,
+    ...(given.tenant === undefined ? [] : [`tenant=${tenantText(given.tenant)}`]),
     `idempotencyKey=${typeof key === 'string' ? readable(key) : '(none)'}`,
     `timestamp=${typeof timestamp === 'string' ? readable(timestamp) : '(none)'}`,
   ];
   const again = ['schoolhooks', 'send', given.what, '--url', given.url];
+  if (given.tenant !== undefined) again.push('--tenant', given.tenant);
+  if (given.secretsFile !== undefined) again.push('--secrets-file', given.secretsFile);
   if (given.event !== undefined) again.push('--event', given.event);
   if (given.raw) again.push('--raw');
   // A raw file goes as it is: the same command sends the same bytes.

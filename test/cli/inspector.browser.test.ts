@@ -2,6 +2,8 @@
 // curl binary, and the page in headless Chromium (Debian's package, driven by playwright-core).
 // Without /usr/bin/chromium this suite fails; it never skips.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -272,5 +274,96 @@ describe('schoolhooks listen --ui in Chromium', () => {
     for (const text of [...snapshots, ...bodies, ...streamed]) expect(text).not.toContain(SECRET);
     expect(output).not.toContain(SECRET);
     expect(pageErrors).toEqual([]);
+  });
+});
+
+describe('listen --ui --secrets-file in Chromium: the tenant of each delivery', () => {
+  const TENANT_SECRET = 'Tn4sE8cR2eT6kE0yF3oR7sC1hO5oL9aW2bQ6xV0mN4jK8hG2fD6sA0pO4iU8yT2r';
+  let tenants: ChildProcess;
+  let tenantOutput = '';
+  let tenantOrigin = '';
+  let folder = '';
+  let tenantPage: Page;
+  const seen: Promise<string>[] = [];
+
+  beforeAll(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'schoolhooks-ui-tenants-'));
+    const file = join(folder, 'tenants.json');
+    await writeFile(file, JSON.stringify({ 'school-a': TENANT_SECRET, 'school-b': SECRET }));
+    const args = ['listen', '--ui', '--port', '0', '--path', '/hooks', '--secrets-file', file];
+    tenants = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'src/cli/index.ts'), ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, SCHOOL_WEBHOOK_SECRET: '' },
+      },
+    );
+    tenants.stdout?.on('data', (chunk: Buffer) => (tenantOutput += chunk.toString()));
+    tenants.stderr?.on('data', (chunk: Buffer) => (tenantOutput += chunk.toString()));
+    for (let i = 0; i < 400 && !tenantOutput.includes('Inspector on'); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    tenantOrigin = /Inspector on (http:\/\/127\.0\.0\.1:\d+)\//.exec(tenantOutput)?.[1] ?? '';
+    if (tenantOrigin === '') throw new Error(`listen did not start:\n${tenantOutput}`);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    tenantPage = await context.newPage();
+    tenantPage.on('pageerror', (error) => pageErrors.push(error.message));
+    tenantPage.on('response', (response) => {
+      if ((response.headers()['content-type'] ?? '').startsWith('text/event-stream')) return;
+      seen.push(response.text().catch(() => ''));
+    });
+    await tenantPage.goto(`${tenantOrigin}/_schoolhooks/`);
+    await tenantPage.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+  });
+
+  afterAll(async () => {
+    if (tenants && tenants.exitCode === null) {
+      const exited = new Promise((resolve) => tenants.once('close', resolve));
+      tenants.kill('SIGTERM');
+      await exited;
+    }
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  it('names the tenant in the row and the view, replays and sends through a tenant', async () => {
+    const delivery = createDelivery('PaymentCompleted', undefined, {
+      secret: TENANT_SECRET,
+      idempotencyKey: 'e2e-tenant-1',
+    });
+    const answer = await fetch(`${tenantOrigin}/hooks/school-a`, {
+      method: 'POST',
+      headers: delivery.headers,
+      body: delivery.body,
+    });
+    expect(answer.status).toBe(200);
+    const tenantRow = (name: RegExp) => tenantPage.locator('#list').getByRole('link', { name });
+    const first = tenantRow(/PaymentCompleted, 200 processed, key e2e-tenant-1, tenant school-a/);
+    await first.waitFor();
+    expect(await first.locator('.tenant').textContent()).toBe('tenant school-a');
+    expect(await tenantPage.locator('#receiver-url').textContent()).toBe(
+      `${tenantOrigin}/hooks/{tenant}`,
+    );
+
+    await first.click();
+    await tenantPage.getByRole('heading', { name: '#1 PaymentCompleted' }).waitFor();
+    const tenantFact = tenantPage
+      .locator('.facts dt', { hasText: /^Tenant$/ })
+      .locator('xpath=following-sibling::dd[1]');
+    expect(await tenantFact.textContent()).toBe('school-a');
+    await tenantPage.getByRole('button', { name: 'Replay' }).click();
+    await tenantRow(/PaymentCompleted, 200 duplicate, key e2e-tenant-1, tenant school-a/).waitFor();
+
+    await tenantPage.getByLabel('Tenant', { exact: true }).selectOption('school-b');
+    await tenantPage.getByLabel('Send a fixture, signed').selectOption('CourseCompleted');
+    await tenantPage.getByRole('button', { name: 'Send', exact: true }).click();
+    await tenantRow(/CourseCompleted, 200 processed, key .*, tenant school-b/).waitFor();
+
+    const texts = [await tenantPage.content(), ...(await Promise.all(seen)), tenantOutput];
+    expect(texts.length).toBeGreaterThan(6);
+    for (const text of texts) {
+      expect(text).not.toContain(TENANT_SECRET);
+      expect(text).not.toContain(SECRET);
+    }
   });
 });

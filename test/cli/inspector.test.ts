@@ -1,7 +1,10 @@
 // The inspector's HTTP side without a browser: `listen --ui` run in this process, its endpoints
 // called with fetch and raw node:http requests (a browser would not send a forged Host).
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../src/cli/command.js';
@@ -218,6 +221,117 @@ describe('listen --ui, over HTTP', () => {
     expect(view.causes).toEqual(SIGNATURE_CAUSE_LIST);
     expect(view.causes.join(' ')).toContain('temporary key');
     expect((await fetch(`${api}/deliveries/1`)).status).toBe(404);
+  });
+});
+
+describe('listen --ui --secrets-file: each delivery’s tenant, never a secret', () => {
+  const TENANT_A = 'tA9-inspector-tenant-a-secret-K2mN5bV8cX1zL4kJ7hG0fD3sA6pO9iU2yT5r';
+  const TENANT_B = 'tB9-inspector-tenant-b-secret-Q8wE1rT4yU7iO0pA3sD6fG9hJ2kL5zX8cV1b';
+  let server: Listening;
+  let api = '';
+  let folder = '';
+  /** Every answer body and streamed message of these tests, to search for the secrets. */
+  const seen: string[] = [];
+
+  async function getJson<T>(path: string, init?: RequestInit): Promise<T> {
+    const text = await (await fetch(`${api}${path}`, init)).text();
+    seen.push(text);
+    return JSON.parse(text) as T;
+  }
+
+  interface Summary {
+    id: number;
+    tenant?: string;
+    outcome: string;
+    source: string;
+  }
+
+  beforeAll(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'schoolhooks-inspector-tenants-'));
+    const file = join(folder, 'tenants.json');
+    await writeFile(file, JSON.stringify({ A: TENANT_A, B: [TENANT_B] }));
+    server = await listen(['--ui', '--path', '/hooks', '--secrets-file', file]);
+    api = `${server.origin}/_schoolhooks/api`;
+  });
+
+  afterAll(async () => {
+    expect(await server.stop()).toBe(0);
+    await rm(folder, { recursive: true, force: true });
+    expect(seen.length).toBeGreaterThan(5);
+    for (const text of [...seen, server.output()]) {
+      expect(text).not.toContain(TENANT_A);
+      expect(text).not.toContain(TENANT_B);
+    }
+  });
+
+  it('lists and shows the tenant of a delivery, live on the stream too', async () => {
+    const stream = await fetch(`${api}/stream`);
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    const { body, headers } = createDelivery('UserSignedUp', undefined, {
+      secret: TENANT_A,
+      idempotencyKey: 'tenant-ui-1',
+    });
+    const answer = await fetch(`${server.origin}/hooks/A`, { method: 'POST', headers, body });
+    expect(answer.status).toBe(200);
+    let streamed = '';
+    while (!streamed.includes('event: delivery')) streamed += (await reader.read()).value ?? '';
+    await reader.cancel();
+    seen.push(streamed);
+    const event = /event: delivery\ndata: (.*)\n/.exec(streamed)?.[1] ?? '{}';
+    expect(JSON.parse(event)).toMatchObject({ tenant: 'A', idempotencyKey: 'tenant-ui-1' });
+
+    const { deliveries } = await getJson<{ deliveries: Summary[] }>('/deliveries');
+    expect(deliveries[0]).toMatchObject({ tenant: 'A', outcome: 'processed' });
+    const view = await getJson<{ tenant: string; path: string; curl: string }>(
+      `/deliveries/${deliveries[0]?.id}`,
+    );
+    expect([view.tenant, view.path]).toEqual(['A', '/hooks/A']);
+    expect(view.curl).toContain(`'${server.origin}/hooks/A'`);
+  });
+
+  it('records an unknown tenant’s 404 with its tenant', async () => {
+    const { body, headers } = createDelivery('UserSignedUp', undefined, { secret: TENANT_A });
+    const answer = await fetch(`${server.origin}/hooks/nobody`, { method: 'POST', headers, body });
+    expect(answer.status).toBe(404);
+    const { deliveries } = await getJson<{ deliveries: Summary[] }>('/deliveries');
+    expect(deliveries[0]).toMatchObject({ tenant: 'nobody', outcome: 'unknown_tenant' });
+  });
+
+  it('replays a tenant’s delivery through the same tenant: a duplicate, not a 404 or a 401', async () => {
+    const { deliveries } = await getJson<{ deliveries: Summary[] }>('/deliveries');
+    const original = deliveries.find((d) => d.tenant === 'A' && d.outcome === 'processed');
+    const replayed = await getJson<{ result: { outcome: string }; delivery: Summary }>(
+      `/deliveries/${original?.id}/replay`,
+      { method: 'POST', headers: ACT },
+    );
+    expect(replayed.result.outcome).toBe('duplicate');
+    expect(replayed.delivery).toMatchObject({ tenant: 'A', source: 'replay' });
+  });
+
+  it('offers the tenants’ names, and sends a fixture to the one named, signed with its secret', async () => {
+    const info = await getJson<{ tenants: string[]; receiverPath: string }>('/info');
+    expect(info).toMatchObject({ tenants: ['A', 'B'], receiverPath: '/hooks' });
+    const send = (body: object) =>
+      fetch(`${api}/send`, { method: 'POST', headers: ACT, body: JSON.stringify(body) });
+    const sent = await send({ event: 'CourseCompleted', tenant: 'B' });
+    const text = await sent.text();
+    seen.push(text);
+    const answer = JSON.parse(text) as { result: { outcome: string }; delivery: Summary };
+    expect(answer.result.outcome).toBe('processed');
+    expect(answer.delivery).toMatchObject({ tenant: 'B', source: 'fixture' });
+    const view = await getJson<{ path: string }>(`/deliveries/${answer.delivery.id}`);
+    expect(view.path).toBe('/hooks/B');
+    await expect.poll(server.output).toMatch(/^200 processed tenant=B CourseCompleted key=/m);
+
+    const refusals = [];
+    for (const body of [{ event: 'CourseCompleted' }, { event: 'CourseCompleted', tenant: 'C' }]) {
+      const refused = await send(body);
+      refusals.push([refused.status, ((await refused.json()) as { error: string }).error]);
+    }
+    expect(refusals).toEqual([
+      [400, 'tenant_required'],
+      [400, 'unknown_tenant'],
+    ]);
   });
 });
 

@@ -22,6 +22,7 @@ import { checkRequest, sendGuardedJson, SECURITY_HEADERS } from './guard.js';
 import { createLiveStreams } from './live-stream.js';
 import type { ActionRefused, DeliveryList, InspectorInfo } from './page-api.js';
 import { INSPECTOR_DEFAULTS } from '../../defaults.js';
+import { tenantPath, type TenantSecretMap } from '../tenants.js';
 
 export type { RecordingMeta };
 
@@ -39,9 +40,15 @@ export interface InspectorOptions {
   receiver: Receiver;
   /** The secrets, only to sign the fixtures the page sends (the first one). Never shown. */
   secrets: readonly string[];
+  /**
+   * Each tenant's secrets, when the receiver serves one tenant per path (`<receiverPath>/<tenant>`):
+   * a fixture sent from the page names its tenant and is signed with that tenant's first secret
+   * (`secrets` is then not used). The page is told the names, never a secret.
+   */
+  tenants?: TenantSecretMap | undefined;
   /** How many deliveries are kept in memory. Default 500. */
   keep?: number;
-  /** The path fixtures sent from the page are recorded under. Default `/`. */
+  /** The path fixtures sent from the page are recorded under (with tenants: below). Default `/`. */
   receiverPath?: string;
 }
 
@@ -73,6 +80,7 @@ export interface Inspector {
 export function createInspector({
   receiver,
   secrets,
+  tenants,
   keep = INSPECTOR_DEFAULTS.keep,
   receiverPath = '/',
 }: InspectorOptions): Inspector {
@@ -80,7 +88,7 @@ export function createInspector({
   const log = createDeliveryLog({ keep });
   const recorder = createDeliveryRecorder(receiver, log);
   const streams = createLiveStreams(log);
-  const parts: RouteParts = { log, recorder, secrets, receiverPath };
+  const parts: RouteParts = { log, recorder, secrets, tenants, receiverPath };
   const routes = inspectorRoutes(parts);
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -120,16 +128,13 @@ interface RouteParts {
   log: DeliveryLog;
   recorder: DeliveryRecorder;
   secrets: readonly string[];
+  tenants: TenantSecretMap | undefined;
   receiverPath: string;
 }
 
 /** The JSON endpoints below `/_schoolhooks/api/` with a fixed path, by `METHOD /path`. */
-function inspectorRoutes({
-  log,
-  recorder,
-  secrets,
-  receiverPath,
-}: RouteParts): Record<string, Route> {
+function inspectorRoutes(parts: RouteParts): Record<string, Route> {
+  const { log, recorder, tenants, receiverPath } = parts;
   const { keep } = log;
   return {
     'GET /api/info': async (_req, res) =>
@@ -137,23 +142,53 @@ function inspectorRoutes({
         receiverPath,
         keep,
         fixtures: [...FIXED_CONTRACT_EVENTS],
+        ...(tenants === undefined ? {} : { tenants: [...tenants.keys()] }),
       } satisfies InspectorInfo),
     'GET /api/deliveries': async (_req, res) =>
       sendGuardedJson(res, 200, { keep, deliveries: log.summaries() } satisfies DeliveryList),
     'POST /api/send': async (req, res) => {
-      const event = (await readJson(req))?.event;
+      const asked = await readJson(req);
+      const event = asked?.event;
       if (typeof event !== 'string' || !isFixedContractEvent(event)) {
         return refuse(res, 400, 'unknown_fixture');
       }
-      // Signed here, with the receiver's own first secret: the page never sees it.
-      const signed = createDelivery(event, undefined, { secret: secrets[0] ?? '' });
+      const target = fixtureTarget(parts, asked?.tenant);
+      if (typeof target === 'string') return refuse(res, 400, target);
+      // Signed here, with the receiver's (or the tenant's) first secret: the page never sees it.
+      const signed = createDelivery(event, undefined, { secret: target.secret });
       const { result, delivery } = await recorder.answer(
-        { path: receiverPath, source: 'fixture' },
-        { method: 'POST', headers: signed.headers, body: signed.body },
+        { path: target.path, source: 'fixture' },
+        { method: 'POST', headers: signed.headers, body: signed.body, tenant: target.tenant },
       );
       sendGuardedJson(res, 200, { ok: true, result: result.body, delivery });
     },
   };
+}
+
+/** Where a fixture sent from the page goes, and the secret that signs it. */
+interface FixtureTarget {
+  path: string;
+  secret: string;
+  tenant: string | undefined;
+}
+
+/**
+ * The target of a fixture for `tenant` (what the page asked for), or the error code of a refusal:
+ * `tenant_required` when the receiver serves one tenant per path and none was named,
+ * `unknown_tenant` for a tenant it does not serve.
+ */
+function fixtureTarget(
+  { secrets, tenants, receiverPath }: RouteParts,
+  tenant: unknown,
+): FixtureTarget | string {
+  if (tenants === undefined) {
+    if (tenant !== undefined) return 'unknown_tenant';
+    return { path: receiverPath, secret: secrets[0] ?? '', tenant: undefined };
+  }
+  if (typeof tenant !== 'string') return 'tenant_required';
+  const own = tenants.get(tenant);
+  if (own === undefined) return 'unknown_tenant';
+  return { path: tenantPath(receiverPath, tenant), secret: own[0] ?? '', tenant };
 }
 
 /** `GET api/deliveries/:id` (the page's view of it) and `POST api/deliveries/:id/replay`. */
@@ -173,9 +208,11 @@ async function serveDelivery(
     if (delivery.body === undefined || delivery.outcome === 'too_large') {
       return refuse(res, 409, 'no_body_to_replay');
     }
+    // Through the same tenant: its secrets verify the bytes again, its keys say duplicate.
+    const { method, headers, body, tenant } = delivery;
     const replayed = await recorder.answer(
       { path: delivery.path, source: 'replay', replayOf: id },
-      { method: delivery.method, headers: delivery.headers, body: delivery.body },
+      { method, headers, body, tenant },
     );
     return sendGuardedJson(res, 200, {
       ok: true,

@@ -39,6 +39,8 @@ export interface RecordedDelivery {
   outcome: Outcome;
   event?: string;
   idempotencyKey?: string;
+  /** The tenant the request named (its path), when the receiver serves one tenant per path. */
+  tenant?: string;
   issues: InspectorIssue[];
   errors: ReportedError[];
 }
@@ -80,6 +82,7 @@ export function summarize(delivery: RecordedDelivery): DeliverySummary {
   if (replayOf !== undefined) summary.replayOf = replayOf;
   if (delivery.event !== undefined) summary.event = delivery.event;
   if (delivery.idempotencyKey !== undefined) summary.idempotencyKey = delivery.idempotencyKey;
+  if (delivery.tenant !== undefined) summary.tenant = delivery.tenant;
   return summary;
 }
 

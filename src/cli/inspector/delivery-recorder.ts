@@ -102,6 +102,7 @@ export function createDeliveryRecorder(receiver: Receiver, log: DeliveryLog): De
       errors: pending.errors,
     };
     if (replayOf !== undefined) delivery.replayOf = replayOf;
+    if (typeof request.tenant === 'string') delivery.tenant = request.tenant;
     if (envelope.event !== undefined) delivery.event = envelope.event;
     const key = result.body.idempotencyKey ?? envelope.idempotencyKey;
     if (key !== undefined) delivery.idempotencyKey = key;

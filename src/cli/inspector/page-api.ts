@@ -31,6 +31,8 @@ export interface DeliverySummary {
   outcomeClass: OutcomeClass;
   event?: string;
   idempotencyKey?: string;
+  /** The tenant the delivery's path named, when the receiver serves one tenant per path. */
+  tenant?: string;
 }
 
 /** A failure reported to onError, as the page shows it. */
@@ -60,9 +62,12 @@ export interface DeliveryView extends DeliverySummary {
 
 /** `GET api/info`: where the receiver listens and which fixtures the page can send. */
 export interface InspectorInfo {
+  /** The receiver's path; with tenants, the path each tenant's own is below. */
   receiverPath: string;
   keep: number;
   fixtures: string[];
+  /** The tenants' names (never their secrets), when the receiver serves one tenant per path. */
+  tenants?: string[];
 }
 
 /** `GET api/deliveries` and the stream's `reset` event: every kept delivery, newest first. */

@@ -96,12 +96,14 @@
       time(delivery.receivedAt),
       el('span', 'event', delivery.event ?? '(no event)'),
       badge(delivery),
+      delivery.tenant === undefined ? null : el('span', 'tenant', `tenant ${delivery.tenant}`),
       el('code', 'key', delivery.idempotencyKey ?? '—'),
     );
     link.href = `${HASH}${delivery.id}`;
+    const tenant = delivery.tenant === undefined ? '' : `, tenant ${delivery.tenant}`;
     link.setAttribute(
       'aria-label',
-      `${describe(delivery)}, key ${delivery.idempotencyKey ?? 'none'}`,
+      `${describe(delivery)}, key ${delivery.idempotencyKey ?? 'none'}${tenant}`,
     );
     if (delivery.id === openId) link.setAttribute('aria-current', 'true');
     const item = el('li', null, link);
@@ -416,6 +418,7 @@
     fact('Received', `${new Date(view.receivedAt).toLocaleString()} (${view.durationMs} ms)`);
     fact('Answer', badge(view));
     fact('Request', `${view.method} ${view.path}`);
+    if (view.tenant !== undefined) fact('Tenant', el('code', null, view.tenant));
     fact('Idempotency key', el('code', null, view.idempotencyKey ?? '—'));
     fact('Source', sourceText(view));
 
@@ -559,12 +562,25 @@
   async function setUp() {
     /** @type {InspectorInfo} */
     const info = await (await fetch('api/info')).json();
-    $('receiver-url').textContent = `${location.origin}${info.receiverPath}`;
+    const { tenants } = info;
+    // With tenants, each has its own path below the receiver's: <path>/<tenant>.
+    $('receiver-url').textContent = `${location.origin}${info.receiverPath}${
+      tenants === undefined ? '' : `${info.receiverPath.endsWith('/') ? '' : '/'}{tenant}`
+    }`;
     const select = $('send-event');
     for (const name of info.fixtures) {
       const option = el('option', null, name);
       option.value = name;
       select.append(option);
+    }
+    if (tenants !== undefined) {
+      const tenantSelect = $('send-tenant');
+      for (const name of tenants) {
+        const option = el('option', null, name);
+        option.value = name;
+        tenantSelect.append(option);
+      }
+      tenantSelect.hidden = false;
     }
   }
 
@@ -572,9 +588,12 @@
     event.preventDefault();
     const status = $('send-status');
     const name = /** @type {HTMLSelectElement} */ ($('send-event')).value;
+    const tenantSelect = /** @type {HTMLSelectElement} */ ($('send-tenant'));
+    // Sent to the tenant picked, signed with its secret (on the server), when there are tenants.
+    const tenant = tenantSelect.hidden ? {} : { tenant: tenantSelect.value };
     status.textContent = `Sending ${name}…`;
     try {
-      const answer = await act('api/send', { event: name });
+      const answer = await act('api/send', { event: name, ...tenant });
       status.replaceChildren('Sent as ', deliveryLink(answer.delivery));
     } catch (error) {
       status.textContent = `Sending failed: ${messageOf(error)}`;
