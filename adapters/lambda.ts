@@ -26,6 +26,8 @@ export interface LambdaV1Event {
   requestContext?: object | null | undefined;
   /** The route's parameters (API Gateway), e.g. `{ tenant: 'school-a' }` on `/webhooks/school/{tenant}`. */
   pathParameters?: Readonly<Record<string, string | undefined>> | null | undefined;
+  /** The request's path: where the tenant is read behind an ALB, which has no route parameters. */
+  path?: string | undefined;
 }
 
 /** An API Gateway HTTP API (payload 2.0) or Function URL event: what the handler reads of it. */
@@ -37,17 +39,24 @@ export interface LambdaV2Event {
   requestContext: { http: { method: string } };
   /** The route's parameters (HTTP API), e.g. `{ tenant: 'school-a' }` on `/webhooks/school/{tenant}`. */
   pathParameters?: Readonly<Record<string, string | undefined>> | null | undefined;
+  /** The request's path: where the tenant is read behind a Function URL, which has no route parameters. */
+  rawPath?: string | undefined;
 }
 
 /** Options of {@link lambdaHandler}. */
 export interface LambdaHandlerOptions {
   /**
    * The tenant the event names, when one function serves many schools (docs/tenants.md); required
-   * when the receiver's `secret` is a lookup.
+   * when the receiver's `secret` is a lookup. Behind API Gateway, from the route's
+   * `pathParameters`; behind a Function URL or an ALB, which have none, from the path.
    *
    * @example
    * ```ts
    * export const handler = lambdaHandler(receiver, { tenant: (event) => event.pathParameters?.tenant });
+   * // Function URL (`rawPath`) or ALB (`path`): /webhooks/school/<tenant>
+   * lambdaHandler(receiver, {
+   *   tenant: (event) => ('httpMethod' in event ? event.path : event.rawPath)?.split('/')[3],
+   * });
    * ```
    */
   tenant?: ((event: LambdaEvent, context?: unknown) => string | undefined) | undefined;
