@@ -30,11 +30,25 @@ for (const [version, express] of [
   ['5', express5],
   ['4', express4],
 ] as const) {
-  adapterSuite(`express ${version}`, (receiver) => {
-    const app = express();
-    app.all('/webhooks', expressMiddleware(receiver));
-    return serveApp(app);
-  });
+  adapterSuite(
+    `express ${version}`,
+    (receiver) => {
+      const app = express();
+      app.all('/webhooks', expressMiddleware(receiver));
+      return serveApp(app);
+    },
+    {
+      tenants: {
+        serve: (receiver) => {
+          const app = express();
+          const tenant = (req: express5.Request) => req.params.tenant;
+          app.post('/webhooks/school/:tenant', expressMiddleware(receiver, { tenant }));
+          return serveApp(app, '/webhooks/school');
+        },
+        withoutTenant: (receiver) => expressMiddleware(receiver),
+      },
+    },
+  );
 
   describe(`expressMiddleware in an Express ${version} app`, () => {
     let server: AdapterServer | undefined;
@@ -115,6 +129,23 @@ for (const [version, express] of [
       expect(handled).toEqual([delivery.idempotencyKey]);
     });
 
+    // Express 4 has no list parameters: only Express 5 gives a wildcard's segments as one.
+    if (version === '5')
+      it("answers 404 unknown_tenant when the route's tenant is a wildcard's list of segments", async () => {
+        const receiver = createReceiver({ secret: () => SECRET });
+        const app = express();
+        app.post(
+          '/webhooks/school/*tenant',
+          expressMiddleware(receiver, { tenant: (req) => req.params.tenant }),
+        );
+        server = await serveApp(app, '');
+        const delivery = createTestDelivery();
+        expectAnswer(await post(`${server.url}/webhooks/school/a/b`, delivery), 404, {
+          ok: false,
+          outcome: 'unknown_tenant',
+        });
+      });
+
     it('still answers 405 and 415 first behind express.json()', async () => {
       const { origin } = await start((app, middleware) => {
         app.use(express.json());
@@ -142,5 +173,20 @@ describe('the types of schoolhooks/express', () => {
     };
     expectTypeOf(compiles).toBeFunction();
     expectTypeOf(expressMiddleware).returns.toEqualTypeOf<express5.RequestHandler>();
+  });
+
+  it('takes a `tenant` read from the route, as Express 5 types its parameters', () => {
+    const compiles = (app: Express, receiver: Receiver) => {
+      app.post(
+        '/webhooks/school/:tenant',
+        expressMiddleware(receiver, { tenant: (req) => req.params.tenant }),
+      );
+      expressMiddleware(receiver, { tenant: (req: express5.Request) => req.get('x-school') });
+      // @ts-expect-error a tenant is a string, not a number
+      expressMiddleware(receiver, { tenant: () => 7 });
+      // @ts-expect-error the request is Express's
+      expressMiddleware(receiver, { tenant: (req: Request) => req.url });
+    };
+    expectTypeOf(compiles).toBeFunction();
   });
 });

@@ -12,18 +12,43 @@ import {
   post,
   type AdapterServer,
 } from './suite.js';
-import type { FastifyInstance as App } from 'fastify';
+import type { FastifyInstance as App, FastifyRequest } from 'fastify';
 
 async function serveApp(app: FastifyInstance, path = '/webhooks'): Promise<AdapterServer> {
   await app.listen({ port: 0, host: '127.0.0.1' });
   return listen(app.server as Server, path);
 }
 
-adapterSuite('fastify', async (receiver) => {
-  const app = Fastify();
-  await app.register(schoolhooksPlugin, { receiver, path: '/webhooks' });
-  return serveApp(app);
-});
+adapterSuite(
+  'fastify',
+  async (receiver) => {
+    const app = Fastify();
+    await app.register(schoolhooksPlugin, { receiver, path: '/webhooks' });
+    return serveApp(app);
+  },
+  {
+    tenants: {
+      serve: async (receiver) => {
+        const app = Fastify();
+        await app.register(schoolhooksPlugin, {
+          receiver,
+          path: '/webhooks/school/:tenant',
+          tenant: (request) => (request.params as { tenant?: string }).tenant,
+        });
+        return serveApp(app, '/webhooks/school');
+      },
+      withoutTenant: async (receiver) => {
+        const app = Fastify();
+        try {
+          await app.register(schoolhooksPlugin, { receiver, path: '/webhooks' });
+          await app.ready();
+        } finally {
+          await app.close();
+        }
+      },
+    },
+  },
+);
 
 describe('schoolhooksPlugin in a Fastify app', () => {
   let server: AdapterServer | undefined;
@@ -87,6 +112,24 @@ describe('the types of schoolhooks/fastify', () => {
       await app.register(schoolhooksPlugin, { receiver, path: '/webhooks/school' });
       // @ts-expect-error the path is required
       await app.register(schoolhooksPlugin, { receiver });
+    };
+    expectTypeOf(compiles).toBeFunction();
+  });
+
+  it("takes a `tenant` read from Fastify's request", () => {
+    const compiles = async (app: App, receiver: Receiver) => {
+      await app.register(schoolhooksPlugin, {
+        receiver,
+        path: '/webhooks/school/:tenant',
+        tenant: (request) => (request.params as { tenant?: string }).tenant,
+      });
+      await app.register(schoolhooksPlugin, {
+        receiver,
+        path: '/webhooks/school',
+        tenant: (request: FastifyRequest) => request.hostname,
+      });
+      // @ts-expect-error a tenant is a string, not a number
+      await app.register(schoolhooksPlugin, { receiver, path: '/x', tenant: () => 7 });
     };
     expectTypeOf(compiles).toBeFunction();
   });

@@ -13,19 +13,48 @@ import {
   listen,
   post,
   sendRaw,
+  tenantOfPath,
   type AdapterServer,
 } from './suite.js';
 
-adapterSuite('fetch on @hono/node-server', (receiver) =>
-  listen(serve({ fetch: fetchHandler(receiver), hostname: '127.0.0.1', port: 0 }) as Server),
+/** The tenant of a Request's URL `/webhooks/school/<tenant>`, as a Worker or a Bun server reads it. */
+const tenant = (request: Request) => tenantOfPath(new URL(request.url).pathname);
+
+adapterSuite(
+  'fetch on @hono/node-server',
+  (receiver) =>
+    listen(serve({ fetch: fetchHandler(receiver), hostname: '127.0.0.1', port: 0 }) as Server),
+  {
+    tenants: {
+      serve: (receiver) => {
+        const fetch = fetchHandler(receiver, { tenant });
+        return listen(
+          serve({ fetch, hostname: '127.0.0.1', port: 0 }) as Server,
+          '/webhooks/school',
+        );
+      },
+      withoutTenant: (receiver) => fetchHandler(receiver),
+    },
+  },
 );
 
 // Called with the Request alone, as Bun, Deno and Workers do: the body comes from the Request.
-adapterSuite('fetch reading the Fetch Request (no env.incoming)', (receiver) => {
-  const handle = fetchHandler(receiver);
+const requestOnly = (receiver: Receiver, path = '/webhooks', options = {}) => {
+  const handle = fetchHandler(receiver, options);
   const fetch = (request: Request) => handle(request);
-  return listen(serve({ fetch, hostname: '127.0.0.1', port: 0 }) as Server);
-});
+  return listen(serve({ fetch, hostname: '127.0.0.1', port: 0 }) as Server, path);
+};
+
+adapterSuite(
+  'fetch reading the Fetch Request (no env.incoming)',
+  (receiver) => requestOnly(receiver),
+  {
+    tenants: {
+      serve: (receiver) => requestOnly(receiver, '/webhooks/school', { tenant }),
+      withoutTenant: (receiver) => fetchHandler(receiver),
+    },
+  },
+);
 
 const WEBHOOK_URL = 'http://localhost/webhooks';
 
@@ -313,6 +342,20 @@ describe('the types of schoolhooks/fetch', () => {
       void handle(new Request('http://localhost/'), { BINDING: 1 });
       // @ts-expect-error a Request, not a URL
       void handle('http://localhost/');
+    };
+    expectTypeOf(compiles).toBeFunction();
+  });
+
+  it('takes a `tenant` read from the Request, or from what the server passes beside it', () => {
+    const compiles = (receiver: Receiver) => {
+      fetchHandler(receiver, { tenant: (request) => new URL(request.url).pathname.split('/')[3] });
+      fetchHandler(receiver, {
+        tenant: (_request, env) => (env as { params?: { tenant?: string } }).params?.tenant,
+      });
+      // @ts-expect-error a tenant is a string, not a number
+      fetchHandler(receiver, { tenant: () => 7 });
+      // @ts-expect-error the request is a Fetch Request, not a URL
+      fetchHandler(receiver, { tenant: (url: URL) => url.pathname });
     };
     expectTypeOf(compiles).toBeFunction();
   });

@@ -1,5 +1,5 @@
 import { serve } from '@hono/node-server';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import type { Server } from 'node:http';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
@@ -24,18 +24,35 @@ function serveApp(app: Hono, path = '/webhooks'): Promise<AdapterServer> {
   return listen(serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }) as Server, path);
 }
 
-adapterSuite('hono on @hono/node-server', (receiver) =>
-  serveApp(new Hono().all('/webhooks', honoHandler(receiver))),
+/** The tenant routes: `/webhooks/school/:tenant`, the tenant read with `c.req.param`. */
+const tenantRoutes = (serveWith: (app: Hono, path: string) => Promise<AdapterServer>) => ({
+  serve: (receiver: Receiver) =>
+    serveWith(
+      new Hono().post(
+        '/webhooks/school/:tenant',
+        honoHandler(receiver, { tenant: (c) => c.req.param('tenant') }),
+      ),
+      '/webhooks/school',
+    ),
+  withoutTenant: (receiver: Receiver) => honoHandler(receiver),
+});
+
+adapterSuite(
+  'hono on @hono/node-server',
+  (receiver) => serveApp(new Hono().all('/webhooks', honoHandler(receiver))),
+  { tenants: tenantRoutes(serveApp) },
 );
 
 /** The app without the server's env: the body is read from the Fetch Request, as on Bun or Deno. */
-function serveWithoutEnv(app: Hono): Promise<AdapterServer> {
+function serveWithoutEnv(app: Hono, path = '/webhooks'): Promise<AdapterServer> {
   const fetch = (request: Request) => app.fetch(request);
-  return listen(serve({ fetch, hostname: '127.0.0.1', port: 0 }) as Server, '/webhooks');
+  return listen(serve({ fetch, hostname: '127.0.0.1', port: 0 }) as Server, path);
 }
 
-adapterSuite('hono reading the Fetch Request (no env.incoming)', (receiver) =>
-  serveWithoutEnv(new Hono().all('/webhooks', honoHandler(receiver))),
+adapterSuite(
+  'hono reading the Fetch Request (no env.incoming)',
+  (receiver) => serveWithoutEnv(new Hono().all('/webhooks', honoHandler(receiver))),
+  { tenants: tenantRoutes(serveWithoutEnv) },
 );
 
 describe('honoHandler in a Hono app', () => {
@@ -114,5 +131,20 @@ describe('the types of schoolhooks/hono', () => {
     };
     expectTypeOf(compiles).toBeFunction();
     expectTypeOf(honoHandler).returns.returns.resolves.toEqualTypeOf<Response>();
+  });
+
+  it("takes a `tenant` read from the route with Hono's Context", () => {
+    const compiles = (receiver: Receiver) => {
+      new Hono().post(
+        '/webhooks/school/:tenant',
+        honoHandler(receiver, { tenant: (c) => c.req.param('tenant') }),
+      );
+      honoHandler(receiver, { tenant: (c: Context) => c.req.header('x-school') });
+      // @ts-expect-error a tenant is a string, not a number
+      honoHandler(receiver, { tenant: () => 7 });
+      // @ts-expect-error Hono's handlers get its Context, not a Request
+      honoHandler(receiver, { tenant: (request: Request) => request.url });
+    };
+    expectTypeOf(compiles).toBeFunction();
   });
 });

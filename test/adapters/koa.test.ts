@@ -16,6 +16,7 @@ import {
   expectOwnFix,
   listen,
   post,
+  tenantOfPath,
   type AdapterServer,
 } from './suite.js';
 
@@ -23,13 +24,28 @@ function serveApp(app: Koa, path = '/webhooks'): Promise<AdapterServer> {
   return listen(createServer(app.callback()).listen(0, '127.0.0.1'), path);
 }
 
-adapterSuite('koa', (receiver) => {
-  // Koa logs the errors of clients that went away, which the suite makes on purpose.
-  const app = new Koa();
-  app.silent = true;
-  app.use(koaMiddleware(receiver, { path: '/webhooks' }));
-  return serveApp(app);
-});
+adapterSuite(
+  'koa',
+  (receiver) => {
+    // Koa logs the errors of clients that went away, which the suite makes on purpose.
+    const app = new Koa();
+    app.silent = true;
+    app.use(koaMiddleware(receiver, { path: '/webhooks' }));
+    return serveApp(app);
+  },
+  {
+    tenants: {
+      // Koa itself has no route parameters: the tenant is read from ctx.path.
+      serve: (receiver) => {
+        const app = new Koa();
+        app.silent = true;
+        app.use(koaMiddleware(receiver, { tenant: (ctx) => tenantOfPath(ctx.path) }));
+        return serveApp(app, '/webhooks/school');
+      },
+      withoutTenant: (receiver) => koaMiddleware(receiver, { path: '/webhooks' }),
+    },
+  },
+);
 
 describe('koaMiddleware in a Koa app', () => {
   let server: AdapterServer | undefined;
@@ -133,5 +149,21 @@ describe('the types of schoolhooks/koa', () => {
     };
     expectTypeOf(compiles).toBeFunction();
     expectTypeOf(koaMiddleware).returns.toEqualTypeOf<Koa.Middleware>();
+  });
+
+  it("takes a `tenant` read from Koa's Context, @koa/router's params included", () => {
+    const compiles = (receiver: Receiver) => {
+      // @koa/router puts the route's parameters on ctx.params.
+      koaMiddleware(receiver, { tenant: (ctx) => (ctx.params as { tenant?: string }).tenant });
+      koaMiddleware(receiver, {
+        path: '/webhooks',
+        tenant: (ctx: Koa.Context) => ctx.get('x-school'),
+      });
+      // @ts-expect-error a tenant is a string, not a number
+      koaMiddleware(receiver, { tenant: () => 7 });
+      // @ts-expect-error Koa's middleware gets its Context, not a Request
+      koaMiddleware(receiver, { tenant: (request: Request) => request.url });
+    };
+    expectTypeOf(compiles).toBeFunction();
   });
 });

@@ -18,7 +18,12 @@ import type {
   LambdaFunctionURLEvent,
 } from 'aws-lambda';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { lambdaHandler, type LambdaEvent, type LambdaResult } from '../../adapters/lambda.js';
+import {
+  lambdaHandler,
+  type LambdaEvent,
+  type LambdaHandlerOptions,
+  type LambdaResult,
+} from '../../adapters/lambda.js';
 import {
   createReceiver,
   MalformedEnvelopeError,
@@ -26,7 +31,7 @@ import {
   type SchoolhooksError,
 } from '../../src/index.js';
 import { createTestDelivery, SECRET, sign } from '../helpers/deliveries.js';
-import { adapterSuite, listen } from './suite.js';
+import { adapterSuite, listen, tenantOfPath } from './suite.js';
 
 type Trigger = 'rest' | 'http-api' | 'function-url' | 'alb' | 'alb-multi-value';
 
@@ -131,11 +136,30 @@ async function received(req: IncomingMessage): Promise<Received> {
   };
 }
 
-/** A loopback server that plays `trigger` in front of the handler. */
-function serveBehind(trigger: Trigger, base64: boolean, receiver: Receiver) {
-  const handler = lambdaHandler(receiver);
+/**
+ * How the handler reads the tenant of `/webhooks/school/<tenant>` behind `trigger`: API Gateway
+ * gives the route's `pathParameters`; a Function URL and an ALB have none, so the path is read.
+ */
+function tenantBehind(trigger: Trigger): LambdaHandlerOptions['tenant'] {
+  if (trigger === 'rest' || trigger === 'http-api') return (event) => event.pathParameters?.tenant;
+  return (event) => tenantOfPath('httpMethod' in event ? event.path : event.rawPath);
+}
+
+/** The event with the route's parameters API Gateway adds on `/webhooks/school/{tenant}`. */
+function withPathParameters(trigger: Trigger, event: LambdaEvent, path: string): LambdaEvent {
+  const tenant = tenantOfPath(path);
+  if (tenant === undefined || (trigger !== 'rest' && trigger !== 'http-api')) return event;
+  return { ...event, pathParameters: { tenant } };
+}
+
+/** A loopback server that plays `trigger` in front of the handler (on tenant routes, with `tenant`). */
+function serveBehind(trigger: Trigger, base64: boolean, receiver: Receiver, tenants = false) {
+  const handler = tenants
+    ? lambdaHandler(receiver, { tenant: tenantBehind(trigger) })
+    : lambdaHandler(receiver);
   const server = createServer(async (req, res) => {
-    const event = eventOf(trigger, await received(req), base64);
+    const request = await received(req);
+    const event = withPathParameters(trigger, eventOf(trigger, request, base64), request.path);
     const result = await handler(event, {});
     const body = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body;
     try {
@@ -145,7 +169,7 @@ function serveBehind(trigger: Trigger, base64: boolean, receiver: Receiver) {
       res.writeHead(502).end(JSON.stringify({ message: String(error) }));
     }
   });
-  return listen(server.listen(0, '127.0.0.1'));
+  return listen(server.listen(0, '127.0.0.1'), tenants ? '/webhooks/school' : '/webhooks');
 }
 
 const TRIGGERS: Trigger[] = ['rest', 'http-api', 'function-url', 'alb', 'alb-multi-value'];
@@ -155,7 +179,13 @@ for (const trigger of TRIGGERS) {
     adapterSuite(
       `lambda behind ${trigger}${base64 ? ', base64 bodies' : ''}`,
       (receiver) => serveBehind(trigger, base64, receiver),
-      { wholeBodies: true },
+      {
+        wholeBodies: true,
+        tenants: {
+          serve: (receiver) => serveBehind(trigger, base64, receiver, true),
+          withoutTenant: (receiver) => lambdaHandler(receiver),
+        },
+      },
     );
   }
 }
@@ -317,5 +347,21 @@ describe('the types of schoolhooks/lambda', () => {
     };
     expectTypeOf(compiles).toBeFunction();
     expectTypeOf(lambdaHandler).returns.returns.resolves.toEqualTypeOf<LambdaResult>();
+  });
+
+  it("takes a `tenant` read from any trigger's event: its pathParameters, or its path", () => {
+    const compiles = (receiver: Receiver) => {
+      lambdaHandler(receiver, { tenant: (event) => event.pathParameters?.tenant });
+      // Function URL (rawPath) or ALB (path): no route parameters.
+      lambdaHandler(receiver, {
+        tenant: (event) => ('httpMethod' in event ? event.path : event.rawPath)?.split('/')[3],
+      });
+      lambdaHandler(receiver, { tenant: (_event, context) => (context as Context).functionName });
+      // @ts-expect-error a tenant is a string, not a number
+      lambdaHandler(receiver, { tenant: () => 7 });
+      // @ts-expect-error the event is any trigger's: a REST event alone is too narrow
+      lambdaHandler(receiver, { tenant: (event: APIGatewayProxyEvent) => event.path });
+    };
+    expectTypeOf(compiles).toBeFunction();
   });
 });

@@ -16,7 +16,12 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Agent, request as httpRequest, type Server } from 'node:http';
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
-import { OnSchoolEvent, SchoolhooksModule, SchoolhooksReceiver } from '../../adapters/nestjs.js';
+import {
+  OnSchoolEvent,
+  SchoolhooksModule,
+  SchoolhooksReceiver,
+  type SchoolhooksRouteRequest,
+} from '../../adapters/nestjs.js';
 import {
   ConfigError,
   type Receiver,
@@ -141,7 +146,29 @@ for (const platform of ['express', 'fastify'] as const) {
       const { server } = await startNest({ platform, module, bodyLimit: receiver.maxBodyBytes });
       return { ...server, url: `${server.url}/webhooks` };
     },
-    { wholeBodies: true, frameworkRefusals: true },
+    {
+      wholeBodies: true,
+      frameworkRefusals: true,
+      tenants: {
+        serve: async (receiver) => {
+          const module = appModule(
+            SchoolhooksModule.forRoot({
+              receiver,
+              path: '/webhooks/school/:tenant',
+              tenant: (req) => req.params?.tenant,
+            }),
+          );
+          const { server } = await startNest({ platform, module });
+          return { ...server, url: `${server.url}/webhooks/school` };
+        },
+        // Nest makes the controller, and so the adapter, when the app is created.
+        withoutTenant: async (receiver) => {
+          const module = appModule(SchoolhooksModule.forRoot({ receiver, path: '/webhooks' }));
+          const { server } = await startNest({ platform, module });
+          await server.close();
+        },
+      },
+    },
   );
 
   describe(`SchoolhooksModule in a Nest app on ${platform}`, () => {
@@ -559,6 +586,19 @@ describe('the types of schoolhooks/nestjs', () => {
         inject: ['SECRET'],
         useFactory: (secret: string) => ({ secret }),
       });
+      // The tenant, read from the route's parameters on Express and on Fastify alike.
+      SchoolhooksModule.forRoot({
+        secret: async ({ tenant }) => (tenant === 'school-a' ? 'whsec' : undefined),
+        path: '/webhooks/school/:tenant',
+        tenant: (req) => req.params?.tenant,
+      });
+      SchoolhooksModule.forRootAsync({
+        path: '/webhooks/school/:tenant',
+        tenant: (req: SchoolhooksRouteRequest) => req.url?.split('/')[3],
+        useFactory: () => ({ secret: () => 'whsec' }),
+      });
+      // @ts-expect-error a tenant is a string, not a number
+      SchoolhooksModule.forRoot({ receiver, path: '/w/:tenant', tenant: () => 7 });
       // @ts-expect-error the path is required
       SchoolhooksModule.forRoot({ secret: 'whsec' });
       // @ts-expect-error maxBodyBytes is a number

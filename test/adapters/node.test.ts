@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { nodeListener } from '../../adapters/node.js';
 import { createReceiver, type SchoolhooksError } from '../../src/index.js';
@@ -9,12 +9,24 @@ import {
   expectOwnFix,
   listen,
   post,
+  tenantOfPath,
   type AdapterServer,
 } from './suite.js';
 import type { Receiver } from '../../src/index.js';
 
-adapterSuite('node:http', (receiver) =>
-  listen(createServer(nodeListener(receiver, { path: '/webhooks' })).listen(0, '127.0.0.1')),
+adapterSuite(
+  'node:http',
+  (receiver) =>
+    listen(createServer(nodeListener(receiver, { path: '/webhooks' })).listen(0, '127.0.0.1')),
+  {
+    tenants: {
+      serve: (receiver) => {
+        const listener = nodeListener(receiver, { tenant: (req) => tenantOfPath(req.url) });
+        return listen(createServer(listener).listen(0, '127.0.0.1'), '/webhooks/school');
+      },
+      withoutTenant: (receiver) => nodeListener(receiver, { path: '/webhooks' }),
+    },
+  },
 );
 
 describe('nodeListener paths', () => {
@@ -112,5 +124,17 @@ describe('the types of schoolhooks/node', () => {
     };
     expectTypeOf(compiles).toBeFunction();
     expectTypeOf(nodeListener).returns.returns.resolves.toBeVoid();
+  });
+
+  it('takes a `tenant` read from an IncomingMessage', () => {
+    const compiles = (receiver: Receiver) => {
+      nodeListener(receiver, { tenant: (req) => req.url?.split('?')[0]?.split('/')[3] });
+      nodeListener(receiver, { tenant: (req: IncomingMessage) => req.headers.host });
+      // @ts-expect-error a tenant is a string, not a number
+      nodeListener(receiver, { tenant: () => 7 });
+      // @ts-expect-error the request is node's IncomingMessage, not a Fetch Request
+      nodeListener(receiver, { tenant: (request: Request) => request.url });
+    };
+    expectTypeOf(compiles).toBeFunction();
   });
 });

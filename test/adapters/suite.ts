@@ -17,12 +17,15 @@ import {
   memoryInbox,
   memoryStore,
   PayloadValidationError,
+  SecretUnavailableError,
   StoreUnavailableError,
+  UnknownTenantError,
   type IdempotencyStore,
   type Inbox,
   type Receiver,
   type ReceiverOptions,
   type SchoolhooksError,
+  type SecretLookup,
 } from '../../src/index.js';
 import {
   createTestDelivery,
@@ -182,8 +185,42 @@ function largeDelivery(bytes: number): Delivery {
   return createTestDelivery('UserSignedIn', { user: { id: 1 }, padding: 'x'.repeat(bytes) });
 }
 
-/** What a platform does with a body before the adapter sees it. */
+/**
+ * How an adapter serves many schools on one endpoint (issue 39): a route with the tenant in its
+ * path, read by the adapter's `tenant` option.
+ */
+export interface TenantRoutes {
+  /**
+   * Start a real server whose routes `<url>/<tenant>` (`/webhooks/school/:tenant`, or the
+   * framework's equivalent) are answered by `receiver` through the adapter, made with a `tenant`
+   * option that reads the tenant from the route.
+   */
+  serve(receiver: Receiver): Promise<AdapterServer>;
+  /**
+   * Make the adapter (with its app, where a plugin or a module makes it) without a `tenant`
+   * option: for a receiver whose secret is a lookup, this must throw a ConfigError (or reject).
+   */
+  withoutTenant(receiver: Receiver): unknown;
+}
+
+/**
+ * The tenant of a path `/webhooks/school/<tenant>` (percent-decoded, query string aside), for the
+ * adapters whose framework has no route parameters; undefined for any other path.
+ */
+export function tenantOfPath(url: string | undefined): string | undefined {
+  const match = /^\/webhooks\/school\/([^/?]+)(?:\?|$)/.exec(url ?? '');
+  if (!match) return undefined;
+  try {
+    return decodeURIComponent(match[1]!);
+  } catch {
+    return undefined; // not percent-encoding: no tenant of ours
+  }
+}
+
+/** What a platform does with a body before the adapter sees it, and how it serves tenants. */
 export interface SuiteOptions {
+  /** The adapter's tenant routes: every adapter must serve them. */
+  tenants: TenantRoutes;
   /**
    * The adapter is handed whole bodies only (Lambda: API Gateway or the ALB reads the request
    * first; Nest: its parser does). The cases that leave a body unfinished or cut it off test how
@@ -203,7 +240,7 @@ export interface SuiteOptions {
 export function adapterSuite(
   name: string,
   serve: ServeAdapter,
-  { wholeBodies = false, frameworkRefusals = false }: SuiteOptions = {},
+  { tenants, wholeBodies = false, frameworkRefusals = false }: SuiteOptions,
 ): void {
   /** A case that leaves a body unfinished: registered only for adapters that read the stream. */
   const streamIt = wholeBodies ? () => {} : it;
@@ -686,6 +723,155 @@ export function adapterSuite(
         }
         expect(runs).toBe(1);
       });
+    });
+
+    tenantCases(tenants, servers);
+  });
+}
+
+const SECRET_A = 'a1'.repeat(32);
+const SECRET_B = 'b2'.repeat(32);
+
+/** The schools the tenant cases' lookup knows, by the tenant their route names. */
+const SCHOOLS: ReadonlyMap<string, string> = new Map([
+  ['school-a', SECRET_A],
+  ['school-b', SECRET_B],
+]);
+
+/** The tenant cases of one adapter: a secret per school, looked up by the route's tenant. */
+function tenantCases(tenants: TenantRoutes, servers: AdapterServer[]): void {
+  describe('many schools on one endpoint (the `tenant` option)', () => {
+    /** A receiver whose secret is `lookup` (counted), served on the adapter's tenant routes. */
+    async function startTenants(lookup: SecretLookup = ({ tenant }) => SCHOOLS.get(tenant)) {
+      const asked: string[] = [];
+      const errors: SchoolhooksError[] = [];
+      const seen: string[] = [];
+      const receiver = createReceiver({
+        secret: (request) => {
+          asked.push(request.tenant);
+          return lookup(request);
+        },
+      })
+        .onAny((event, ctx) => void seen.push(`${ctx.tenant} ${event.idempotencyKey}`))
+        .onError((error) => void errors.push(error));
+      const server = await tenants.serve(receiver);
+      servers.push(server);
+      const at = (tenant: string) => `${server.url}/${encodeURIComponent(tenant)}`;
+      return { at, asked, errors, seen };
+    }
+
+    it("processes a delivery signed with a school's secret on its route, 401 on another's", async () => {
+      const { at, errors, seen } = await startTenants();
+      const delivery = createTestDelivery(
+        'UserSignedIn',
+        { user: { id: 1 } },
+        { secret: SECRET_A },
+      );
+      expectAnswer(await post(at('school-b'), delivery), 401, {
+        ok: false,
+        outcome: 'invalid_signature',
+      });
+      expect(errors.map((error) => error.code)).toEqual(['invalid_signature']);
+      expect(seen).toEqual([]);
+      expectAnswer(await post(at('school-a'), delivery), 200, processed(delivery));
+      // Handlers see the tenant the route named.
+      expect(seen).toEqual([`school-a ${delivery.idempotencyKey}`]);
+    });
+
+    it('answers 404 unknown_tenant to a tenant the lookup does not know', async () => {
+      const { at, asked, errors, seen } = await startTenants();
+      const delivery = createTestDelivery(
+        'UserSignedIn',
+        { user: { id: 1 } },
+        { secret: SECRET_A },
+      );
+      expectAnswer(await post(at('school-z'), delivery), 404, {
+        ok: false,
+        outcome: 'unknown_tenant',
+      });
+      expect(asked).toEqual(['school-z']);
+      expect(errors[0]).toBeInstanceOf(UnknownTenantError);
+      expect((errors[0] as UnknownTenantError).tenant).toBe('school-z');
+      expect(seen).toEqual([]);
+    });
+
+    it('answers 503 secret_unavailable while the lookup fails, and processes the retry', async () => {
+      let down = true;
+      const { at, asked, errors, seen } = await startTenants(({ tenant }) => {
+        if (down) throw new Error('vault sealed');
+        return SCHOOLS.get(tenant);
+      });
+      const delivery = createTestDelivery(
+        'UserSignedIn',
+        { user: { id: 1 } },
+        { secret: SECRET_B },
+      );
+      expectAnswer(await post(at('school-b'), delivery), 503, {
+        ok: false,
+        outcome: 'secret_unavailable',
+      });
+      expect(errors[0]).toBeInstanceOf(SecretUnavailableError);
+      expect(errors[0]?.message).toBe(
+        'the secret lookup of tenant "school-b" failed: vault sealed',
+      );
+      down = false;
+      expectAnswer(await post(at('school-b'), delivery), 200, processed(delivery));
+      expect(asked).toEqual(['school-b', 'school-b']);
+      expect(seen).toEqual([`school-b ${delivery.idempotencyKey}`]);
+    });
+
+    it('costs at most 2 lookups for 60 concurrent deliveries for one unknown tenant', async () => {
+      const { at, asked } = await startTenants(async () => {
+        await sleep(30);
+        return undefined;
+      });
+      const deliveries = Array.from({ length: 60 }, () =>
+        createTestDelivery('UserSignedIn', { user: { id: 1 } }, { secret: SECRET_A }),
+      );
+      const answers = await Promise.all(deliveries.map((each) => post(at('school-x'), each)));
+      for (const answer of answers) {
+        expectAnswer(answer, 404, { ok: false, outcome: 'unknown_tenant' });
+      }
+      expect(asked.length).toBeGreaterThanOrEqual(1);
+      expect(asked.length).toBeLessThanOrEqual(2);
+    });
+
+    it('runs one idempotencyKey once per tenant: twice under two tenants, once under one', async () => {
+      const { at, asked, seen } = await startTenants();
+      const event = {
+        idempotencyKey: `same-${Math.random()}`,
+        timestamp: new Date().toISOString(),
+      };
+      const forA = createTestDelivery(
+        'UserSignedIn',
+        { user: { id: 1 } },
+        { ...event, secret: SECRET_A },
+      );
+      const forB = createTestDelivery(
+        'UserSignedIn',
+        { user: { id: 1 } },
+        { ...event, secret: SECRET_B },
+      );
+      expect(forA.body).toBe(forB.body);
+      expectAnswer(await post(at('school-a'), forA), 200, processed(forA));
+      expectAnswer(await post(at('school-b'), forB), 200, processed(forB));
+      expectAnswer(await post(at('school-a'), forA), 200, {
+        ok: true,
+        outcome: 'duplicate',
+        idempotencyKey: forA.idempotencyKey,
+      });
+      expect(seen).toEqual([
+        `school-a ${event.idempotencyKey}`,
+        `school-b ${event.idempotencyKey}`,
+      ]);
+      expect(asked).toEqual(['school-a', 'school-b']);
+    });
+
+    it('throws a ConfigError when made without `tenant` for a receiver whose secret is a lookup', async () => {
+      const receiver = createReceiver({ secret: ({ tenant }) => SCHOOLS.get(tenant) });
+      const made = (async () => tenants.withoutTenant(receiver))();
+      await expect(made).rejects.toBeInstanceOf(ConfigError);
+      await expect(made).rejects.toThrow(/pass it a `tenant` option/);
     });
   });
 }
