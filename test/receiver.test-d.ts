@@ -1,8 +1,11 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import {
   createReceiver,
+  defineAdapter,
   type EventData,
   type HandlerContext,
+  type SecretLookup,
+  type SecretLookupAnswer,
   type WebhookEvent,
 } from '../src/index.js';
 
@@ -79,5 +82,54 @@ describe('handler types', () => {
       const payment: { id: number } = event.data.payment;
       void payment;
     });
+  });
+});
+
+describe('a secret per tenant', () => {
+  it('takes a lookup that answers a secret, a list, or none, at once or in a promise', () => {
+    const table = new Map<string, string>();
+    createReceiver({ secret: ({ tenant }) => table.get(tenant) });
+    createReceiver({ secret: async ({ tenant }) => (tenant === 'a' ? ['old', 'new'] : null) });
+    createReceiver({ secret: () => undefined, secretCacheMs: 1, secretCacheSize: 1 });
+    createReceiver({ secret: () => 'x', secretLookupTimeoutMs: 500 });
+    expectTypeOf<SecretLookupAnswer>().toEqualTypeOf<
+      string | readonly string[] | undefined | null
+    >();
+    // @ts-expect-error a lookup answers a secret, not a number
+    createReceiver({ secret: () => 42 });
+    // @ts-expect-error the request is an object with the tenant, not the tenant itself
+    const byName: SecretLookup = (tenant: string) => tenant;
+    void byName;
+  });
+
+  it('gives handle() a tenant, and handlers ctx.tenant', () => {
+    void receiver.handle({ method: 'POST', headers: {}, body: '', tenant: 'school-a' });
+    // @ts-expect-error a tenant is a string
+    void receiver.handle({ method: 'POST', headers: {}, body: '', tenant: 7 });
+    receiver.onAny((_event, ctx) => {
+      expectTypeOf(ctx.tenant).toEqualTypeOf<string | undefined>();
+    });
+    expectTypeOf(receiver.needsTenant).toEqualTypeOf<boolean>();
+  });
+
+  it("types an adapter's `tenant` option by the framework's own arguments", () => {
+    interface MyRequest {
+      params: { tenant?: string };
+      method: string;
+      headers: Record<string, string>;
+      body: Uint8Array;
+    }
+    const myAdapter = defineAdapter({
+      rawBodyFix: 'none',
+      method: (req: MyRequest) => req.method,
+      headers: (req) => req.headers,
+      body: (req) => req.body,
+      write: () => undefined,
+    });
+    myAdapter(receiver, { tenant: (req) => req.params.tenant });
+    // @ts-expect-error the option reads the framework's request: MyRequest has no `url`
+    myAdapter(receiver, { tenant: (req) => req.url });
+    // @ts-expect-error a tenant is a string
+    myAdapter(receiver, { tenant: () => 7 });
   });
 });
