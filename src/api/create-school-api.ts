@@ -1,14 +1,39 @@
 /**
- * The session-token client: `createSchoolApi` (docs/platform.md#session-tokens and #authentication).
+ * The API client: `createSchoolApi`, its session-token operation (docs/platform.md#session-tokens and
+ * #authentication) and its lists (docs/platform.md#list-operations).
  * @module
  */
 
 import { ConfigError } from '../errors.js';
 import { isSecureUrl } from '../links/is-secure-url.js';
 import type { RequestContext } from './error-from-response.js';
+import { listItems } from './list-pages.js';
+import { isPositiveInteger } from './list-query.js';
+import {
+  CERTIFICATES,
+  INVOICES,
+  PRODUCT_ACCESSES,
+  USERS,
+  type CertificateListOptions,
+  type InvoiceListOptions,
+  type ProductAccessListOptions,
+  type UserListOptions,
+} from './list-operations.js';
+import type {
+  CertificateListItem,
+  InvoiceListItem,
+  ProductAccessListItem,
+  UserListItem,
+} from './list-schemas.js';
 import { retryDelay, sleep } from './retry-delay.js';
 import { sessionTokenResponseSchema, type Session } from './session-schema.js';
-import { readBody, request, type ApiRequest, type Client, type SchoolApiView } from './transport.js';
+import {
+  readBody,
+  request,
+  type ApiRequest,
+  type Client,
+  type SchoolApiView,
+} from './transport.js';
 
 export type { SchoolApiView } from './transport.js';
 import { API_CLIENT_DEFAULTS } from '../defaults.js';
@@ -52,13 +77,40 @@ export interface CreateSessionTokenResult {
   session: Session;
 }
 
-/** The session-token client returned by {@link createSchoolApi}. */
+/**
+ * An async iterable of every item of a list, page after page (docs/api.md#lists). Stop early with
+ * `break` (or `return()`): no further page is asked for.
+ */
+export type SchoolApiList<Item> = AsyncGenerator<Item, void, undefined>;
+
+/** The client returned by {@link createSchoolApi}. */
 export interface SchoolApi extends Readonly<SchoolApiView> {
   /**
    * Creates or returns a session token for a student (`POST /saas/v2/user/session/auth-token`).
    * Rejects with a {@link SchoolApiError} subclass; inputs are checked before anything is sent.
    */
   createSessionToken(options: CreateSessionTokenOptions): Promise<CreateSessionTokenResult>;
+  /**
+   * The school's invoices (`GET /saas/v2/invoice/list/raw`, permission SellerSales); `paid: true`
+   * for paid ones only. Options are checked at the call (a TypeError); pages are read as the
+   * iteration goes, `429 Rate` waited out; other failures throw a {@link SchoolApiError}.
+   */
+  invoices(options?: InvoiceListOptions): SchoolApiList<InvoiceListItem>;
+  /**
+   * The school's product accesses (`GET /saas/v2/product-access/list/raw`, permission
+   * SchoolManageUsers or CourseStudentManage), read as {@link SchoolApi.invoices} is.
+   */
+  productAccesses(options?: ProductAccessListOptions): SchoolApiList<ProductAccessListItem>;
+  /**
+   * The school's certificates (`GET /saas/v2/certificate/list/raw`, permission CourseManage or
+   * CourseStudentManage), read as {@link SchoolApi.invoices} is.
+   */
+  certificates(options?: CertificateListOptions): SchoolApiList<CertificateListItem>;
+  /**
+   * The school's users (`GET /saas/v2/user/list`, permission SchoolManageUsers), read as
+   * {@link SchoolApi.invoices} is.
+   */
+  users(options?: UserListOptions): SchoolApiList<UserListItem>;
   /** `{ baseUrl, sellerId, schoolId }`: never the API key. */
   toJSON(): SchoolApiView;
 }
@@ -72,8 +124,9 @@ const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /**
- * Creates a client of the platform's session-token operation. The API key stays in a closure:
- * no property, `JSON.stringify(api)`, `util.inspect(api)` or error ever shows it.
+ * Creates a client of the platform's API: the session-token operation and the four lists. The API
+ * key stays in a closure: no property, `JSON.stringify(api)`, `util.inspect(api)` or error ever
+ * shows it.
  *
  * @example
  * ```ts
@@ -84,6 +137,9 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
  *   schoolId: 877,
  * });
  * const { isCreated, session } = await api.createSessionToken({ userId: 5121 });
+ * for await (const invoice of api.invoices({ paid: true, createdAt: { from: '2026-11-01' } })) {
+ *   console.log(invoice.invoiceId, invoice.user.id);
+ * }
  * ```
  */
 export function createSchoolApi(options: SchoolApiOptions): SchoolApi {
@@ -93,6 +149,10 @@ export function createSchoolApi(options: SchoolApiOptions): SchoolApi {
     ...view,
     createSessionToken: (call: CreateSessionTokenOptions): Promise<CreateSessionTokenResult> =>
       createSessionToken(client, call),
+    invoices: (call?: InvoiceListOptions) => listItems(client, INVOICES, call),
+    productAccesses: (call?: ProductAccessListOptions) => listItems(client, PRODUCT_ACCESSES, call),
+    certificates: (call?: CertificateListOptions) => listItems(client, CERTIFICATES, call),
+    users: (call?: UserListOptions) => listItems(client, USERS, call),
     toJSON: (): SchoolApiView => ({ ...view }),
     [INSPECT]: (
       _depth: number,
@@ -212,10 +272,6 @@ function apiRoot(baseUrl: string | URL): string {
     throw new ConfigError('baseUrl must be the API root, without a query or a fragment');
   }
   return url.href.replace(/\/+$/, '');
-}
-
-function isPositiveInteger(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
 }
 
 /** A per-call argument that is not a positive integer is a TypeError (a setup mistake, a ConfigError). */
