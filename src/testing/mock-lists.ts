@@ -152,7 +152,8 @@ interface Paging {
 /** `take` (1–1000, default 100) and `skip` (from 0) or `page` (from 1); `skip` wins. */
 function readPaging(query: URLSearchParams): Paging | string {
   const take = integer(query.get('take'), 100);
-  if (take === undefined || take < 1 || take > 1000) return 'take must not be greater than 1000';
+  if (take === undefined || take < 1 || take > 1000)
+    return 'take must be an integer from 1 to 1000';
   const skip = integer(query.get('skip'), undefined);
   const pageNumber = integer(query.get('page'), 1);
   if (query.has('skip') && (skip === undefined || skip < 0)) return 'skip must not be less than 0';
