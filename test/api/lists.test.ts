@@ -294,7 +294,7 @@ describe('429 Rate', () => {
     expect(mock.requests).toHaveLength(1);
   });
 
-  it('stops at an abort during the wait, with the signal’s reason', async () => {
+  it("stops at an abort during the wait, with the signal's reason", async () => {
     mock.rateLimitNext(1, 10_000);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);

@@ -69,7 +69,7 @@ function invoiceIds(json: Json): unknown[] {
 }
 
 describe('the lists of createMockSchoolApi', () => {
-  it('pages with take and skip, in the shape of the platform’s page', async () => {
+  it("pages with take and skip, in the shape of the platform's page", async () => {
     const { status, json } = await get(INVOICES, 'take=2&skip=2');
 
     expect(status).toBe(200);
