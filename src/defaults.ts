@@ -111,6 +111,10 @@ export const API_CLIENT_DEFAULTS = /* @__PURE__ */ constants(
       timeoutMs: 30 * SECOND,
       /** Retries of a call the platform did not serve (a 429, a 5xx, a network error). */
       retries: 2,
+      /** Items per page of a list: the platform's most, so the fewest calls against its rate limit. */
+      listTake: 1000,
+      /** How long one page of a list may wait out `429 Rate` answers, in all. */
+      listRateLimitWaitMs: 10 * MINUTE,
     }) as const,
 );
 

@@ -1,14 +1,41 @@
 /**
- * The session-token client: `createSchoolApi` (docs/platform.md#session-tokens and #authentication).
+ * The API client: `createSchoolApi`, its session-token operation (docs/platform.md#session-tokens and
+ * #authentication) and its lists (docs/platform.md#list-operations).
  * @module
  */
 
 import { ConfigError } from '../errors.js';
 import { isSecureUrl } from '../links/is-secure-url.js';
-import { errorFromResponse, type RequestContext } from './error-from-response.js';
-import { InvalidResponseError, NetworkError, SchoolApiError, TimeoutError } from './errors.js';
+import type { RequestContext } from './error-from-response.js';
+import { listItems } from './list-pages.js';
+import { isPositiveInteger } from './list-query.js';
+import {
+  CERTIFICATES,
+  INVOICES,
+  PRODUCT_ACCESSES,
+  USERS,
+  type CertificateListOptions,
+  type InvoiceListOptions,
+  type ProductAccessListOptions,
+  type UserListOptions,
+} from './list-operations.js';
+import type {
+  CertificateListItem,
+  InvoiceListItem,
+  ProductAccessListItem,
+  UserListItem,
+} from './list-schemas.js';
 import { retryDelay, sleep } from './retry-delay.js';
 import { sessionTokenResponseSchema, type Session } from './session-schema.js';
+import {
+  readBody,
+  request,
+  type ApiRequest,
+  type Client,
+  type SchoolApiView,
+} from './transport.js';
+
+export type { SchoolApiView } from './transport.js';
 import { API_CLIENT_DEFAULTS } from '../defaults.js';
 
 /** Options of {@link createSchoolApi}. */
@@ -50,20 +77,40 @@ export interface CreateSessionTokenResult {
   session: Session;
 }
 
-/** The part of a {@link SchoolApi} that is safe to print. */
-export interface SchoolApiView {
-  baseUrl: string;
-  sellerId: number;
-  schoolId: number;
-}
+/**
+ * An async iterable of every item of a list, page after page (docs/api.md#lists). Stop early with
+ * `break` (or `return()`): no further page is asked for.
+ */
+export type SchoolApiList<Item> = AsyncGenerator<Item, void, undefined>;
 
-/** The session-token client returned by {@link createSchoolApi}. */
+/** The client returned by {@link createSchoolApi}. */
 export interface SchoolApi extends Readonly<SchoolApiView> {
   /**
    * Creates or returns a session token for a student (`POST /saas/v2/user/session/auth-token`).
    * Rejects with a {@link SchoolApiError} subclass; inputs are checked before anything is sent.
    */
   createSessionToken(options: CreateSessionTokenOptions): Promise<CreateSessionTokenResult>;
+  /**
+   * The school's invoices (`GET /saas/v2/invoice/list/raw`, permission SellerSales); `paid: true`
+   * for paid ones only. Options are checked at the call (a TypeError); pages are read as the
+   * iteration goes, `429 Rate` waited out; other failures throw a {@link SchoolApiError}.
+   */
+  invoices(options?: InvoiceListOptions): SchoolApiList<InvoiceListItem>;
+  /**
+   * The school's product accesses (`GET /saas/v2/product-access/list/raw`, permission
+   * SchoolManageUsers or CourseStudentManage), read as {@link SchoolApi.invoices} is.
+   */
+  productAccesses(options?: ProductAccessListOptions): SchoolApiList<ProductAccessListItem>;
+  /**
+   * The school's certificates (`GET /saas/v2/certificate/list/raw`, permission CourseManage or
+   * CourseStudentManage), read as {@link SchoolApi.invoices} is.
+   */
+  certificates(options?: CertificateListOptions): SchoolApiList<CertificateListItem>;
+  /**
+   * The school's users (`GET /saas/v2/user/list`, permission SchoolManageUsers), read as
+   * {@link SchoolApi.invoices} is.
+   */
+  users(options?: UserListOptions): SchoolApiList<UserListItem>;
   /** `{ baseUrl, sellerId, schoolId }`: never the API key. */
   toJSON(): SchoolApiView;
 }
@@ -77,8 +124,9 @@ const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /**
- * Creates a client of the platform's session-token operation. The API key stays in a closure:
- * no property, `JSON.stringify(api)`, `util.inspect(api)` or error ever shows it.
+ * Creates a client of the platform's API: the session-token operation and the four lists. The API
+ * key stays in a closure: no property, `JSON.stringify(api)`, `util.inspect(api)` or error ever
+ * shows it.
  *
  * @example
  * ```ts
@@ -89,6 +137,9 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
  *   schoolId: 877,
  * });
  * const { isCreated, session } = await api.createSessionToken({ userId: 5121 });
+ * for await (const invoice of api.invoices({ paid: true, createdAt: { from: '2026-11-01' } })) {
+ *   console.log(invoice.invoiceId, invoice.user.id);
+ * }
  * ```
  */
 export function createSchoolApi(options: SchoolApiOptions): SchoolApi {
@@ -98,6 +149,10 @@ export function createSchoolApi(options: SchoolApiOptions): SchoolApi {
     ...view,
     createSessionToken: (call: CreateSessionTokenOptions): Promise<CreateSessionTokenResult> =>
       createSessionToken(client, call),
+    invoices: (call?: InvoiceListOptions) => listItems(client, INVOICES, call),
+    productAccesses: (call?: ProductAccessListOptions) => listItems(client, PRODUCT_ACCESSES, call),
+    certificates: (call?: CertificateListOptions) => listItems(client, CERTIFICATES, call),
+    users: (call?: UserListOptions) => listItems(client, USERS, call),
     toJSON: (): SchoolApiView => ({ ...view }),
     [INSPECT]: (
       _depth: number,
@@ -107,22 +162,6 @@ export function createSchoolApi(options: SchoolApiOptions): SchoolApi {
       `SchoolApi ${typeof inspect === 'function' ? inspect(view, inspectOptions) : JSON.stringify(view)}`,
   };
   return Object.freeze(api);
-}
-
-/**
- * What one client needs to send a request. It holds the API key (in `headers` and `redact`), so it
- * lives only in the closures of {@link createSchoolApi}'s methods and is never returned.
- */
-interface Client {
-  readonly view: SchoolApiView;
-  readonly endpoint: string;
-  readonly origin: string;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly timeoutMs: number;
-  readonly retries: number;
-  readonly send: typeof globalThis.fetch;
-  /** Whatever the platform echoes back goes through this before it reaches an error. */
-  readonly redact: (text: string) => string;
 }
 
 /** Checks the options (a {@link ConfigError} for the first wrong one) and builds the {@link Client}. */
@@ -140,13 +179,11 @@ function connect(options: SchoolApiOptions): Client {
   checkOptions({ apiKey, sellerId, schoolId, timeoutMs, retries, fetch: fetchFn });
   return {
     view: { baseUrl: root, sellerId, schoolId },
-    endpoint: `${root}${ENDPOINT_PATH}`,
     origin: new URL(root).origin,
     headers: {
       Authorization: `Bearer ${apiKey}`,
       'Seller-Id': String(sellerId),
       'School-Id': String(schoolId),
-      'Content-Type': 'application/json',
       Accept: 'application/json',
     },
     timeoutMs,
@@ -196,99 +233,24 @@ async function createSessionToken(
   assertPositiveInteger(userId, 'userId');
   if (typeof forceCreate !== 'boolean') throw new TypeError('forceCreate must be a boolean');
   signal?.throwIfAborted();
-  const body = JSON.stringify({ userId, forceCreate });
+  const call: ApiRequest = {
+    method: 'POST',
+    path: ENDPOINT_PATH,
+    body: JSON.stringify({ userId, forceCreate }),
+  };
   const { sellerId, schoolId } = client.view;
   const context: RequestContext = { userId, sellerId, schoolId };
   for (let attempt = 0; ; attempt += 1) {
     try {
-      return await sendOnce(client, body, context, signal);
+      const { status, text } = await request(client, call, context, signal);
+      const { payload } = readBody(status, text, sessionTokenResponseSchema);
+      return { isCreated: payload.isCreated, session: payload.session };
     } catch (error) {
       const delay = attempt < client.retries ? retryDelay(error, attempt, forceCreate) : undefined;
       if (delay === undefined) throw error;
       await sleep(delay, signal);
     }
   }
-}
-
-/** One attempt: the request, then its answer read as a result or a {@link SchoolApiError}. */
-async function sendOnce(
-  client: Client,
-  body: string,
-  context: RequestContext,
-  signal: AbortSignal | undefined,
-): Promise<CreateSessionTokenResult> {
-  const { response, text } = await fetchAnswer(client, body, signal);
-  const { status } = response;
-  if (response.type === 'opaqueredirect' || (status >= 300 && status < 400)) {
-    throw new SchoolApiError(`the platform answered with a redirect (${status}), not followed`, {
-      status,
-      code: 'redirect',
-    });
-  }
-  if (!response.ok) throw errorFromResponse(response, text, context, client.redact);
-  return readSuccess(status, text);
-}
-
-/**
- * Sends the request and reads the whole answer within `timeoutMs`. The caller's abort rejects
- * with its reason; a timeout is a {@link TimeoutError}; any other failure a {@link NetworkError}.
- */
-async function fetchAnswer(
-  client: Client,
-  body: string,
-  signal: AbortSignal | undefined,
-): Promise<{ response: Response; text: string }> {
-  const { timeoutMs, origin } = client;
-  const timeout = AbortSignal.timeout(timeoutMs);
-  try {
-    const response = await client.send(client.endpoint, {
-      method: 'POST',
-      headers: client.headers,
-      body,
-      // A redirect is not followed: the key goes to the configured host and nowhere else.
-      redirect: 'manual',
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-    });
-    return { response, text: await response.text() };
-  } catch (error) {
-    if (signal?.aborted) throw signal.reason;
-    if (timeout.aborted) {
-      throw new TimeoutError(`no answer from ${origin} within ${timeoutMs} ms`, {
-        status: 0,
-        code: 'timeout',
-        cause: error,
-      });
-    }
-    throw new NetworkError(`could not reach ${origin} (${client.redact(describe(error))})`, {
-      status: 0,
-      code: 'network',
-      cause: error,
-    });
-  }
-}
-
-function readSuccess(status: number, text: string): CreateSessionTokenResult {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new InvalidResponseError(`the platform answered ${status} with a body that is not JSON`, {
-      status,
-      code: 'invalid_response',
-    });
-  }
-  const result = sessionTokenResponseSchema.safeParse(json);
-  if (!result.success) {
-    // Paths and Zod's wording only: an issue never quotes the value, so the token cannot leak.
-    const messages = result.error.issues.map(
-      (issue) => `${issue.path.map(String).join('.') || '(body)'}: ${issue.message}`,
-    );
-    throw new InvalidResponseError(
-      `the platform answered ${status} with an unexpected body: ${messages.join('; ')}`,
-      { status, code: 'invalid_response', messages },
-    );
-  }
-  return { isCreated: result.data.payload.isCreated, session: result.data.payload.session };
 }
 
 function apiRoot(baseUrl: string | URL): string {
@@ -312,22 +274,7 @@ function apiRoot(baseUrl: string | URL): string {
   return url.href.replace(/\/+$/, '');
 }
 
-function isPositiveInteger(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
-}
-
 /** A per-call argument that is not a positive integer is a TypeError (a setup mistake, a ConfigError). */
 function assertPositiveInteger(value: unknown, name: string): asserts value is number {
   if (!isPositiveInteger(value)) throw new TypeError(`${name} must be a positive integer`);
-}
-
-// undici reports "fetch failed" and keeps the reason (ECONNREFUSED, ENOTFOUND…) in `cause`.
-function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const { cause } = error;
-  if (cause instanceof Error) {
-    const code = 'code' in cause && typeof cause.code === 'string' ? cause.code : cause.message;
-    return `${error.message}: ${code}`;
-  }
-  return error.message;
 }

@@ -1,5 +1,5 @@
 /**
- * Maps a non-success answer of the session-token operation to its error class (docs/platform.md#api-errors).
+ * Maps a non-success answer of the API to its error class (docs/platform.md#api-errors).
  * @module
  */
 
@@ -16,9 +16,13 @@ import {
 } from './errors.js';
 import { parseRetryAfter } from './parse-retry-after.js';
 
-/** Who the failed request was about, for messages that say what to fix. */
+/**
+ * Who the failed request was about, for messages that say what to fix. `userId` is the session-token
+ * operation's user; the two rows about that user (a user of another school, an admin) are read only
+ * when it is given: a list names no user, so its 401 and 400 are read as the key's and the request's.
+ */
 export interface RequestContext {
-  readonly userId: number;
+  readonly userId?: number | undefined;
   readonly sellerId: number;
   readonly schoolId: number;
 }
@@ -97,7 +101,7 @@ function readAnswer(
 function unauthorizedError(answer: FailedAnswer): SchoolApiError {
   const { status, messages, cause, said, userId, sellerId, schoolId } = answer;
   // The table of docs/platform.md#api-errors names this 401 by its text; a rejected key is a 401 as well.
-  if (messages.some((message) => message.includes('not entity owner'))) {
+  if (userId !== undefined && messages.some((message) => message.includes('not entity owner'))) {
     return new ForeignUserError(
       `user ${userId} is not a user of school ${schoolId} of seller ${sellerId}`,
       { status, code: cause ?? 'Forbidden', messages },
@@ -128,7 +132,7 @@ function badRequestError(answer: FailedAnswer): SchoolApiError {
       { status, code: cause, messages },
     );
   }
-  if (cause === 'Forbidden') {
+  if (cause === 'Forbidden' && userId !== undefined) {
     return new AdminUserError(
       `user ${userId} is a school admin or manager; tokens are issued to students only`,
       { status, code: cause, messages },

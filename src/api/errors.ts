@@ -1,8 +1,10 @@
 /**
- * Errors of the session-token client. Every one extends {@link SchoolApiError}; none ever carries
+ * Errors of the API client. Every one extends {@link SchoolApiError}; none ever carries
  * the API key or a session token in its message or its fields.
  * @module
  */
+
+import type { ListKind } from './list-operations.js';
 
 const BRAND = Symbol.for('schoolhooks.api-error');
 
@@ -232,4 +234,51 @@ export class TimeoutError extends SchoolApiError {
  */
 export class InvalidResponseError extends SchoolApiError {
   override name = 'InvalidResponseError' as const;
+}
+
+/** An item of a list that did not match its schema (see {@link InvalidListItemsError}). */
+export interface InvalidListItem {
+  /** Which list: `invoice`, `access`, `certificate` or `user`. */
+  readonly kind: ListKind;
+  /**
+   * The item's id field (`invoiceId`, `accessId`, `certificateId`, `id`) when it holds a number or
+   * a string; undefined when the id itself is missing or unreadable.
+   */
+  readonly id: number | string | undefined;
+  /** Where the item stood in the listing, from 0: its page's `skip` plus its index on the page. */
+  readonly position: number;
+  /** What is wrong, as `path: message`; never a value, so no personal data reaches a log. */
+  readonly issues: readonly string[];
+}
+
+/** What an {@link InvalidListItemsError} is made of. */
+export interface InvalidListItemsErrorOptions extends SchoolApiErrorOptions {
+  /** The items that did not match, in the order they were met. */
+  items: readonly InvalidListItem[];
+}
+
+/**
+ * Items of a list that did not match their schema, thrown when the listing is over (every valid
+ * item has been yielded first) unless the call passed `onInvalidItem`. `status` is 200, `code`
+ * `invalid_items`; `items` name each one by its id (or its position when the id is missing).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   for await (const invoice of api.invoices({ paid: true })) await grant(invoice);
+ * } catch (error) {
+ *   if (error instanceof InvalidListItemsError) alertOps(error.items.map((item) => item.id));
+ *   else throw error;
+ * }
+ * ```
+ */
+export class InvalidListItemsError extends SchoolApiError {
+  override name = 'InvalidListItemsError' as const;
+  /** The items that did not match, in the order they were met. */
+  readonly items: readonly InvalidListItem[];
+
+  constructor(message: string, options: InvalidListItemsErrorOptions) {
+    super(message, options);
+    this.items = Object.freeze([...options.items]);
+  }
 }

@@ -1,4 +1,4 @@
-/** The session-token client of the school platform and its errors. @module schoolhooks/api */
+/** The API client of the school platform (session tokens, the four lists) and its errors. @module schoolhooks/api */
 
 export { createSchoolApi } from './create-school-api.js';
 // A mistake in createSchoolApi's options; the same class as the receiver's, so one catch serves both.
@@ -8,8 +8,36 @@ export type {
   CreateSessionTokenResult,
   SchoolApi,
   SchoolApiOptions,
+  SchoolApiList,
   SchoolApiView,
 } from './create-school-api.js';
+export type {
+  CertificateListOptions,
+  InvoiceListOptions,
+  InvoiceType,
+  ListKind,
+  ListOptions,
+  ProductAccessListOptions,
+  UserListOptions,
+  UserStatus,
+} from './list-operations.js';
+export type { DateRange } from './list-query.js';
+export {
+  certificateListItemSchema,
+  invoiceListItemSchema,
+  invoiceProductSchema,
+  listedUserSchema,
+  productAccessListItemSchema,
+  userListItemSchema,
+} from './list-schemas.js';
+export type {
+  CertificateListItem,
+  InvoiceListItem,
+  InvoiceProduct,
+  ListedUser,
+  ProductAccessListItem,
+  UserListItem,
+} from './list-schemas.js';
 export { sessionSchema } from './session-schema.js';
 export type { Session } from './session-schema.js';
 export {
@@ -17,6 +45,7 @@ export {
   ApiValidationError,
   AuthenticationError,
   ForeignUserError,
+  InvalidListItemsError,
   InvalidResponseError,
   isSchoolApiError,
   NetworkError,
@@ -28,9 +57,12 @@ export {
   TimeoutError,
 } from './errors.js';
 export type {
+  InvalidListItem,
+  InvalidListItemsErrorOptions,
   PermissionErrorOptions,
   RateLimitErrorOptions,
   SchoolApiErrorOptions,
 } from './errors.js';
-// Not exported: the error mapping, the retry policy and the response schema; they are internal
-// and may change. The retry policy is described on `retryDelay` and in docs/api.md.
+// Not exported: the error mapping, the retry policy, the response and page schemas and the query
+// encoding; they are internal and may change. The retry policy is described on `retryDelay` and
+// in docs/api.md.

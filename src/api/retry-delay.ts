@@ -1,5 +1,5 @@
 /**
- * Which failures of the session-token operation are retried, and after how long.
+ * Which failures of the API are retried, and after how long.
  * @module
  */
 
@@ -41,6 +41,18 @@ export function retryDelay(
   if (error instanceof ServerError) return backoff;
   if (error instanceof NetworkError && !forceCreate) return backoff;
   return undefined;
+}
+
+/**
+ * How long a list waits after its `waits + 1`-th `429 Rate` for one page: until the answer's
+ * `retryAfter`, however far (the caller bounds the total), but never less than the backoff for
+ * that many 429s in a row, so a `retryAfter` already past by our clock does not make it hammer
+ * the API.
+ */
+export function rateLimitDelay(error: RateLimitError, waits: number, now = Date.now()): number {
+  const backoff = exponentialDelay(BASE_DELAY_MS, waits + 1, MAX_DELAY_MS);
+  const asked = error.retryAfter === undefined ? 0 : error.retryAfter.getTime() - now;
+  return Math.max(asked, backoff);
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */

@@ -39,8 +39,9 @@ const anyString = z.string();
  * A string schema typed as an open union of `Known`. At run time it is a plain `z.string()` (one
  * `typeof` in the generated validator, and `{ "type": "string" }` in the JSON Schema, which is exactly
  * what it accepts); the known values live in the types only, so they cost the bundle nothing.
+ * Also read by the API client's list items (src/api/list-schemas.ts).
  */
-function openUnion<Known extends string>(): z.ZodType<OpenUnion<Known>, OpenUnion<Known>> {
+export function openUnion<Known extends string>(): z.ZodType<OpenUnion<Known>, OpenUnion<Known>> {
   return anyString as unknown as z.ZodType<OpenUnion<Known>, OpenUnion<Known>>;
 }
 

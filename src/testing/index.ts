@@ -52,3 +52,4 @@ export type {
   MockSchoolApiRequest,
   MockSchoolApiUser,
 } from './mock-school-api.js';
+export type { MockInvoice, MockListItem, MockListItems } from './mock-lists.js';

@@ -1,6 +1,7 @@
 /**
- * A local stand-in for the platform's session-token operation (docs/platform.md#session-tokens, #authentication and #api-errors), served
- * over real HTTP on 127.0.0.1, with fault injection for retry and timeout tests.
+ * A local stand-in for the platform's API: its session-token operation (docs/platform.md#session-tokens, #authentication and #api-errors)
+ * and its four lists (docs/platform.md#list-operations), served over real HTTP on 127.0.0.1, with
+ * fault injection for retry, rate-limit and timeout tests.
  * @module
  */
 
@@ -15,6 +16,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Session } from '../api/session-schema.js';
+import { listPermissions, MockLists, type MockListItems } from './mock-lists.js';
 
 /** A user of the mock platform. */
 export interface MockSchoolApiUser {
@@ -39,10 +41,18 @@ export interface MockSchoolApiOptions {
   /** Ids of the school's users with admin-panel permissions; they need not be in `users`. */
   admins?: readonly number[];
   /**
-   * The key's permissions. Default `['SchoolManageUsers']`; without it every call is answered as
-   * the platform does: 401 `Forbidden`, `Forbidden seller resource - permissions SchoolManageUsers`.
+   * The key's permissions. Default: `SchoolManageUsers` (the session token, users, product
+   * accesses), `SellerSales` (invoices), `CourseManage` and `CourseStudentManage` (certificates,
+   * product accesses). A call the key lacks every permission for is answered as the platform
+   * does: 401 `Forbidden`, `Forbidden seller resource - permissions <Code>`.
    */
   permissions?: readonly string[];
+  /**
+   * What the four lists hold (`GET /saas/v2/invoice/list/raw`, `/product-access/list/raw`,
+   * `/certificate/list/raw`, `/user/list`); each item is served as given. Default: all empty.
+   * The users list is this one, apart from `users` above.
+   */
+  lists?: MockListItems;
   /** The key's user is banned: every call with the key gets 401 `Blocked`. Default false. */
   banned?: boolean;
   /** The key's user is an API client. Default true; false: every call with the key gets 403. */
@@ -60,6 +70,8 @@ export interface MockSchoolApiRequest {
   headers: Record<string, string>;
   /** The raw body. */
   body: string;
+  /** When the mock received it (`Date.now()`). */
+  receivedAt: number;
 }
 
 /** A running mock, returned by {@link createMockSchoolApi}. */
@@ -80,6 +92,14 @@ export interface MockSchoolApi {
   dropNext(): void;
   /** Waits `ms` before serving the next request. */
   delayNext(ms: number): void;
+  /**
+   * Answers the next `calls` requests (default 1) as the platform's rate limit does: 429, cause
+   * `Rate`, `data.retryAfter` an ISO date `retryAfterMs` (default 1 000) after the answer. Until
+   * that date, every further request is answered the same way, as a real limiter would.
+   */
+  rateLimitNext(calls?: number, retryAfterMs?: number): void;
+  /** Appends items to the lists (see {@link MockSchoolApiOptions.lists}). */
+  addListItems(items: MockListItems): void;
   /** Stops the server, closing open connections. */
   close(): Promise<void>;
 }
@@ -87,7 +107,8 @@ export interface MockSchoolApi {
 type Fault =
   | { kind: 'fail'; status: number; body: unknown; headers: Readonly<Record<string, string>> }
   | { kind: 'drop' }
-  | { kind: 'delay'; ms: number };
+  | { kind: 'delay'; ms: number }
+  | { kind: 'rate'; retryAfterMs: number };
 
 interface Answer {
   status: number;
@@ -100,7 +121,13 @@ const FOREIGN_USER = 'Forbidden seller resource - seller not entity owner';
 const FOREIGN_SELLER = 'Forbidden seller resource';
 const NO_API_CLIENT = 'Forbidden resource';
 const ADMIN_USER = 'User is school admin or manager';
-
+/** What the session-token operation needs (docs/platform.md#session-tokens). */
+const SESSION_NEEDS: Needs = { permissions: ['SchoolManageUsers'], json: true };
+/**
+ * A request this close to the end of a rate limit is served: the client's timer and the mock's
+ * clock may disagree by a few ms, and a test should not flake on it.
+ */
+const RATE_LIMIT_LENIENCY_MS = 25;
 /**
  * Starts a mock of the platform's session-token operation on 127.0.0.1. It checks the key,
  * `Seller-Id` and `School-Id`, the body, the user's school and admin rights in the order a
@@ -123,39 +150,36 @@ export async function createMockSchoolApi({
   schoolId = 1,
   users,
   admins = [],
-  permissions = ['SchoolManageUsers'],
+  permissions = ['SchoolManageUsers', 'SellerSales', 'CourseManage', 'CourseStudentManage'],
   banned = false,
   apiClient = true,
+  lists: listItems,
   port = 0,
 }: MockSchoolApiOptions = {}): Promise<MockSchoolApi> {
-  const access: Access = { apiKey, sellerId, schoolId, permissions, banned, apiClient };
-  const directory = new UserDirectory(schoolId, users, admins);
-  const sessions = new SessionBook();
+  const platform: MockPlatform = {
+    access: { apiKey, sellerId, schoolId, permissions, banned, apiClient },
+    directory: new UserDirectory(schoolId, users, admins),
+    sessions: new SessionBook(),
+    lists: new MockLists(listItems),
+  };
+  const { sessions, lists } = platform;
   const requests: MockSchoolApiRequest[] = [];
   const faults = new FaultQueue();
-
-  /** The platform's answer to a request that meets no fault. */
-  function serve(method: string, path: string, headers: Record<string, string>, text: string) {
-    if (path.split('?')[0] !== ENDPOINT_PATH) return errorAnswer(404, 'NotFound', 'Not Found');
-    if (method !== 'POST') return errorAnswer(405, 'MethodNotAllowed', 'Method Not Allowed');
-    const refused = refusal(access, headers);
-    if (refused !== undefined) return refused;
-    const input = sessionInput(text);
-    if ('status' in input) return input;
-    const userRefused = directory.refusal(input.userId);
-    if (userRefused !== undefined) return userRefused;
-    return sessions.createOrGet(input.userId, input.forceCreate);
-  }
+  const limiter = new RateLimiter();
 
   /** Records the request, applies the next fault, and answers. */
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
     const headers = flattenHeaders(req.headers);
-    requests.push({ method: req.method ?? '', path: req.url ?? '', headers, body });
+    requests.push({ ...requestLine(req), headers, body, receivedAt: Date.now() });
     const fault = faults.next();
     if (fault?.kind === 'delay') await faults.wait(fault.ms);
     if (fault?.kind === 'fail') return send(res, fault.status, fault.body, fault.headers);
-    const answer = serve(req.method ?? '', req.url ?? '', headers, body);
+    if (fault?.kind === 'rate') limiter.limitFor(fault.retryAfterMs);
+    const limited = limiter.answer(fault?.kind === 'rate');
+    if (limited !== undefined) return send(res, limited.status, limited.body);
+    const { method, path } = requestLine(req);
+    const answer = serve(platform, method, path, headers, body);
     if (fault?.kind === 'drop') return void res.socket?.destroy();
     send(res, answer.status, answer.body);
   }
@@ -180,6 +204,12 @@ export async function createMockSchoolApi({
     delayNext(ms) {
       faults.add({ kind: 'delay', ms });
     },
+    rateLimitNext(calls = 1, retryAfterMs = 1_000) {
+      for (let call = 0; call < calls; call += 1) faults.add({ kind: 'rate', retryAfterMs });
+    },
+    addListItems(items) {
+      lists.add(items);
+    },
     close() {
       // A delayed request is abandoned: its timer would otherwise keep the process alive.
       faults.clear();
@@ -189,6 +219,38 @@ export async function createMockSchoolApi({
       });
     },
   };
+}
+
+/** What the mock platform holds. */
+interface MockPlatform {
+  readonly access: Access;
+  readonly directory: UserDirectory;
+  readonly sessions: SessionBook;
+  readonly lists: MockLists;
+}
+
+/** The platform's answer to a request that meets no fault. */
+function serve(
+  { access, directory, sessions, lists }: MockPlatform,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  text: string,
+): Answer {
+  const url = new URL(path, 'http://mock');
+  const listNeeds = listPermissions(url.pathname);
+  if (listNeeds !== undefined) {
+    if (method !== 'GET') return errorAnswer(405, 'MethodNotAllowed', 'Method Not Allowed');
+    const refused = refusal(access, headers, { permissions: listNeeds, json: false });
+    return refused ?? lists.serve(url.pathname, url.searchParams);
+  }
+  if (url.pathname !== ENDPOINT_PATH) return errorAnswer(404, 'NotFound', 'Not Found');
+  if (method !== 'POST') return errorAnswer(405, 'MethodNotAllowed', 'Method Not Allowed');
+  const refused = refusal(access, headers, SESSION_NEEDS);
+  if (refused !== undefined) return refused;
+  const input = sessionInput(text);
+  if ('status' in input) return input;
+  return directory.refusal(input.userId) ?? sessions.createOrGet(input.userId, input.forceCreate);
 }
 
 /** What the mock's API key may do, from {@link MockSchoolApiOptions}. */
@@ -201,11 +263,21 @@ interface Access {
   readonly apiClient: boolean;
 }
 
+/** What an operation needs of a request: any one of `permissions`, and a JSON body when `json`. */
+interface Needs {
+  readonly permissions: readonly string[];
+  readonly json: boolean;
+}
+
 /**
  * The platform's refusal of a request's key, seller, school or content type, checked in the
  * order of the error table of docs/platform.md#api-errors; undefined when it passes.
  */
-function refusal(access: Access, headers: Record<string, string>): Answer | undefined {
+function refusal(
+  access: Access,
+  headers: Record<string, string>,
+  needs: Needs,
+): Answer | undefined {
   if (headers['authorization'] !== `Bearer ${access.apiKey}`) {
     return errorAnswer(401, 'Unauthorized', 'Unauthorized');
   }
@@ -219,14 +291,14 @@ function refusal(access: Access, headers: Record<string, string>): Answer | unde
   if (Number(headerSellerId) !== access.sellerId) {
     return errorAnswer(401, 'Forbidden', FOREIGN_SELLER);
   }
-  if (!access.permissions.includes('SchoolManageUsers')) {
-    return errorAnswer(401, 'Forbidden', `${FOREIGN_SELLER} - permissions SchoolManageUsers`);
+  if (!needs.permissions.some((permission) => access.permissions.includes(permission))) {
+    return errorAnswer(401, 'Forbidden', `${FOREIGN_SELLER} - permissions ${needs.permissions[0]}`);
   }
   if (!isDigits(headerSchoolId)) return validationAnswer('School-Id must be an integer number');
   if (Number(headerSchoolId) !== access.schoolId) {
     return errorAnswer(400, 'ForbiddenSchoolMismatch', 'Forbidden school mismatch');
   }
-  if (!(headers['content-type'] ?? '').toLowerCase().startsWith('application/json')) {
+  if (needs.json && !(headers['content-type'] ?? '').toLowerCase().startsWith('application/json')) {
     return validationAnswer('Content-Type must be application/json');
   }
   return undefined;
@@ -365,6 +437,36 @@ class FaultQueue {
   }
 }
 
+/** The mock's rate limit: 429 `Rate` for every request until a date. */
+class RateLimiter {
+  #until = 0;
+
+  /** Limits every request from now for `ms`. */
+  limitFor(ms: number): void {
+    this.#until = Date.now() + ms;
+  }
+
+  /**
+   * The platform's 429 while the limit holds (always when `queued`: the request a
+   * `rateLimitNext` was for), with `data.retryAfter` its end; else undefined.
+   */
+  answer(queued: boolean): Answer | undefined {
+    if (!queued && Date.now() + RATE_LIMIT_LENIENCY_MS >= this.#until) return undefined;
+    const message = 'Too Many Requests';
+    return {
+      status: 429,
+      body: {
+        success: false,
+        code: 429,
+        cause: 'Rate',
+        message,
+        error: message,
+        data: { retryAfter: new Date(this.#until).toISOString() },
+      },
+    };
+  }
+}
+
 /** Listens on 127.0.0.1 and gives the server's URL. */
 async function listen(server: Server, port: number): Promise<string> {
   await new Promise<void>((resolve, reject) => {
@@ -430,6 +532,10 @@ async function readBody(req: IncomingMessage): Promise<string> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+function requestLine(req: IncomingMessage): { method: string; path: string } {
+  return { method: req.method ?? '', path: req.url ?? '' };
 }
 
 function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
