@@ -150,6 +150,7 @@ function cutHandler(cut: PipelineCut): WebHandler {
       signature: getHeader(input.headers, 'signature'),
       attempt: 1,
       tenant: undefined,
+      tenantUnread: undefined,
       observation: undefined,
     };
     const given = await run.run(input, arrival);

@@ -133,7 +133,9 @@ export function defineAdapter<Args extends AdapterArgs, Output>(
         headers: headers(input, extra),
         body: body(input, extra),
         rawBodyFix,
-        tenant: tenantOf === undefined ? undefined : (tenantOf(input, extra) as string | undefined),
+        // Read by the receiver, which answers a throw 404 `unknown_tenant` and tells onError why.
+        tenant:
+          tenantOf === undefined ? undefined : () => tenantOf(input, extra) as string | undefined,
       });
       return write(answer, answerHeaders(answer.status), input, extra);
     }

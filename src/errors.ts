@@ -82,13 +82,19 @@ export class UnknownTenantError extends SchoolhooksError {
   override name = 'UnknownTenantError' as const;
   /** The tenant the request named; undefined when it named none. */
   readonly tenant: string | undefined;
-  constructor(tenant: string | undefined, why = 'has no secret (the secret lookup gave none)') {
+  /**
+   * @param why what is wrong with the tenant (after its name), or with the request when it names
+   *   none; `cause` is what reading the tenant threw, if it threw.
+   */
+  constructor(tenant: string | undefined, why?: string, options?: { cause?: unknown }) {
     super(
       'unknown_tenant',
       tenant === undefined
-        ? 'the request names no tenant, and the secret is looked up per tenant: give the ' +
-            'adapter a `tenant` option (or handle() a `tenant`) that reads it from the route'
-        : `tenant ${JSON.stringify(tenant.length > 100 ? `${tenant.slice(0, 100)}…` : tenant)} ${why}`,
+        ? (why ??
+            'the request names no tenant, and the secret is looked up per tenant: give the ' +
+              'adapter a `tenant` option (or handle() a `tenant`) that reads it from the route')
+        : `tenant ${JSON.stringify(tenant.length > 100 ? `${tenant.slice(0, 100)}…` : tenant)} ${why ?? 'has no secret (the secret lookup gave none)'}`,
+      options,
     );
     this.tenant = tenant;
   }

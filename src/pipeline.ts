@@ -80,6 +80,8 @@ export interface Arrival {
   readonly attempt: number;
   /** The tenant the route named (many schools on one endpoint); handlers see it as `ctx.tenant`. */
   readonly tenant: string | undefined;
+  /** When reading the tenant threw: what it threw (the delivery is answered 404). */
+  readonly tenantUnread: { readonly cause: unknown } | undefined;
   readonly observation: DeliveryObservation | undefined;
 }
 
@@ -236,7 +238,21 @@ export class DeliveryPipeline {
    * cached): 404 `unknown_tenant` for a tenant that has none, 503 `secret_unavailable` when the
    * lookup fails, outlasts its bound or gives an unusable secret.
    */
-  findSecrets = (body: RawBody, { tenant }: Arrival): MaybePromise<Keyed | Ending> => {
+  findSecrets = (
+    body: RawBody,
+    { tenant, tenantUnread }: Arrival,
+  ): MaybePromise<Keyed | Ending> => {
+    if (tenantUnread !== undefined) {
+      const { cause } = tenantUnread;
+      const why = withCauses(
+        "the request's tenant could not be read (the `tenant` option threw)",
+        cause,
+      );
+      return Ending.beforeEvent(
+        'unknown_tenant',
+        new UnknownTenantError(undefined, why, { cause }),
+      );
+    }
     if (tenant !== undefined && !isTenantName(tenant)) {
       const why = `is not a tenant name (empty, over ${MAX_TENANT_LENGTH} characters, or with U+0000 or a lone surrogate)`;
       return Ending.beforeEvent('unknown_tenant', new UnknownTenantError(tenant, why));

@@ -20,7 +20,7 @@ import { checkOptions, type ReceiverOptions } from './receiver-settings.js';
 import { Reporting, type ErrorHandler } from './reporting.js';
 import type { AnyHandler, HandlerContext } from './run-handlers.js';
 import type { RawBody } from './signature.js';
-import type { TelemetryStart } from './telemetry.js';
+import type { DeliveryObservation, TelemetryStart } from './telemetry.js';
 
 export type { WebhookResponseBody, WebhookResult } from './answer.js';
 export type { Logger, ReceiverOptions } from './receiver-settings.js';
@@ -51,7 +51,29 @@ export interface WebhookRequest {
    * secrets verify the delivery (with a secret lookup, a request without one is answered 404),
    * its keys are apart from every other tenant's, and handlers see it as `ctx.tenant`.
    */
-  tenant?: string | undefined;
+  tenant?: string | TenantReader | undefined;
+}
+
+/**
+ * A reader of the request's tenant, called once per delivery (the adapter kit passes one): what
+ * it throws (a malformed percent-encoding in the route, say) is answered 404 `unknown_tenant`,
+ * and `onError` is told why.
+ */
+export type TenantReader = () => string | undefined;
+
+/**
+ * The request's tenant read once, for a wrapper of `handle()` that shows it (the CLI's `listen`
+ * and inspector): a string, none, or the reader itself when it threw, for the receiver to
+ * answer 404 and tell onError why.
+ * @internal
+ */
+export function readTenant(tenant: WebhookRequest['tenant']): WebhookRequest['tenant'] {
+  if (typeof tenant !== 'function') return tenant;
+  try {
+    return tenant();
+  } catch {
+    return tenant;
+  }
 }
 
 /** A handler of one or several events; it may return a promise. */
@@ -129,7 +151,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     const observation = reporting.observe(DELIVERY);
     const startedAt = observation ? performance.now() : 0;
     const signature = getHeader(request.headers, 'signature');
-    const arrival: Arrival = { signature, attempt: 1, tenant: tenantOf(request), observation };
+    const arrival = arrivalOf(signature, request.tenant, observation);
     let ending: Ending;
     try {
       ending = await httpRun.run(request, arrival);
@@ -149,7 +171,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     const observation = reporting.observe({ kind: 'job', attempt, link: stored.trace });
     const startedAt = observation ? performance.now() : 0;
     const { signature, tenant } = stored;
-    const arrival: Arrival = { signature, attempt, tenant, observation };
+    const arrival: Arrival = { signature, attempt, tenant, tenantUnread: undefined, observation };
     const body = stored.encoding === 'base64' ? fromBase64(stored.body) : stored.body;
     let ending: Ending;
     try {
@@ -188,7 +210,26 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   return receiver;
 }
 
-/** The request's tenant: a string, or none (an adapter's `tenant` that read nothing). */
-function tenantOf({ tenant }: WebhookRequest): string | undefined {
-  return typeof tenant === 'string' ? tenant : undefined;
+/** An HTTP delivery's arrival, its tenant read (a string, or none), or what reading it threw. */
+function arrivalOf(
+  signature: string | undefined,
+  given: WebhookRequest['tenant'],
+  observation: DeliveryObservation | undefined,
+): Arrival {
+  let tenant: unknown = given;
+  let tenantUnread: unknown;
+  if (typeof given === 'function') {
+    try {
+      tenant = given();
+    } catch (cause) {
+      tenantUnread = { cause };
+    }
+  }
+  return {
+    signature,
+    attempt: 1,
+    tenant: typeof tenant === 'string' ? tenant : undefined,
+    tenantUnread: tenantUnread as Arrival['tenantUnread'],
+    observation,
+  };
 }

@@ -11,7 +11,7 @@ import { sendJson } from '../../adapters/node-answer.js';
 import { answerHeaders } from '../adapter-kit.js';
 import { getHeader } from '../headers.js';
 import { OUTCOMES } from '../outcome.js';
-import { createReceiver, type Receiver, type WebhookRequest } from '../receiver.js';
+import { createReceiver, readTenant, type Receiver, type WebhookRequest } from '../receiver.js';
 import { defineCommand, EXIT, messageOf, UsageError, type CliIo } from './command.js';
 import {
   createInspector,
@@ -236,7 +236,9 @@ function printing(receiver: Receiver, io: CliIo): Receiver {
   return {
     ...receiver,
     maxBodyBytes: receiver.maxBodyBytes,
-    async handle(request: WebhookRequest) {
+    async handle(given: WebhookRequest) {
+      // Read once here: the line shows it, and the receiver gets the string.
+      const request = { ...given, tenant: readTenant(given.tenant) };
       let raw: unknown = request.body;
       const { body } = request;
       const observed: WebhookRequest =
@@ -247,7 +249,7 @@ function printing(receiver: Receiver, io: CliIo): Receiver {
       const result = await details.run(lines, () => receiver.handle(observed));
       const { tenant } = request;
       let status = `${result.status} ${result.outcome}`;
-      if (tenant !== undefined) status = `${status} tenant=${tenantText(tenant)}`;
+      if (typeof tenant === 'string') status = `${status} tenant=${tenantText(tenant)}`;
       if (result.outcome === 'invalid_signature') {
         // The receiver's own classifier: what onError, the inspector and telemetry say too.
         const failure = signatureFailureOf(getHeader(request.headers, 'signature'));

@@ -7,7 +7,12 @@
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PayloadValidationError, SignatureError } from '../../errors.js';
-import type { Receiver, WebhookRequest, WebhookResult } from '../../receiver.js';
+import {
+  readTenant,
+  type Receiver,
+  type WebhookRequest,
+  type WebhookResult,
+} from '../../receiver.js';
 import type { RawBody } from '../../signature.js';
 import {
   summarize,
@@ -76,6 +81,8 @@ export function createDeliveryRecorder(receiver: Receiver, log: DeliveryLog): De
     request: WebhookRequest,
   ): Promise<{ result: WebhookResult; delivery: DeliverySummary }> {
     const started = Date.now();
+    // Read once here: the row shows it, and the receiver gets the string.
+    request = { ...request, tenant: readTenant(request.tenant) };
     let raw: RawBody | undefined;
     const { body } = request;
     if (typeof body === 'function') {
