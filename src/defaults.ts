@@ -31,7 +31,7 @@ export const RECEIVER_DEFAULTS = /* @__PURE__ */ constants(
       /** With a secret lookup: tenants cached at the most. */
       secretCacheSize: 10_000,
       /** With a secret lookup: how long one may take, so lookup and handlers fit the platform's wait. */
-      secretLookupTimeoutMs: 3 * SECOND,
+      secretLookupTimeoutMs: 2 * SECOND,
     }) as const,
 );
 

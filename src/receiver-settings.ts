@@ -47,7 +47,7 @@ export interface ReceiverOptions {
   secretCacheMs?: number;
   /** With a secret lookup: tenants kept in the cache at the most. Default 10 000. */
   secretCacheSize?: number;
-  /** With a secret lookup: how long one lookup may take. Default 3 s; beyond it -> 503. */
+  /** With a secret lookup: how long one lookup may take. Default 2 s (with the store and the handlers, within the platform's 15 s); beyond it -> 503. */
   secretLookupTimeoutMs?: number;
   /** Where claims and completed keys live. Default: a fresh {@link memoryStore}. */
   store?: IdempotencyStore;

@@ -64,7 +64,7 @@ describe("the platform's facts", () => {
 });
 
 describe("the package's defaults", () => {
-  it('give the receiver 1 MiB, 72 h, 7 days, a 60 s lease, 10 s of handlers and 5 min of skew', () => {
+  it('give the receiver 1 MiB, 72 h, 7 days, a 60 s lease, 10 s of handlers and 5 min of skew; a secret lookup 60 s of cache, 10 000 tenants and 2 s', () => {
     expect(RECEIVER_DEFAULTS).toEqual({
       maxBodyBytes: 1_048_576,
       maxEventAgeMs: 72 * 3_600_000,
@@ -72,13 +72,19 @@ describe("the package's defaults", () => {
       leaseMs: 60_000,
       handlerTimeoutMs: 10_000,
       futureSkewMs: 300_000,
+      secretCacheMs: 60_000,
+      secretCacheSize: 10_000,
+      secretLookupTimeoutMs: 2_000,
     });
   });
 
   it("fit the platform's rules (docs/stores.md)", () => {
     const { leaseMs, handlerTimeoutMs, maxEventAgeMs, dedupTtlMs } = RECEIVER_DEFAULTS;
-    // The claim, the handlers and the completion answer within the platform's 15 s.
-    expect(2 * REDIS_STORE_DEFAULTS.commandTimeoutMs + handlerTimeoutMs).toBeLessThan(15_000);
+    // The lookup, the claim, the handlers and the completion answer within the platform's 15 s.
+    const { secretLookupTimeoutMs } = RECEIVER_DEFAULTS;
+    expect(
+      secretLookupTimeoutMs + 2 * REDIS_STORE_DEFAULTS.commandTimeoutMs + handlerTimeoutMs,
+    ).toBeLessThan(15_000);
     // A lease ends before the platform's first retry, 11 minutes later.
     expect(leaseMs).toBeLessThan(11 * 60_000);
     // A retry, the last one 4h 46m after the first attempt, is never stale, nor forgotten.
@@ -103,7 +109,12 @@ describe("the package's defaults", () => {
     expect(QUEUE_DEFAULTS).toEqual({ queueName: 'schoolhooks', enqueueTimeoutMs: 2_000 });
     expect(DEFAULT_RETRY_POLICY).toEqual({ attempts: 10, backoffMs: 30_000 });
     expect(BULLMQ_DEFAULTS).toEqual({ prefix: 'bull' });
-    expect(API_CLIENT_DEFAULTS).toEqual({ timeoutMs: 30_000, retries: 2 });
+    expect(API_CLIENT_DEFAULTS).toEqual({
+      timeoutMs: 30_000,
+      retries: 2,
+      listTake: 1000,
+      listRateLimitWaitMs: 10 * 60_000,
+    });
     expect(INSPECTOR_DEFAULTS).toEqual({ keep: 500 });
     expect(PG_BOSS_DEFAULTS).toEqual({
       schema: 'pgboss',
