@@ -27,7 +27,7 @@ export type { Adapter, AdapterArgs, AdapterDefinition, AdapterOptions } from './
 
 // Many schools on one endpoint: a secret per tenant (docs/tenants.md)
 export type { SecretLookup, SecretLookupAnswer, SecretLookupRequest } from './secret-source.js';
-export { deliveryKeyOf, isTenantName, MAX_TENANT_LENGTH } from './delivery-key.js';
+export { deliveryKeyOf, entityKeyOf, isTenantName, MAX_TENANT_LENGTH } from './delivery-key.js';
 
 // Signatures
 export { computeSignature, verifySignature } from './signature.js';
@@ -93,6 +93,10 @@ export {
   UnknownTenantError,
 } from './errors.js';
 export type { PayloadIssue, SchoolhooksErrorCode } from './errors.js';
+
+// The entity each event is about (the ordering guard's `latestOnly`, docs/receiving.md)
+export { entityOf } from './entity-of.js';
+export type { EntityEventInput, EntityKind, EventEntity } from './entity-of.js';
 
 // Events: schemas, names and types
 export * from './events/index.js';
