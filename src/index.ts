@@ -43,6 +43,9 @@ export type {
   ClaimedKey,
   ClaimResult,
   ClaimTransaction,
+  EntityClaimResult,
+  EntityVersionStore,
+  HeldKey,
   IdempotencyStore,
 } from './stores/types.js';
 
