@@ -63,8 +63,21 @@ const completion: EntityRow = {
   idOf: (data) => [idAt(data, 'user'), idAt(data, 'course')],
 };
 
+/** The events that are about an entity (when their payload names it): `latestOnly` takes these. */
+export type EntityEventName =
+  | 'PaymentCompleted'
+  | 'ProductEnrolledToFree'
+  | 'ProductEnrolledViaLms'
+  | 'ProductEnrolledViaPayment'
+  | 'ProductEnrolledByInviteLink'
+  | 'CertificateIssued'
+  | 'UserSignedUp'
+  | 'UserCreatedViaLms'
+  | 'CourseProgressChanged'
+  | 'CourseCompleted';
+
 /** The table: the entity of each event that has one. */
-const ENTITY_TABLE: ReadonlyMap<string, EntityRow> = new Map([
+const ENTITY_TABLE: ReadonlyMap<string, EntityRow> = new Map<EntityEventName, EntityRow>([
   ['PaymentCompleted', invoice],
   ['ProductEnrolledToFree', access],
   ['ProductEnrolledViaLms', access],
@@ -100,7 +113,7 @@ export function entityOf(event: EntityEventInput): EventEntity | undefined {
 }
 
 /** Whether events named `name` are about an entity (when their payload names it). */
-export function hasEntity(name: string): boolean {
+export function hasEntity(name: string): name is EntityEventName {
   return ENTITY_TABLE.has(name);
 }
 

@@ -9,7 +9,9 @@ export type {
   ErrorHandler,
   EventHandler,
   EventName,
+  HandlerOptions,
   Logger,
+  OnOptions,
   Receiver,
   ReceiverOptions,
   WebhookRequest,
@@ -99,7 +101,7 @@ export type { PayloadIssue, SchoolhooksErrorCode } from './errors.js';
 
 // The entity each event is about (the ordering guard's `latestOnly`, docs/receiving.md)
 export { entityOf } from './entity-of.js';
-export type { EntityEventInput, EntityKind, EventEntity } from './entity-of.js';
+export type { EntityEventInput, EntityEventName, EntityKind, EventEntity } from './entity-of.js';
 
 // Events: schemas, names and types
 export * from './events/index.js';
