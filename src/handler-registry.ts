@@ -39,9 +39,9 @@ export class HandlerRegistry {
    * again; `latestOnly` for an event of no entity, or on a store that cannot keep its version,
    * would guard nothing.
    */
-  on(names: readonly unknown[], handler: AnyHandler, options: HandlerOptions = {}): void {
+  on(names: readonly unknown[], handler: AnyHandler, options?: HandlerOptions | null): void {
     names.forEach(assertKnownEvent);
-    const latestOnly = options.latestOnly === true;
+    const latestOnly = options?.latestOnly === true;
     if (latestOnly) this.#assertGuardable(names as readonly string[]);
     for (const name of names as readonly string[]) {
       const list = this.#named.get(name) ?? [];
