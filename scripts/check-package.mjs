@@ -56,10 +56,13 @@ import { formatMessage } from 'publint/utils';
  * was split into its jobs (settings, registry, reporting, answers) and failures carried their
  * cause chain (about 500 bytes, most of it names a reader needs): 18,400. About 18,500 once
  * the core exported the adapter kit (defineAdapter, answerHeaders, closingHeaders: what every
- * adapter shares, written once) and each framework's own raw-body fix: 18,800. Raise it on
+ * adapter shares, written once) and each framework's own raw-body fix: 18,800. 20,076 measured
+ * once a secret could be looked up per tenant (issue 39, which left the budget as it was), and
+ * 21,510 once the core gained the ordering guard (issue 36: entityOf's table, latestOnly's checks
+ * at on(), the order step, memoryStore's entity versions, about 1.4 kB): 21,800. Raise it on
  * purpose, in the same change that makes the core bigger.
  */
-const CORE_GZIP_BUDGET = 18_800;
+const CORE_GZIP_BUDGET = 21_800;
 
 /**
  * Largest fixture file the package may ship: the biggest real body is about 12 kB. A body made to

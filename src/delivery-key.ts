@@ -10,6 +10,9 @@
  *   events.
  * - A worker's run of a stored delivery holds `~["run",<its delivery's key>]`, apart from the
  *   delivery's own key (completed when it was stored).
+ * - The entity an event is about (entity-of.ts), whose newest version the ordering guard keeps,
+ *   is `~["entity",<tenant or null>,<entity key>]`: the same entity under two tenants is two
+ *   entities, and no entity key is ever a delivery's or a run's.
  *
  * A key of the first kind never starts with `~[`, and JSON tells any two lists of strings apart
  * (lone surrogates and U+0000 included: `JSON.stringify` escapes them), so two different
@@ -59,4 +62,18 @@ export function deliveryKeyOf(idempotencyKey: string, tenant: string | undefined
  */
 export function runKeyOf(deliveryKey: string): string {
   return DERIVED + JSON.stringify(['run', deliveryKey]);
+}
+
+/**
+ * The key under which a store keeps the newest processed version of an entity (its
+ * `EventEntity.key`, entity-of.ts), scoped to the tenant when there is one.
+ *
+ * @example
+ * ```ts
+ * entityKeyOf('progress:1937465:73120:884213', undefined); // '~["entity",null,"progress:1937465:73120:884213"]'
+ * entityKeyOf('invoice:877051', 'school-a'); // '~["entity","school-a","invoice:877051"]'
+ * ```
+ */
+export function entityKeyOf(entity: string, tenant: string | undefined): string {
+  return DERIVED + JSON.stringify(['entity', tenant ?? null, entity]);
 }

@@ -13,7 +13,8 @@ export interface EventRef {
 }
 
 /** The outcomes that are no failure: nothing is told to `onError`. */
-export type QuietOutcome = 'duplicate' | 'in_flight' | 'ignored' | 'queued' | 'processed';
+export type QuietOutcome =
+  'duplicate' | 'in_flight' | 'superseded' | 'ignored' | 'queued' | 'processed';
 
 /**
  * How a delivery ended: its outcome, the failure `onError` is told of, and what is known of the

@@ -3,27 +3,73 @@
  * @module
  */
 
+import { hasEntity } from './entity-of.js';
 import { ConfigError } from './errors.js';
 import { isKnownEvent, KNOWN_EVENTS } from './events/index.js';
 import { nearestName } from './nearest-name.js';
 import type { AnyHandler } from './run-handlers.js';
 
+/** Options of one `on()`. */
+export interface HandlerOptions {
+  /**
+   * Run the handlers of this event only for a state newer (by the event's `timestamp`) than the
+   * newest already processed for the same entity (`entityOf`): an older one is answered
+   * `200 superseded`, and two deliveries of one entity never run at once. For the events of the
+   * entity table only; the store must keep entity versions (every bundled store does).
+   */
+  latestOnly?: boolean;
+}
+
 /** The handlers of a receiver: `on()`'s by event name, and `onAny()`'s for every event. */
 export class HandlerRegistry {
   readonly #named = new Map<string, AnyHandler[]>();
   readonly #any: AnyHandler[] = [];
+  /** The events one of whose handlers asked for `latestOnly`. */
+  readonly #latestOnly = new Set<string>();
+  /** Whether the receiver's store keeps entity versions (what `latestOnly` needs). */
+  readonly #storeKeepsEntities: boolean;
+
+  constructor(storeKeepsEntities: boolean) {
+    this.#storeKeepsEntities = storeKeepsEntities;
+  }
 
   /**
    * Register `handler` for each of `names`, every name checked before any is registered: a
    * misspelt name would answer every real event `200 ignored`, which the platform never sends
-   * again.
+   * again; `latestOnly` for an event of no entity, or on a store that cannot keep its version,
+   * would guard nothing.
    */
-  on(names: readonly unknown[], handler: AnyHandler): void {
+  on(names: readonly unknown[], handler: AnyHandler, options?: HandlerOptions | null): void {
     names.forEach(assertKnownEvent);
+    const latestOnly = options?.latestOnly === true;
+    if (latestOnly) this.#assertGuardable(names as readonly string[]);
     for (const name of names as readonly string[]) {
       const list = this.#named.get(name) ?? [];
       list.push(handler);
       this.#named.set(name, list);
+      if (latestOnly) this.#latestOnly.add(name);
+    }
+  }
+
+  /**
+   * Whether the handlers of an event run for its newest state only: when one of them asked
+   * for it, every handler of the event (`onAny`'s too) is guarded.
+   */
+  latestOnly = (event: string): boolean =>
+    this.#latestOnly.size !== 0 && this.#latestOnly.has(event);
+
+  /** Refuse `latestOnly` where it would guard nothing: an event of no entity, or a store without versions. */
+  #assertGuardable(names: readonly string[]): void {
+    const without = names.find((name) => !hasEntity(name));
+    if (without !== undefined) {
+      throw new ConfigError(
+        `latestOnly needs an event about an entity (entityOf); ${without} is about none, so no state of it is newer than another`,
+      );
+    }
+    if (!this.#storeKeepsEntities) {
+      throw new ConfigError(
+        "latestOnly needs a store that keeps entities' versions (claimEntity, completeEntity and releaseEntity, as memoryStore, redisStore and postgresStore do); the receiver's store has none",
+      );
     }
   }
 

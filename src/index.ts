@@ -9,7 +9,9 @@ export type {
   ErrorHandler,
   EventHandler,
   EventName,
+  HandlerOptions,
   Logger,
+  OnOptions,
   Receiver,
   ReceiverOptions,
   WebhookRequest,
@@ -27,7 +29,7 @@ export type { Adapter, AdapterArgs, AdapterDefinition, AdapterOptions } from './
 
 // Many schools on one endpoint: a secret per tenant (docs/tenants.md)
 export type { SecretLookup, SecretLookupAnswer, SecretLookupRequest } from './secret-source.js';
-export { deliveryKeyOf, isTenantName, MAX_TENANT_LENGTH } from './delivery-key.js';
+export { deliveryKeyOf, entityKeyOf, isTenantName, MAX_TENANT_LENGTH } from './delivery-key.js';
 
 // Signatures
 export { computeSignature, verifySignature } from './signature.js';
@@ -43,6 +45,9 @@ export type {
   ClaimedKey,
   ClaimResult,
   ClaimTransaction,
+  EntityClaimResult,
+  EntityVersionStore,
+  HeldKey,
   IdempotencyStore,
 } from './stores/types.js';
 
@@ -94,6 +99,10 @@ export {
   UnknownTenantError,
 } from './errors.js';
 export type { PayloadIssue, SchoolhooksErrorCode } from './errors.js';
+
+// The entity each event is about (the ordering guard's `latestOnly`, docs/receiving.md)
+export { entityOf } from './entity-of.js';
+export type { EntityEventInput, EntityEventName, EntityKind, EventEntity } from './entity-of.js';
 
 // Events: schemas, names and types
 export * from './events/index.js';

@@ -12,9 +12,10 @@ import { isSuccessStatus } from './platform-contract.js';
 export type OutcomeLogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /**
- * How `schoolhooks listen`'s inspector colours (and filters) an outcome: `duplicate`; `queued`
- * (accepted and stored in an inbox, its handlers not run yet); any other acknowledgement is
- * `processed` (ignored included); `failed` when the platform will retry; `refused` otherwise.
+ * How `schoolhooks listen`'s inspector colours (and filters) an outcome: `duplicate` (its key
+ * done already, or, `superseded`, an older state than one processed); `queued` (accepted and
+ * stored in an inbox, its handlers not run yet); any other acknowledgement is `processed`
+ * (ignored included); `failed` when the platform will retry; `refused` otherwise.
  */
 export type OutcomeClass = 'processed' | 'queued' | 'duplicate' | 'refused' | 'failed';
 
@@ -66,6 +67,7 @@ export const OUTCOMES = {
   conflict: rule(409, 'error', 'refused', { verified: true, run: 'dead_letter' }),
   in_flight: rule(409, 'info', 'refused', { verified: true, run: 'retry' }),
   store_unavailable: rule(503, 'error', 'failed', { verified: true, run: 'retry' }),
+  superseded: rule(200, 'info', 'duplicate', { verified: true, run: 'succeeded' }),
   ignored: rule(200, 'debug', 'processed', { verified: true, run: 'succeeded' }),
   handler_failed: rule(500, 'error', 'failed', { verified: true, run: 'retry' }),
   timeout: rule(503, 'warn', 'failed', { verified: true, run: 'retry' }),

@@ -1,8 +1,9 @@
 /**
  * The steps of a delivery, each named for what it checks (docs/receiving.md), and the three runs
  * they make: an HTTP delivery whose handlers run now (request, body, secrets, verify, parse, age,
- * validate, claim, dispatch), one handed to an inbox (… age, claim, hand off), and a worker's run
- * of a stored delivery (secrets, verify, parse, validate, its run's key, claim, dispatch).
+ * validate, claim, order, dispatch), one handed to an inbox (… age, claim, hand off), and a
+ * worker's run of a stored delivery (secrets, verify, parse, validate, its run's key, claim,
+ * order, dispatch).
  *
  * Each step takes what the step before it gave and gives what the next one takes (the request,
  * then the raw body, then {@link Keyed}, {@link Verified}, {@link Parsed}, {@link Validated}, {@link Claimed}),
@@ -52,6 +53,7 @@ import {
   type HandlersSettled,
 } from './run-handlers.js';
 import { isPromiseLike, nowOrLater, Stages, type MaybePromise } from './run-steps.js';
+import { OrderingGuard, type HeldEntity } from './ordering-guard.js';
 import type { SecretSource } from './secret-source.js';
 import type { Fingerprint, RawBody, Verifier } from './signature.js';
 import { signatureFailureOf } from './signature-failure.js';
@@ -124,6 +126,8 @@ export interface Claimed<T extends Parsed> {
   readonly token: string;
   /** The transaction the store opened with the claim, if it opened one. */
   readonly transaction: ClaimTransaction | undefined;
+  /** The entity it holds too, when its handlers run for the newest state only (`order`). */
+  readonly entity?: HeldEntity | undefined;
 }
 
 /** A run of steps over one delivery, from `In` to its {@link Ending}. */
@@ -148,6 +152,8 @@ export interface PipelineConfig {
   now: () => number;
   /** The handlers of an event name, `onAny`'s included; empty when there are none. */
   handlersOf: (event: string) => readonly AnyHandler[];
+  /** Whether the handlers of an event name run for its newest state only (`latestOnly`). */
+  latestOnly?: ((event: string) => boolean) | undefined;
   /** Tell `onError` (or the logger) of a failure. */
   reportError: (error: SchoolhooksError) => void;
 }
@@ -157,6 +163,8 @@ export class DeliveryPipeline {
   readonly #config: PipelineConfig;
   /** One timer for every delivery whose handlers are still running: they share handlerTimeoutMs. */
   readonly #handlerDeadlines: DeadlineQueue;
+  /** The entity a `latestOnly` event's delivery holds beside its key. */
+  readonly #guard: OrderingGuard;
 
   /** An HTTP delivery whose handlers run before the answer. */
   readonly dispatchNow: DeliveryRun<PipelineRequest>;
@@ -168,7 +176,9 @@ export class DeliveryPipeline {
   constructor(config: PipelineConfig) {
     this.#config = config;
     this.#handlerDeadlines = new DeadlineQueue(config.handlerTimeoutMs);
-    const { checkRequest, readBody, findSecrets, verify, parse, checkAge, validate, claim } = this;
+    this.#guard = new OrderingGuard(config);
+    const { checkRequest, readBody, findSecrets, verify, parse, checkAge, validate, claim, order } =
+      this;
     const checked = Stages.start<PipelineRequest, Arrival, Ending>(Ending.is)
       .then(checkRequest)
       .then(readBody)
@@ -179,6 +189,7 @@ export class DeliveryPipeline {
     this.dispatchNow = checked
       .then(validate)
       .then(claim<Validated>)
+      .then(order)
       .then(this.dispatch);
     this.handToInbox = checked.then(claim<Parsed>).then(this.handOff);
     this.runStored = Stages.start<RawBody, Arrival, Ending>(Ending.is)
@@ -188,6 +199,7 @@ export class DeliveryPipeline {
       .then(validate)
       .then(useRunKey)
       .then(claim<Validated>)
+      .then(order)
       .then(this.dispatch);
   }
 
@@ -358,7 +370,38 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Step 9, dispatch: run the handlers (every one at once) against handlerTimeoutMs. 200
+   * Step 9, order (an event about an entity, one of whose handlers is `latestOnly`): claim the
+   * entity after the key. 200 `superseded` for an older state than the newest processed (the key
+   * completed, no handler run), 409 `in_flight` while another delivery of the entity is in
+   * flight, 503 when the store fails (the key released for a retry).
+   */
+  order = (
+    claimed: Claimed<Validated>,
+    { tenant }: Arrival,
+  ): MaybePromise<Claimed<Validated> | Ending> => {
+    const { delivery, token } = claimed;
+    const { event, key, timestampMs: versionMs } = delivery;
+    const entity = this.#guard.entityToHold(event, tenant);
+    if (entity === undefined) return claimed;
+    return nowOrLater(
+      () => this.#guard.claim(entity, versionMs, { key, token }),
+      (answer): MaybePromise<Claimed<Validated> | Ending> => {
+        if (answer.state === 'claimed') {
+          return { ...claimed, entity: { key: entity, token: answer.token, versionMs } };
+        }
+        return answer.state === 'superseded'
+          ? this.#completeThen(claimed, Ending.quiet('superseded', event))
+          : this.#releaseThen(claimed, Ending.quiet('in_flight', event));
+      },
+      (cause) => {
+        const error = this.#storeFailed('claim the entity', cause);
+        return this.#releaseThen(claimed, Ending.failed('store_unavailable', event, error));
+      },
+    );
+  };
+
+  /**
+   * Step 10, dispatch: run the handlers (every one at once) against handlerTimeoutMs. 200
    * `processed` (the key completed), `ignored` when none is registered, 500 `handler_failed`
    * (the key released for a retry), 503 `timeout` (they go on; their end completes or releases).
    * With a claim's transaction, the handlers write through it (`ctx.transaction`): completing
@@ -487,17 +530,29 @@ export class DeliveryPipeline {
    */
   #commitThen(claimed: Claimed<Validated>, ending: Ending): MaybePromise<Ending> {
     const { store, dedupTtlMs } = this.#config;
-    const { token, delivery } = claimed;
+    const { token, delivery, entity } = claimed;
     const { key, fingerprint, event } = delivery;
+    const commit = () =>
+      nowOrLater(
+        () => store.complete(key, token, dedupTtlMs, fingerprint),
+        () => ending,
+        (cause: unknown) =>
+          Ending.failed(
+            'store_unavailable',
+            event,
+            this.#storeFailed("commit the handlers' transaction", cause),
+          ),
+      );
+    if (entity === undefined) return commit();
+    // The entity's version is written in the transaction first, to commit with it; if it cannot
+    // be, nothing commits: the handlers' writes are rolled back for the retry.
     return nowOrLater(
-      () => store.complete(key, token, dedupTtlMs, fingerprint),
-      () => ending,
-      (cause: unknown) =>
-        Ending.failed(
-          'store_unavailable',
-          event,
-          this.#storeFailed("commit the handlers' transaction", cause),
-        ),
+      () => this.#guard.complete(entity),
+      commit,
+      (cause: unknown) => {
+        const error = this.#storeFailed("record the entity's version", cause);
+        return this.#releaseThen(claimed, Ending.failed('store_unavailable', event, error));
+      },
     );
   }
 
@@ -509,10 +564,20 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Mark the key done; at once on a store that answers at once. A failure is reported, never
-   * thrown: the handlers succeeded, so the delivery is still acknowledged.
+   * Record the entity's version (if it holds one), then mark the key done; at once on a store
+   * that answers at once. A failure is reported, never thrown: the handlers succeeded, so the
+   * delivery is still acknowledged.
    */
-  #complete({ delivery, token }: Claimed<Parsed>): MaybePromise<void> {
+  #complete(claimed: Claimed<Parsed>): MaybePromise<void> {
+    return this.#guard.completeThen(
+      claimed.entity,
+      () => this.#completeKey(claimed),
+      (cause) => this.#config.reportError(this.#storeFailed("record the entity's version", cause)),
+    );
+  }
+
+  /** Mark the key done; a failure is reported. */
+  #completeKey({ delivery, token }: Claimed<Parsed>): MaybePromise<void> {
     const { store, dedupTtlMs } = this.#config;
     const { key, fingerprint } = delivery;
     return nowOrLater(
@@ -522,8 +587,17 @@ export class DeliveryPipeline {
     );
   }
 
-  /** Give the key back; at once on a store that answers at once. */
-  #release({ delivery, token }: Claimed<Parsed>): MaybePromise<void> {
+  /** Free the entity (if it holds one), then give the key back; at once on a store that answers at once. */
+  #release(claimed: Claimed<Parsed>): MaybePromise<void> {
+    return this.#guard.releaseThen(
+      claimed.entity,
+      () => this.#releaseKey(claimed),
+      (cause) => this.#config.reportError(this.#storeFailed('release the entity', cause)),
+    );
+  }
+
+  /** Give the key back; a failure is reported (its lease runs out by itself). */
+  #releaseKey({ delivery, token }: Claimed<Parsed>): MaybePromise<void> {
     return nowOrLater(
       () => this.#config.store.release(delivery.key, token),
       () => undefined,

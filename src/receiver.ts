@@ -11,20 +11,23 @@ import { fromBase64 } from './base64.js';
 import type { BodyReader } from './body.js';
 import { Ending } from './ending.js';
 import { StoreUnavailableError, withCauses } from './errors.js';
+import type { EntityEventName } from './entity-of.js';
 import type { KnownEventName, WebhookEvent } from './events/index.js';
 import { getHeader, type HeadersInput } from './headers.js';
-import { HandlerRegistry } from './handler-registry.js';
+import { HandlerRegistry, type HandlerOptions } from './handler-registry.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './inbox/types.js';
 import { DeliveryPipeline, type Arrival } from './pipeline.js';
 import { checkOptions, type ReceiverOptions } from './receiver-settings.js';
 import { Reporting, type ErrorHandler } from './reporting.js';
 import type { AnyHandler, HandlerContext } from './run-handlers.js';
 import type { RawBody } from './signature.js';
+import { keepsEntityVersions } from './stores/types.js';
 import type { DeliveryObservation, TelemetryStart } from './telemetry.js';
 
 export type { WebhookResponseBody, WebhookResult } from './answer.js';
 export type { Logger, ReceiverOptions } from './receiver-settings.js';
 export type { ErrorHandler } from './reporting.js';
+export type { HandlerOptions } from './handler-registry.js';
 
 /** Any event name: the known ones autocomplete, any other string is accepted too. */
 export type EventName = KnownEventName | (string & {});
@@ -82,13 +85,28 @@ export type EventHandler<N extends string = EventName> = (
   context: HandlerContext,
 ) => unknown;
 
+/**
+ * The options of `on()` for events named `N`: `latestOnly` only where every one of them is about
+ * an entity ({@link EntityEventName}).
+ */
+export type OnOptions<N extends string> = [N] extends [EntityEventName]
+  ? HandlerOptions
+  : Omit<HandlerOptions, 'latestOnly'> & { latestOnly?: false };
+
 /** A webhook receiver. Create one with {@link createReceiver}. */
 export interface Receiver {
   /**
    * Handle one event name, or each of a list: the names this version knows only, so a misspelt
    * one is a compile error, and a `ConfigError` (naming the nearest known name) at run time.
+   * With `{ latestOnly: true }` (events about an entity only: a compile error, and a
+   * `ConfigError` naming the event, for any other), the event's handlers run only for a state
+   * newer than the newest processed for its entity; an older one is answered `200 superseded`.
    */
-  on<N extends KnownEventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver;
+  on<N extends KnownEventName>(
+    name: N | readonly N[],
+    handler: EventHandler<N>,
+    options?: OnOptions<N>,
+  ): Receiver;
   /**
    * Handle every verified event, known or not: the one place for names this version does not
    * know yet (there `event.event` is any string and `event.data` a plain record).
@@ -138,11 +156,12 @@ const DELIVERY: TelemetryStart = { kind: 'delivery' };
 export function createReceiver(options: ReceiverOptions): Receiver {
   const settings = checkOptions(options);
   const { maxBodyBytes, inbox, secrets } = settings;
-  const registry = new HandlerRegistry();
+  const registry = new HandlerRegistry(keepsEntityVersions(settings.store));
   const reporting = new Reporting(settings);
   const pipeline = new DeliveryPipeline({
     ...settings,
     handlersOf: registry.handlersOf,
+    latestOnly: registry.latestOnly,
     reportError: reporting.report,
   });
   const httpRun = inbox === undefined ? pipeline.dispatchNow : pipeline.handToInbox;
@@ -189,8 +208,13 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   }
 
   const receiver: Receiver = {
-    on<N extends KnownEventName>(name: N | readonly N[], handler: EventHandler<N>): Receiver {
-      registry.on(Array.isArray(name) ? name : [name], handler as unknown as AnyHandler);
+    on<N extends KnownEventName>(
+      name: N | readonly N[],
+      handler: EventHandler<N>,
+      options?: OnOptions<N>,
+    ): Receiver {
+      const names = Array.isArray(name) ? name : [name];
+      registry.on(names, handler as unknown as AnyHandler, options);
       return receiver;
     },
     onAny(handler: EventHandler): Receiver {

@@ -40,6 +40,7 @@ declare const receiver: import('schoolhooks').Receiver;
 declare const secret: string;
 declare function grantAccess(...args: unknown[]): Promise<void>;
 declare const mailer: { send(mail: { to: string; subject: string; text: string }): Promise<void> };
+declare const crm: { setLessonStatus(...args: unknown[]): Promise<void> };
 declare const app: import('express').Express;
 declare const server: import('node:http').Server;
 declare const requireAdmin: import('express').RequestHandler;

@@ -44,6 +44,7 @@ const STATUS: Record<Outcome, number> = {
   conflict: 409,
   in_flight: 409,
   store_unavailable: 503,
+  superseded: 200,
   ignored: 200,
   handler_failed: 500,
   timeout: 503,
@@ -56,7 +57,7 @@ const STATUS: Record<Outcome, number> = {
  * The outcomes after which the event is safely taken (processed, stored, or nothing to do), so
  * the platform must stop sending it; after every other one it must send it again.
  */
-const TAKEN: readonly Outcome[] = ['duplicate', 'ignored', 'queued', 'processed'];
+const TAKEN: readonly Outcome[] = ['duplicate', 'superseded', 'ignored', 'queued', 'processed'];
 
 /** The outcomes whose delivery span is an error: the server's own failures. */
 const SPAN_ERRORS: readonly Outcome[] = [
@@ -125,8 +126,8 @@ function observed(lines: LogLine[]) {
       ...receiver,
       maxBodyBytes: receiver.maxBodyBytes,
       handle: (request) => recorder.recording({ path: '/' }).handle(request),
-      on(name, handler) {
-        receiver.on(name, handler);
+      on(name, handler, options) {
+        receiver.on(name, handler, options);
         return through;
       },
     };

@@ -2,7 +2,9 @@ import { describe, expectTypeOf, it } from 'vitest';
 import {
   createReceiver,
   defineAdapter,
+  type EntityEventName,
   type EventData,
+  type KnownEventName,
   type HandlerContext,
   type SecretLookup,
   type SecretLookupAnswer,
@@ -36,6 +38,22 @@ describe('handler types', () => {
     receiver.on('UserSignedIn', (event) => {
       expectTypeOf(event.data).toEqualTypeOf<Record<string, unknown>>();
     });
+  });
+
+  it('takes latestOnly for the events about an entity only', () => {
+    receiver.on('CourseProgressChanged', () => {}, { latestOnly: true });
+    receiver.on(['ProductEnrolledToFree', 'ProductEnrolledByInviteLink'], () => {}, {
+      latestOnly: true,
+    });
+    receiver.on('UserSignedIn', () => {}, {});
+    receiver.on('UserSignedIn', () => {}, { latestOnly: false });
+    // @ts-expect-error -- UserSignedIn is about no entity: no state of it is newer than another
+    receiver.on('UserSignedIn', () => {}, { latestOnly: true });
+    receiver.on(['CourseProgressChanged', 'CourseLessonPracticeCompleted'], () => {}, {
+      // @ts-expect-error -- one event of the list is about no entity
+      latestOnly: true,
+    });
+    expectTypeOf<EntityEventName>().toMatchTypeOf<KnownEventName>();
   });
 
   it('refuses a misspelt event name at compile time', () => {

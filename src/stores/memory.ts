@@ -1,18 +1,20 @@
 /**
- * An in-process idempotency store on two generations of `Map`s.
+ * An in-process idempotency store on two generations of `Map`s (generations.ts).
  * @module
  */
 
 import { ConfigError } from '../errors.js';
 import type { IdempotencyStore } from './types.js';
 import { MEMORY_STORE_DEFAULTS } from '../defaults.js';
+import { Generations } from './generations.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
   /**
    * The most keys kept, in two generations: when the newer one holds half of `max`, or both
    * together hold `max`, the older one is dropped whole. The first `max` keys are all kept, and
-   * every key is kept for at least the next `max / 2` (rounded down). Default 100 000.
+   * every key is kept for at least the next `max / 2` (rounded down). The entities of the
+   * ordering guard (`latestOnly`) are kept apart, by the same rule. Default 100 000.
    */
   max?: number;
 }
@@ -30,9 +32,10 @@ interface Entry {
  * An idempotency store for one process. Keys expire on their own (the lease, or dedupTtlMs once
  * complete). It keeps at most `max` keys, in two generations: a key claimed or looked up goes
  * into the newer one, and when that one holds half of `max` (or both hold `max`) the older one
- * is dropped whole. A key is thus kept for at least the next `max / 2` keys. It answers at once,
- * without a promise (check and set in one synchronous step is what makes a claim atomic here),
- * and arms no timer.
+ * is dropped whole. A key is thus kept for at least the next `max / 2` keys. It keeps the newest
+ * version of each entity of the ordering guard (`latestOnly`) too, apart from the keys. It answers
+ * at once, without a promise (check and set in one synchronous step is what makes a claim atomic
+ * here), and arms no timer.
  *
  * @example
  * ```ts
@@ -45,63 +48,27 @@ export function memoryStore({
   if (!Number.isSafeInteger(max) || max < 1) {
     throw new ConfigError(`memoryStore max must be a positive integer, not ${String(max)}`);
   }
-  // Two generations rather than a least-recently-used list: a list of 100 000 keys lives in
-  // long arrays written at every claim, which Bun's collector rescans whole at each young
-  // collection (a delivery on Bun.serve slowed from 33 to 162 µs as the store filled), and a
-  // `Map` evicted from its head scans the deleted entries before it. Dropping a whole
-  // generation does neither (docs/maintainers/benchmarks.md).
-  // The newer generation holds up to half of max, rounded up. It becomes the older one when full,
-  // or when the two together hold max, so the older one never holds more than that half.
-  const generation = Math.ceil(max / 2);
-  let recent = new Map<string, Entry>();
-  let older = new Map<string, Entry>();
+  const keys = new Generations<Entry>(max);
   // Lease tokens only tell this store's own claims apart, so a counter does (no randomness).
-  let leases = 0;
-
-  /** Puts a key into the newer generation, which first becomes the older one if either is full. */
-  function keep(key: string, entry: Entry): void {
-    if (recent.size >= generation || recent.size + older.size >= max) {
-      // The newer generation stays on as the older one only with room for the key beside it
-      // (always, but for max 1).
-      older = recent.size < max ? recent : new Map();
-      recent = new Map();
-    }
-    recent.set(key, entry);
-  }
-
-  /** The key's entry if it has not expired, in the newer generation from now on. */
-  function find(key: string): Entry | undefined {
-    const current = recent.get(key);
-    if (current !== undefined) {
-      if (current.expires > performance.now()) return current;
-      recent.delete(key);
-      return undefined;
-    }
-    const old = older.get(key);
-    if (old === undefined) return undefined;
-    older.delete(key);
-    if (old.expires <= performance.now()) return undefined;
-    keep(key, old);
-    return old;
-  }
+  const leases = { last: 0 };
 
   /** The key's entry while `token`'s lease still holds it. */
   function owned(key: string, token: string): Entry | undefined {
-    const entry = find(key);
+    const entry = keys.find(key);
     return typeof entry?.value === 'number' && String(entry.value) === token ? entry : undefined;
   }
 
   const store: IdempotencyStore = {
     claim(key, leaseMs) {
       // Check and set in one synchronous step: atomic in this process.
-      const entry = find(key);
+      const entry = keys.find(key);
       if (entry !== undefined) {
         return typeof entry.value === 'string'
           ? { state: 'done', fingerprint: entry.value }
           : { state: 'in_flight' };
       }
-      const lease = ++leases;
-      keep(key, { value: lease, expires: performance.now() + leaseMs });
+      const lease = ++leases.last;
+      keys.keep(key, { value: lease, expires: performance.now() + leaseMs });
       return { state: 'claimed', token: String(lease) };
     },
     complete(key, token, ttlMs, fingerprint) {
@@ -111,8 +78,81 @@ export function memoryStore({
       entry.expires = performance.now() + ttlMs;
     },
     release(key, token) {
-      if (owned(key, token) !== undefined) recent.delete(key);
+      if (owned(key, token) !== undefined) keys.drop(key);
     },
+    ...entityMethods(new Generations<EntityEntry>(max), leases),
   };
   return store;
+}
+
+/**
+ * An entity's state: the newest version completed and when it is forgotten, the lease of the
+ * delivery that holds it and when that ends, and the later of the two (when the entry goes).
+ */
+interface EntityEntry {
+  version: number | undefined;
+  versionExpires: number;
+  lease: number | undefined;
+  leaseExpires: number;
+  expires: number;
+}
+
+/** The entity methods of a memory store, on entities kept apart from its keys. */
+function entityMethods(
+  entities: Generations<EntityEntry>,
+  leases: { last: number },
+): Required<Pick<IdempotencyStore, 'claimEntity' | 'completeEntity' | 'releaseEntity'>> {
+  /** The entity's entry while `token`'s lease still holds it. */
+  function holding(entity: string, token: string): EntityEntry | undefined {
+    const entry = entities.find(entity);
+    const now = performance.now();
+    return entry?.lease !== undefined && entry.leaseExpires > now && String(entry.lease) === token
+      ? entry
+      : undefined;
+  }
+
+  return {
+    claimEntity(entity, versionMs, leaseMs) {
+      // Check and set in one synchronous step, as a key's claim.
+      const now = performance.now();
+      const entry = entities.find(entity);
+      if (entry?.version !== undefined && entry.versionExpires > now && entry.version > versionMs) {
+        return { state: 'superseded' };
+      }
+      if (entry?.lease !== undefined && entry.leaseExpires > now) return { state: 'in_flight' };
+      const lease = ++leases.last;
+      const leaseExpires = now + leaseMs;
+      if (entry === undefined) {
+        const fresh = { version: undefined, versionExpires: 0, lease, leaseExpires };
+        entities.keep(entity, { ...fresh, expires: leaseExpires });
+      } else {
+        entry.lease = lease;
+        entry.leaseExpires = leaseExpires;
+        entry.expires = Math.max(entry.expires, leaseExpires);
+      }
+      return { state: 'claimed', token: String(lease) };
+    },
+    completeEntity(entity, token, versionMs, ttlMs) {
+      const entry = holding(entity, token);
+      if (entry === undefined) return;
+      const now = performance.now();
+      entry.lease = undefined;
+      if (
+        entry.version === undefined ||
+        entry.versionExpires <= now ||
+        versionMs >= entry.version
+      ) {
+        entry.version = versionMs;
+        entry.versionExpires = now + ttlMs;
+      }
+      entry.expires = entry.versionExpires;
+    },
+    releaseEntity(entity, token) {
+      const entry = holding(entity, token);
+      if (entry === undefined) return;
+      entry.lease = undefined;
+      if (entry.version === undefined) entities.drop(entity);
+      else entry.expires = entry.versionExpires;
+    },
+  };
 }

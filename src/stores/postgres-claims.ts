@@ -16,6 +16,11 @@ export interface Holder {
   readonly key: string;
   readonly client: PoolClient;
   readonly lease: ReturnType<typeof setTimeout>;
+  /**
+   * The storageKey of the entity this claim took in its transaction (the ordering guard), until
+   * it is recorded or released; its lock goes with the transaction.
+   */
+  entity?: string | undefined;
 }
 
 /** Back to the pool, for the next claim. */
@@ -68,6 +73,11 @@ export class HeldClaims {
     this.#holders.delete(token);
     clearTimeout(holder.lease);
     return holder;
+  }
+
+  /** The holder of `token`, left in the map, or undefined if it has none (any more). */
+  find(token: string): Holder | undefined {
+    return this.#holders.get(token);
   }
 
   /** The close in progress of an abandoned claim of `key`, if any. */

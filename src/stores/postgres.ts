@@ -19,7 +19,7 @@ import {
   type KeyStatements,
 } from './postgres-table.js';
 import { storeUnavailable } from './unavailable.js';
-import type { ClaimResult, IdempotencyStore } from './types.js';
+import type { ClaimResult, EntityClaimResult, HeldKey, IdempotencyStore } from './types.js';
 import { POSTGRES_STORE_DEFAULTS } from '../defaults.js';
 
 // In the built types this module is named 'schoolhooks' (scripts/name-augmentations.mjs), the
@@ -121,6 +121,11 @@ export function postgresStore(options: PostgresStoreOptions): IdempotencyStore {
     claim: (key, leaseMs) => store.claim(key, leaseMs),
     complete: (key, token, ttlMs, fingerprint) => store.complete(key, token, ttlMs, fingerprint),
     release: (key, token) => store.release(key, token),
+    claimEntity: (entity, versionMs, leaseMs, held) =>
+      store.claimEntity(entity, versionMs, leaseMs, held),
+    completeEntity: (entity, token, versionMs, ttlMs) =>
+      store.completeEntity(entity, token, versionMs, ttlMs),
+    releaseEntity: (entity, token) => store.releaseEntity(entity, token),
   };
 }
 
@@ -195,6 +200,70 @@ class PostgresStore implements IdempotencyStore {
     }
   }
 
+  /**
+   * The ordering guard's claim of an entity, in the transaction of the key `held` (so its
+   * version commits with the handlers' writes): the entity's lock taken without waiting, then
+   * `superseded` if a newer version is recorded, else `in_flight` if another transaction has the
+   * lock. The lock is the transaction's: its lease is the key's, and it goes when the key's
+   * claim ends, whatever the answer.
+   */
+  async claimEntity(
+    entity: string,
+    versionMs: number,
+    _leaseMs: number,
+    held: HeldKey,
+  ): Promise<EntityClaimResult> {
+    if (!Number.isFinite(versionMs)) {
+      throw new ConfigError('postgresStore: versionMs must be a finite number of milliseconds');
+    }
+    const holder = this.#held.find(held.token);
+    if (holder === undefined || holder.key !== storageKey(held.key)) {
+      throw new StoreUnavailableError(
+        "postgresStore: the key's claim has ended (its lease ran out), so its transaction cannot take the entity",
+      );
+    }
+    const key = storageKey(entity);
+    const { client } = holder;
+    const { entityLockPrefix, selectSuperseded } = this.#statements;
+    return this.#calls.run('claimEntity', async (call): Promise<EntityClaimResult> => {
+      const locked = await client.query<{ locked: boolean }>(LOCK, [entityLockPrefix + key]);
+      step(call);
+      // Read after the lock, in a statement of its own: it sees the version the transaction
+      // that held the lock before committed (read committed). Read without it too: an older
+      // version is superseded at once even while a newer one is in flight.
+      const newer = await client.query<{ superseded: boolean }>(selectSuperseded, [key, versionMs]);
+      step(call);
+      if (newer.rows[0]?.superseded === true) return { state: 'superseded' };
+      if (locked.rows[0]?.locked !== true) return { state: 'in_flight' };
+      holder.entity = key;
+      return { state: 'claimed', token: held.token };
+    });
+  }
+
+  /** Writes the entity's version in its claim's transaction; the key's `complete` commits it. */
+  async completeEntity(
+    entity: string,
+    token: string,
+    versionMs: number,
+    ttlMs: number,
+  ): Promise<void> {
+    const holder = this.#held.find(token);
+    const key = storageKey(entity);
+    if (holder?.entity !== key) return;
+    holder.entity = undefined;
+    const { upsertEntity } = this.#statements;
+    await this.#calls.run('completeEntity', () =>
+      holder.client.query(upsertEntity, [key, versionMs, ttlMs]),
+    );
+  }
+
+  /** Lets go of the entity: its lock goes with the key's transaction, rolled back by `release`. */
+  releaseEntity(entity: string, token: string): Promise<void> {
+    const holder = this.#held.find(token);
+    if (holder?.entity === storageKey(entity)) holder.entity = undefined;
+    return Promise.resolve();
+  }
+
   /** A claim within `call`: the table made, a client in a transaction, the key's lock taken. */
   async #claimWith(key: string, leaseMs: number, call: BoundedCall): Promise<ClaimResult> {
     if (!this.#table.made) {
@@ -241,10 +310,9 @@ class PostgresStore implements IdempotencyStore {
     // does not exist yet, and inserting it would wait on another transaction's uncommitted
     // insert of the same key. pg_try_advisory_xact_lock never waits, and Postgres frees it
     // with the transaction, at commit, at rollback, or when the connection drops.
-    const locked = await client.query<{ locked: boolean }>(
-      'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',
-      [this.#statements.lockPrefix + key],
-    );
+    const locked = await client.query<{ locked: boolean }>(LOCK, [
+      this.#statements.lockPrefix + key,
+    ]);
     step(call);
     if (locked.rows[0]?.locked !== true) {
       await client.query('ROLLBACK');
@@ -258,6 +326,9 @@ class PostgresStore implements IdempotencyStore {
     return { state: 'done', fingerprint: row.fingerprint };
   }
 }
+
+/** $1 the text of a lock: true once this transaction holds it, false if another one does. */
+const LOCK = 'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked';
 
 /** Throws once the call's deadline has passed: the caller was told it failed, so stop here. */
 function step(call: BoundedCall): void {

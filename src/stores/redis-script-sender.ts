@@ -37,18 +37,20 @@ export class ScriptSender {
    */
   async evalScript(
     { lua, sha }: Script,
-    key: string,
+    key: string | readonly string[],
     args: readonly (string | number)[],
     call: Call,
   ): Promise<unknown> {
     const client = this.#client;
     const connecting = this.whenReady(call);
     if (connecting !== undefined) await connecting;
+    // One key (a delivery's), or the keys of one slot (an entity's version and lease).
+    const keys: [number, ...string[]] = typeof key === 'string' ? [1, key] : [key.length, ...key];
     try {
-      return await this.#sendNow(() => client.evalsha(sha, 1, key, ...args), call);
+      return await this.#sendNow(() => client.evalsha(sha, ...keys, ...args), call);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return this.#sendNow(() => client.eval(lua, 1, key, ...args), call);
+      return this.#sendNow(() => client.eval(lua, ...keys, ...args), call);
     }
   }
 

@@ -1,12 +1,12 @@
 /**
  * What `redisStore` writes to Redis: the values at a key, the Lua scripts of claim, complete and
- * release, and how a claim's reply reads.
+ * release (of a key, and of an entity), and how a claim's reply reads.
  * @module
  */
 
 import { createHash } from 'node:crypto';
 import { StoreUnavailableError } from '../errors.js';
-import type { ClaimResult } from './types.js';
+import type { ClaimResult, EntityClaimResult } from './types.js';
 
 /**
  * A Lua script run with EVALSHA, falling back to EVAL when Redis does not know it yet. Sent
@@ -63,6 +63,50 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 `);
+
+/**
+ * An entity's claim (the ordering guard). KEYS[1] its newest completed version, KEYS[2] its lease
+ * (the same hash tag: one slot); ARGV[1] the lease value; ARGV[2] leaseMs; ARGV[3] the version.
+ * Replies `superseded` (a newer version was completed), `claimed` (one atomic `SET NX PX`), or
+ * `in_flight`.
+ */
+export const ENTITY_CLAIM = script(`
+local newest = redis.call('GET', KEYS[1])
+if newest and tonumber(newest) > tonumber(ARGV[3]) then
+  return 'superseded'
+end
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 'claimed'
+end
+return 'in_flight'
+`);
+
+/**
+ * KEYS as {@link ENTITY_CLAIM}'s; ARGV[1] the caller's lease value; ARGV[2] the version; ARGV[3]
+ * ttlMs. While the caller holds the lease: frees it and records the version for ttlMs, unless a
+ * newer one is recorded.
+ */
+export const ENTITY_COMPLETE = script(`
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  return 0
+end
+redis.call('DEL', KEYS[2])
+local newest = redis.call('GET', KEYS[1])
+if not newest or tonumber(newest) <= tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+return 1
+`);
+
+/** KEYS[1] the entity's lease; ARGV[1] the caller's lease value. */
+export const ENTITY_RELEASE = RELEASE;
+
+/** The entity claim script's reply, or a `StoreUnavailableError` for one it never gives. */
+export function parseEntityClaimReply(reply: unknown, token: string): EntityClaimResult {
+  if (reply === 'claimed') return { state: 'claimed', token };
+  if (reply === 'superseded' || reply === 'in_flight') return { state: reply };
+  throw new StoreUnavailableError('Redis entity claim failed: unexpected reply from its script');
+}
 
 /** What a key held by another holds says: `in_flight`, or `done` with its fingerprint. */
 export function heldBy(value: string | undefined): ClaimResult {

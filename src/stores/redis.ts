@@ -9,10 +9,22 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { storeUnavailable } from './unavailable.js';
-import type { AsyncIdempotencyStore, ClaimResult } from './types.js';
+import type { AsyncIdempotencyStore, ClaimResult, EntityClaimResult } from './types.js';
 import { BoundedCalls, type BoundedCall as Call } from '../bounded-calls.js';
 import { ScriptSender } from './redis-script-sender.js';
-import { CLAIM, COMPLETE, DONE, heldBy, LEASE, parseClaimReply, RELEASE } from './redis-scripts.js';
+import {
+  CLAIM,
+  COMPLETE,
+  DONE,
+  ENTITY_CLAIM,
+  ENTITY_COMPLETE,
+  ENTITY_RELEASE,
+  heldBy,
+  LEASE,
+  parseClaimReply,
+  parseEntityClaimReply,
+  RELEASE,
+} from './redis-scripts.js';
 import { UnfinishedCalls } from './redis-unfinished.js';
 import { storageKey } from './storage-key.js';
 import { REDIS_STORE_DEFAULTS } from '../defaults.js';
@@ -71,6 +83,10 @@ function hashTag(idempotencyKey: string): string {
  *   one that restarts empty has forgotten every key anyway). So is a release that fails, and
  *   the release of a claim sent to Redis whose answer never came in time (Redis may have taken
  *   it, and persisted it, just before it died).
+ * - The ordering guard (`latestOnly`) keeps an entity's newest completed version at
+ *   `…{entity}:entity` for dedupTtlMs and its lease at `…{entity}:entity-lease` (one slot); each
+ *   of its calls is one Lua script. Its completions and releases are not kept to be sent again:
+ *   one lost while Redis is unreachable leaves the entity held until its lease ends.
  * - ioredis defaults are fine (`enableOfflineQueue` may stay on or be turned off); the store
  *   holds no connection state of its own, so it works again as soon as the client reconnects.
  *
@@ -101,6 +117,10 @@ export function redisStore(options: RedisStoreOptions): AsyncIdempotencyStore {
     claim: (key, leaseMs) => store.claim(key, leaseMs),
     complete: (key, token, ttlMs, fingerprint) => store.complete(key, token, ttlMs, fingerprint),
     release: (key, token) => store.release(key, token),
+    claimEntity: (entity, versionMs, leaseMs) => store.claimEntity(entity, versionMs, leaseMs),
+    completeEntity: (entity, token, versionMs, ttlMs) =>
+      store.completeEntity(entity, token, versionMs, ttlMs),
+    releaseEntity: (entity, token) => store.releaseEntity(entity, token),
   };
 }
 
@@ -179,6 +199,54 @@ class RedisStore implements AsyncIdempotencyStore {
   async release(key: string, token: string): Promise<void> {
     const redisKey = this.#keyPrefix + hashTag(key);
     await this.#sendKept('release', redisKey, [LEASE + token]);
+  }
+
+  /**
+   * The ordering guard's claim of an entity: one script over its version and its lease (one
+   * slot). Unlike a key's claim, one that reaches Redis after the caller gave up may still take
+   * the lease: the entity then waits for its end (a retry is answered 409 `in_flight` meanwhile).
+   */
+  async claimEntity(
+    entity: string,
+    versionMs: number,
+    leaseMs: number,
+  ): Promise<EntityClaimResult> {
+    const token = randomToken();
+    const args = [LEASE + token, milliseconds(leaseMs, 'leaseMs'), version(versionMs)];
+    const reply = await this.#calls.run('claimEntity', (call) =>
+      this.#sender.evalScript(ENTITY_CLAIM, this.#entityKeys(entity), args, call),
+    );
+    return parseEntityClaimReply(reply, token);
+  }
+
+  /** Records the entity's version and frees it, while `token` holds it. */
+  async completeEntity(
+    entity: string,
+    token: string,
+    versionMs: number,
+    ttlMs: number,
+  ): Promise<void> {
+    const args = [LEASE + token, version(versionMs), milliseconds(ttlMs, 'ttlMs')];
+    await this.#calls.run('completeEntity', (call) =>
+      this.#sender.evalScript(ENTITY_COMPLETE, this.#entityKeys(entity), args, call),
+    );
+  }
+
+  /** Frees the entity, while `token` holds it. */
+  async releaseEntity(entity: string, token: string): Promise<void> {
+    const [, lease] = this.#entityKeys(entity);
+    await this.#calls.run('releaseEntity', (call) =>
+      this.#sender.evalScript(ENTITY_RELEASE, lease, [LEASE + token], call),
+    );
+  }
+
+  /**
+   * An entity's version and lease: its hash tag and a suffix (no key of a delivery has one, so
+   * an entity never meets a delivery's key, whatever the two strings).
+   */
+  #entityKeys(entity: string): [version: string, lease: string] {
+    const base = this.#keyPrefix + hashTag(entity);
+    return [`${base}:entity`, `${base}:entity-lease`];
   }
 
   /** Sends a completion or release; one Redis did not confirm is kept to be sent again. */
@@ -260,6 +328,14 @@ function milliseconds(ms: number, name: string): number {
     throw new ConfigError(`redisStore: ${name} must be a positive number of milliseconds`);
   }
   return Math.ceil(ms);
+}
+
+/** An entity's version as the scripts compare it: a finite number. */
+function version(versionMs: number): number {
+  if (!Number.isFinite(versionMs)) {
+    throw new ConfigError('redisStore: versionMs must be a finite number of milliseconds');
+  }
+  return versionMs;
 }
 
 /** A `StoreUnavailableError` for any failure of a call to Redis. */

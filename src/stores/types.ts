@@ -35,6 +35,22 @@ export interface ClaimTransaction {
 }
 
 /**
+ * The answer of {@link IdempotencyStore.claimEntity}: the entity taken (its lease token), an
+ * older version than the newest one completed (`superseded`), or taken by another delivery.
+ */
+export type EntityClaimResult =
+  { state: 'claimed'; token: string } | { state: 'superseded' } | { state: 'in_flight' };
+
+/**
+ * The key a delivery holds (its {@link IdempotencyStore.claim}'s token) when it claims its
+ * entity: a store whose claim opened a transaction takes the entity in that transaction.
+ */
+export interface HeldKey {
+  readonly key: string;
+  readonly token: string;
+}
+
+/**
  * Where the receiver records which idempotency keys are in flight and which are done.
  *
  * Each operation returns a promise, or its result at once when the store has it at once
@@ -54,6 +70,51 @@ export interface IdempotencyStore {
   complete(key: string, token: string, ttlMs: number, fingerprint: string): void | Promise<void>;
   /** Give the key back so the next delivery may claim it. */
   release(key: string, token: string): void | Promise<void>;
+
+  /**
+   * The ordering guard (`on(name, handler, { latestOnly: true })`): take the entity `entity` (an
+   * `entityKeyOf` key, never an idempotency key) for a delivery of version `versionMs` (its
+   * event's timestamp), for `leaseMs`, while the delivery holds `held`. `superseded` when a
+   * version newer than `versionMs` was completed within its ttl (an equal one is not),
+   * `in_flight` while another delivery holds the entity. Of many concurrent claims of one free
+   * entity exactly one gets `claimed`. Optional: a receiver with `latestOnly` handlers refuses a
+   * store without it (a `ConfigError` at `on()`).
+   */
+  claimEntity?(
+    entity: string,
+    versionMs: number,
+    leaseMs: number,
+    held: HeldKey,
+  ): EntityClaimResult | Promise<EntityClaimResult>;
+  /**
+   * Record `versionMs` as the entity's newest processed version for `ttlMs` (a newer one already
+   * recorded stays) and free the entity, while `token` still holds it. With a claim's
+   * transaction, it is written in that transaction: it commits with the key's `complete`.
+   */
+  completeEntity?(
+    entity: string,
+    token: string,
+    versionMs: number,
+    ttlMs: number,
+  ): void | Promise<void>;
+  /**
+   * Free the entity, recording nothing, while `token` still holds it. With a claim's transaction,
+   * the entity is held by that transaction and freed when the key's claim ends.
+   */
+  releaseEntity?(entity: string, token: string): void | Promise<void>;
+}
+
+/** A store that keeps entities' versions: what a receiver with `latestOnly` handlers needs. */
+export type EntityVersionStore = IdempotencyStore &
+  Required<Pick<IdempotencyStore, 'claimEntity' | 'completeEntity' | 'releaseEntity'>>;
+
+/** Whether `store` keeps entities' versions (all three of its entity methods are there). */
+export function keepsEntityVersions(store: IdempotencyStore): store is EntityVersionStore {
+  return (
+    typeof store.claimEntity === 'function' &&
+    typeof store.completeEntity === 'function' &&
+    typeof store.releaseEntity === 'function'
+  );
 }
 
 /** A store whose every operation returns a promise: one on a server (Redis, Postgres). */
@@ -61,4 +122,12 @@ export interface AsyncIdempotencyStore extends IdempotencyStore {
   claim(key: string, leaseMs: number): Promise<ClaimResult>;
   complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void>;
   release(key: string, token: string): Promise<void>;
+  claimEntity?(
+    entity: string,
+    versionMs: number,
+    leaseMs: number,
+    held: HeldKey,
+  ): Promise<EntityClaimResult>;
+  completeEntity?(entity: string, token: string, versionMs: number, ttlMs: number): Promise<void>;
+  releaseEntity?(entity: string, token: string): Promise<void>;
 }

@@ -108,6 +108,15 @@ export const OUTCOME_SCENARIOS: Record<
     gate.resolve();
     return [await first, second];
   },
+  async superseded(make) {
+    const receiver = make().on('CourseProgressChanged', () => {}, { latestOnly: true });
+    // One lesson's progress: the newer state processed first, then an older one of it arrives.
+    const data = { user: { id: 1937465 }, course: { id: 73120 }, lessonId: 884213 };
+    const at = (agoMs: number) => new Date(Date.now() - agoMs).toISOString();
+    const newer = signedRequest({ event: 'CourseProgressChanged', data, timestamp: at(1_000) });
+    const older = signedRequest({ event: 'CourseProgressChanged', data, timestamp: at(60_000) });
+    return [await receiver.handle(newer), await receiver.handle(older)];
+  },
   async store_unavailable(make) {
     const receiver = make({ store: brokenStore }).on('UserSignedIn', () => {});
     return [await receiver.handle(signedRequest())];

@@ -13,6 +13,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
+import { entityTableOf } from '../../src/stores/postgres-table.js';
 import { freePort } from './redis.js';
 
 /** A Postgres the tests may use, and how to let go of it. */
@@ -123,8 +124,10 @@ export function uniqueTable(prefix: string): string {
  * Drops a test's tables, first ending the sessions that still hold them (claims a test left
  * open keep a lock on their table until their lease runs out).
  */
-export async function dropTables(pool: pg.Pool, tables: readonly string[]): Promise<void> {
-  if (tables.length === 0) return;
+export async function dropTables(pool: pg.Pool, keyTables: readonly string[]): Promise<void> {
+  if (keyTables.length === 0) return;
+  // Each store's entities' table beside its keys' (the ordering guard's).
+  const tables = keyTables.flatMap((name) => [name, entityTableOf(name)]);
   await pool.query(
     'SELECT pg_terminate_backend(l.pid, 5000) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation ' +
       'WHERE c.relname = ANY($1) AND l.pid <> pg_backend_pid()',

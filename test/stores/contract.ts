@@ -5,7 +5,14 @@
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ClaimResult, IdempotencyStore } from '../../src/stores/types.js';
+import {
+  keepsEntityVersions,
+  type ClaimResult,
+  type EntityClaimResult,
+  type EntityVersionStore,
+  type HeldKey,
+  type IdempotencyStore,
+} from '../../src/stores/types.js';
 
 /** A store under test and how to dispose of it. */
 export interface StoreUnderTest {
@@ -32,6 +39,9 @@ export function describeStoreContract(
   name: string,
   makeStore: () => Promise<StoreUnderTest>,
 ): void {
+  // First: the key contract leaves claims open until their lease ends (on Postgres, each holds
+  // a connection of the pool).
+  describeEntityContract(name, makeStore);
   describe(`${name}: the IdempotencyStore contract`, () => {
     let current: StoreUnderTest | undefined;
     let store: IdempotencyStore;
@@ -245,8 +255,253 @@ export function describeStoreContract(
   });
 }
 
+/** A delivery of the entity contract: the key it holds, and its claim of the entity. */
+interface EntityDelivery {
+  held: HeldKey;
+  claim: EntityClaimResult;
+}
+
+/**
+ * The ordering guard's part of the contract (`claimEntity`, `completeEntity`, `releaseEntity`):
+ * as the receiver uses it, each entity claim is made by a delivery that holds a key of its own
+ * (a store whose claim is a transaction takes the entity in it), and the key's claim ends after
+ * the entity's (completed with it, or released).
+ */
+function describeEntityContract(name: string, makeStore: () => Promise<StoreUnderTest>): void {
+  describe(`${name}: the entity versions of the ordering guard`, () => {
+    let current: StoreUnderTest | undefined;
+    let store: EntityVersionStore;
+    /** Every delivery of the test, each ended in afterEach (a second end changes nothing). */
+    const arrived: [EntityDelivery, string][] = [];
+
+    beforeEach(async () => {
+      current = await makeStore();
+      if (!keepsEntityVersions(current.store)) throw new Error(`${name} keeps no entity versions`);
+      store = current.store;
+    });
+    afterEach(async () => {
+      // No claim is left open, even by a test that failed midway.
+      for (const [delivery, e] of arrived.splice(0)) await fail(delivery, e).catch(() => {});
+      await current?.cleanup();
+      current = undefined;
+    });
+
+    /** A delivery claims a key of its own, then the entity at `versionMs`. */
+    async function arrive(
+      entity: string,
+      versionMs: number,
+      leaseMs = LONG,
+    ): Promise<EntityDelivery> {
+      const k = key();
+      const held = { key: k, token: tokenOf(await store.claim(k, leaseMs)) };
+      const delivery = { held, claim: await store.claimEntity(entity, versionMs, leaseMs, held) };
+      arrived.push([delivery, entity]);
+      return delivery;
+    }
+
+    /** The delivery's handlers succeeded: the entity's version recorded, then its key completed. */
+    async function succeed(
+      { held, claim }: EntityDelivery,
+      entity: string,
+      versionMs: number,
+      ttlMs = TTL,
+    ) {
+      if (claim.state === 'claimed')
+        await store.completeEntity(entity, claim.token, versionMs, ttlMs);
+      await store.complete(held.key, held.token, TTL, 'fp');
+    }
+
+    /** The delivery's handlers failed (or it did not run them): the entity released, then its key. */
+    async function fail({ held, claim }: EntityDelivery, entity: string) {
+      if (claim.state === 'claimed') await store.releaseEntity(entity, claim.token);
+      await store.release(held.key, held.token);
+    }
+
+    /** Whether a delivery of `versionMs` would run now: the state of its claim, the claim ended. */
+    async function probe(entity: string, versionMs: number): Promise<EntityClaimResult['state']> {
+      const delivery = await arrive(entity, versionMs);
+      await fail(delivery, entity);
+      return delivery.claim.state;
+    }
+
+    it('gives the first claim of an entity a token', async () => {
+      const e = entity();
+      const first = await arrive(e, 1_000);
+      expect(first.claim).toEqual({ state: 'claimed', token: expect.stringMatching(/\S/) });
+      await fail(first, e);
+    });
+
+    it('answers in_flight to every other delivery while one holds the entity, whatever its version', async () => {
+      const e = entity();
+      const first = await arrive(e, 1_000);
+      for (const versionMs of [999, 1_000, 1_001]) {
+        const other = await arrive(e, versionMs);
+        expect(other.claim, String(versionMs)).toEqual({ state: 'in_flight' });
+        await fail(other, e);
+      }
+      await fail(first, e);
+    });
+
+    it('answers superseded to an older version than the newest completed; an equal or newer one is claimed', async () => {
+      const e = entity();
+      await succeed(await arrive(e, 1_000), e, 1_000);
+      expect(await probe(e, 999)).toBe('superseded');
+      expect(await probe(e, 0)).toBe('superseded');
+      expect(await probe(e, 1_000)).toBe('claimed');
+      expect(await probe(e, 1_001)).toBe('claimed');
+    });
+
+    it('keeps the newest version: a newer completion raises it, an older one leaves it', async () => {
+      const e = entity();
+      await succeed(await arrive(e, 1_000), e, 1_000);
+      await succeed(await arrive(e, 2_000), e, 2_000);
+      expect(await probe(e, 1_999)).toBe('superseded');
+      // Completed with an older version than the one recorded (its claim came with an equal one).
+      await succeed(await arrive(e, 2_000), e, 1_500);
+      expect(await probe(e, 1_999)).toBe('superseded');
+      expect(await probe(e, 2_000)).toBe('claimed');
+    });
+
+    it('answers superseded at once to an older version even while a newer one is in flight', async () => {
+      const e = entity();
+      await succeed(await arrive(e, 1_000), e, 1_000);
+      const running = await arrive(e, 3_000);
+      expect(await probe(e, 500)).toBe('superseded');
+      expect(await probe(e, 2_000)).toBe('in_flight');
+      await succeed(running, e, 3_000);
+      expect(await probe(e, 2_000)).toBe('superseded');
+    });
+
+    it('records nothing for a released claim, and frees the entity', async () => {
+      const e = entity();
+      await fail(await arrive(e, 5_000), e);
+      expect(await probe(e, 1_000)).toBe('claimed');
+    });
+
+    it('lets a delivery whose claim was superseded or in_flight take nothing', async () => {
+      const e = entity();
+      await succeed(await arrive(e, 1_000), e, 1_000);
+      const old = await arrive(e, 10);
+      expect(old.claim.state).toBe('superseded');
+      // Its key completed (nothing to do): the entity is free for the next one.
+      await store.complete(old.held.key, old.held.token, TTL, 'fp');
+      expect(await probe(e, 2_000)).toBe('claimed');
+    });
+
+    it('ignores completeEntity and releaseEntity with a token that never held the entity', async () => {
+      const e = entity();
+      const first = await arrive(e, 1_000);
+      await store.completeEntity(e, 'not-the-token', 9_000, TTL);
+      await store.releaseEntity(e, 'not-the-token');
+      const other = await arrive(e, 2_000);
+      expect(other.claim).toEqual({ state: 'in_flight' });
+      await fail(other, e);
+      await succeed(first, e, 1_000);
+      // The stray completion recorded nothing: 9 000 would supersede 2 000.
+      expect(await probe(e, 2_000)).toBe('claimed');
+    });
+
+    it('ignores completeEntity of an entity nobody holds', async () => {
+      const e = entity();
+      await store.completeEntity(e, 'some-token', 9_000, TTL);
+      await store.releaseEntity(e, 'some-token');
+      expect(await probe(e, 1_000)).toBe('claimed');
+    });
+
+    it("frees the entity when the lease runs out, and refuses the expired holder's completion", async () => {
+      const e = entity();
+      const expired = await arrive(e, 5_000, 60);
+      expect(await probe(e, 1_000)).toBe('in_flight');
+      await sleep(150);
+      const next = await arrive(e, 1_000);
+      expect(next.claim.state).toBe('claimed');
+      await succeed(expired, e, 5_000);
+      await succeed(next, e, 1_000);
+      // The expired holder's 5 000 was never recorded.
+      expect(await probe(e, 2_000)).toBe('claimed');
+    });
+
+    it('forgets a version after its ttl', async () => {
+      const e = entity();
+      await succeed(await arrive(e, 1_000), e, 1_000, 80);
+      expect(await probe(e, 999)).toBe('superseded');
+      await sleep(200);
+      expect(await probe(e, 999)).toBe('claimed');
+    });
+
+    it('gives exactly one of 10 concurrent deliveries of one entity the claim', async () => {
+      const e = entity();
+      const deliveries = await Promise.all(Array.from({ length: 10 }, () => arrive(e, 1_000)));
+      const states = deliveries.map((delivery) => delivery.claim.state);
+      expect(states.filter((state) => state === 'claimed')).toHaveLength(1);
+      expect(states.filter((state) => state === 'in_flight')).toHaveLength(9);
+      for (const delivery of deliveries) await fail(delivery, e);
+    });
+
+    it('answers superseded to all of 10 concurrent older deliveries', async () => {
+      const e = entity();
+      await succeed(await arrive(e, 1_000), e, 1_000);
+      const deliveries = await Promise.all(Array.from({ length: 10 }, () => arrive(e, 999)));
+      expect(deliveries.map((delivery) => delivery.claim.state)).toEqual(
+        deliveries.map(() => 'superseded'),
+      );
+      for (const delivery of deliveries) await fail(delivery, e);
+    });
+
+    it('keeps distinct entities independent, and apart from a key of the same name', async () => {
+      const [a, b] = [entity(), entity()];
+      await succeed(await arrive(a, 1_000), a, 1_000);
+      const holding = await arrive(b, 1);
+      expect(holding.claim.state).toBe('claimed');
+      expect(await probe(a, 999)).toBe('superseded');
+      await fail(holding, b);
+      // A delivery key spelt as the entity: its own, unaffected either way.
+      const claim = await store.claim(a, LONG);
+      expect(claim.state).toBe('claimed');
+      await store.complete(a, tokenOf(claim), TTL, 'fp');
+      expect(await probe(a, 999)).toBe('superseded');
+      expect(await probe(b, 0)).toBe('claimed');
+    });
+
+    it('keeps entities that differ only by a lone surrogate, U+0000, braces or length apart', async () => {
+      const base = entity();
+      const long = base + 'x'.repeat(10_000);
+      const entities = [
+        base,
+        `${base}\ud800`,
+        `${base}\udc00`,
+        `${base}\ufffd`,
+        `${base}\0`,
+        `\0${base}`,
+        `${base}{x}`,
+        `${base}%7Bx%7D`,
+        long,
+        `${long}\ud800`,
+        long + 'x',
+        `~sha256:${base}`,
+      ];
+      // Entity i completed at version 1 000 + i, one after the other.
+      for (const [i, e] of entities.entries()) {
+        const delivery = await arrive(e, 1_000 + i);
+        expect(delivery.claim.state, `entity ${i}`).toBe('claimed');
+        await succeed(delivery, e, 1_000 + i);
+      }
+      // Each has its own version: one just under it is superseded, its own is not.
+      for (const [i, e] of entities.entries()) {
+        expect(await probe(e, 999 + i), `entity ${i}`).toBe('superseded');
+        expect(await probe(e, 1_000 + i), `entity ${i}`).toBe('claimed');
+      }
+    });
+  });
+}
+
 function key(): string {
   return `contract-${randomUUID()}`;
+}
+
+/** An entity as the receiver names it (delivery-key.ts' entityKeyOf). */
+function entity(): string {
+  return `~["entity",null,"progress:${randomUUID()}"]`;
 }
 
 /** Random letters: a long key no storage compresses below its length. */

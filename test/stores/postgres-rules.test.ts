@@ -9,6 +9,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, StoreUnavailableError } from '../../src/errors.js';
 import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';
+import { entityTableOf } from '../../src/stores/postgres-table.js';
 import type { ClaimResult } from '../../src/stores/types.js';
 import { sleep } from '../helpers/redis.js';
 import { usePostgresPool } from '../helpers/postgres.js';
@@ -67,6 +68,24 @@ describe('postgresStore table names', () => {
     expect(postgresStoreSql({ table: long })).toContain(
       `CREATE INDEX IF NOT EXISTS "${`${long}_expires_at`.slice(0, 63)}" ON "${long}"`,
     );
+  });
+
+  it('puts the entities of the ordering guard in a table of their own beside it, in its schema', () => {
+    const sql = postgresStoreSql({ table: 'public.deliveries' });
+    expect(sql).toContain('CREATE TABLE IF NOT EXISTS "public"."deliveries_entities" (');
+    expect(sql).toContain(
+      'CREATE INDEX IF NOT EXISTS "deliveries_entities_expires_at" ON "public"."deliveries_entities" (expires_at);',
+    );
+    // Two long names that Postgres would cut to one (63 characters) still get two tables.
+    const [a, b] = ['e'.repeat(60) + 'a', 'e'.repeat(60) + 'b'];
+    const [ea, eb] = [entityTableOf(a), entityTableOf(b)];
+    expect(ea).not.toBe(eb);
+    for (const name of [ea, eb]) {
+      expect(name.length).toBeLessThanOrEqual(63);
+      expect(name).toMatch(/^e+_[0-9a-f]{8}_entities$/);
+    }
+    expect(postgresStoreSql({ table: a })).toContain(`CREATE TABLE IF NOT EXISTS "${ea}" (`);
+    expect(entityTableOf('deliveries')).toBe('deliveries_entities');
   });
 
   it('creates the expiry index with the table', async () => {

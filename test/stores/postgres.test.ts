@@ -93,6 +93,32 @@ describe('postgresStore', () => {
     expect(await store.claim('together', 10_000)).toEqual({ state: 'done', fingerprint: 'fp' });
   });
 
+  it("writes an entity's version in the claim's transaction: it commits with the key, or not at all", async () => {
+    const name = table();
+    const store = postgresStore({ pool, table: name });
+    const entity = '~["entity",null,"progress:1:2:3"]';
+    /** A delivery's claim of its key and of the entity, the entity completed at `versionMs`. */
+    const processed = async (key: string, versionMs: number) => {
+      const claim = await store.claim(key, 10_000);
+      const held = { key, token: tokenOf(claim) };
+      const taken = await store.claimEntity!(entity, versionMs, 10_000, held);
+      if (taken.state !== 'claimed') throw new Error(`expected the entity, got ${taken.state}`);
+      await store.completeEntity!(entity, taken.token, versionMs, 60_000);
+      return held;
+    };
+    const versions = () => pool.query(`SELECT key, version_ms FROM "${name}_entities"`);
+    // Rolled back with the key (the handlers' writes failed to commit): nothing recorded.
+    const rolled = await processed('rolled-back', 2_000);
+    expect((await versions()).rows).toEqual([]);
+    await store.release(rolled.key, rolled.token);
+    expect((await versions()).rows).toEqual([]);
+    // Committed with the key.
+    const done = await processed('committed', 1_000);
+    expect((await versions()).rows).toEqual([]);
+    await store.complete(done.key, done.token, 60_000, 'fp');
+    expect((await versions()).rows).toEqual([{ key: entity, version_ms: 1_000 }]);
+  });
+
   it('rolls the handlers writes back with the release, and frees the key at once', async () => {
     const name = table();
     const effects = table('sh_effects');

@@ -1,0 +1,377 @@
+// The ordering guard through receiver.handle() and processStored (issue 36, DESIGN 14): with
+// `latestOnly`, a state older (by its timestamp) than the newest processed for its entity is
+// answered 200 superseded and runs nothing; two deliveries of one entity never run at once.
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  createReceiver,
+  memoryInbox,
+  memoryStore,
+  type IdempotencyStore,
+  type Logger,
+  type ReceiverOptions,
+  type SchoolhooksError,
+} from '../src/index.js';
+import { deferred, SECRET, signedRequest } from './helpers/signed.js';
+
+/** `agoMs` before now, as the platform stamps an event. */
+const at = (agoMs: number) => new Date(Date.now() - agoMs).toISOString();
+
+/** A CourseProgressChanged of one lesson of one user, stamped `agoMs` ago. */
+function progress(agoMs: number, lessonId: number | null = 884213, user = 1937465) {
+  const data = { user: { id: user }, course: { id: 73120 }, lessonId, status: 'OnTheory' };
+  return signedRequest({ event: 'CourseProgressChanged', data, timestamp: at(agoMs) });
+}
+
+function setup(options: Partial<ReceiverOptions> = {}) {
+  const errors: SchoolhooksError[] = [];
+  const lines: { level: string; fields: Record<string, unknown> }[] = [];
+  const logger: Logger = {
+    debug: (fields) => void lines.push({ level: 'debug', fields }),
+    info: (fields) => void lines.push({ level: 'info', fields }),
+    warn: (fields) => void lines.push({ level: 'warn', fields }),
+    error: (fields) => void lines.push({ level: 'error', fields }),
+  };
+  const receiver = createReceiver({ secret: SECRET, logger, ...options });
+  receiver.onError((error) => void errors.push(error));
+  const ran: string[] = [];
+  return { receiver, errors, lines, ran };
+}
+
+describe('on(name, handler, { latestOnly: true })', () => {
+  it('is refused for an event about no entity, naming it, and registers nothing', () => {
+    const { receiver } = setup();
+    for (const name of ['UserSignedIn', 'CourseLessonPracticeCompleted', 'UserTgConnected']) {
+      const on = () => receiver.on(name as 'CourseProgressChanged', () => {}, { latestOnly: true });
+      expect(on).toThrow(ConfigError);
+      expect(on).toThrow(new RegExp(`latestOnly needs an event about an entity.*${name}`));
+    }
+    const mixed = () =>
+      receiver.on(
+        ['CourseProgressChanged', 'UserSignedIn'] as unknown as 'CourseProgressChanged',
+        () => {},
+        { latestOnly: true },
+      );
+    expect(mixed).toThrow(/UserSignedIn/);
+  });
+
+  it('is accepted for every event of the entity table', () => {
+    const { receiver } = setup();
+    const names = [
+      'PaymentCompleted',
+      'ProductEnrolledToFree',
+      'ProductEnrolledViaLms',
+      'ProductEnrolledViaPayment',
+      'ProductEnrolledByInviteLink',
+      'CertificateIssued',
+      'UserSignedUp',
+      'UserCreatedViaLms',
+      'CourseProgressChanged',
+      'CourseCompleted',
+    ] as const;
+    expect(() => receiver.on(names, () => {}, { latestOnly: true })).not.toThrow();
+  });
+
+  it('is a ConfigError at on() with a store that keeps no entity versions, never silent', () => {
+    const store = memoryStore();
+    const thirdParty: IdempotencyStore = {
+      claim: (key, leaseMs) => store.claim(key, leaseMs),
+      complete: (key, token, ttlMs, fingerprint) => store.complete(key, token, ttlMs, fingerprint),
+      release: (key, token) => store.release(key, token),
+    };
+    const { receiver } = setup({ store: thirdParty });
+    expect(() => receiver.on('CourseProgressChanged', () => {}, { latestOnly: true })).toThrow(
+      /latestOnly needs a store that keeps entities' versions/,
+    );
+    // Without latestOnly, the same store serves as before.
+    expect(() => receiver.on('CourseProgressChanged', () => {})).not.toThrow();
+  });
+});
+
+describe('the ordering guard on one receiver', () => {
+  it('answers an older state 200 superseded, runs nothing, completes its key and logs it at info', async () => {
+    const { receiver, ran, lines, errors } = setup();
+    receiver.on('CourseProgressChanged', (event) => void ran.push(event.timestamp), {
+      latestOnly: true,
+    });
+    const newer = progress(1_000);
+    const older = progress(60_000);
+    expect(await receiver.handle(newer)).toMatchObject({ status: 200, outcome: 'processed' });
+    const answer = await receiver.handle(older);
+    expect(answer).toMatchObject({
+      status: 200,
+      outcome: 'superseded',
+      body: { ok: true, outcome: 'superseded', idempotencyKey: expect.any(String) },
+    });
+    expect(ran).toHaveLength(1);
+    // Its key was completed: a resend of it is a duplicate, still running nothing.
+    expect(await receiver.handle(older)).toMatchObject({ status: 200, outcome: 'duplicate' });
+    expect(ran).toHaveLength(1);
+    const logged = lines.filter((line) => line.fields['outcome'] === 'superseded');
+    expect(logged.map((line) => line.level)).toEqual(['info']);
+    expect(errors).toEqual([]);
+  });
+
+  it('runs every newer state, in turn', async () => {
+    const { receiver, ran } = setup();
+    receiver.on('CourseProgressChanged', (event) => void ran.push(event.idempotencyKey), {
+      latestOnly: true,
+    });
+    for (const agoMs of [50_000, 40_000, 10_000]) {
+      expect((await receiver.handle(progress(agoMs))).outcome).toBe('processed');
+    }
+    expect(ran).toHaveLength(3);
+  });
+
+  it('runs a state as old as the newest processed: the same timestamp is not superseded', async () => {
+    const { receiver, ran } = setup();
+    receiver.on('CourseProgressChanged', (event) => void ran.push(event.idempotencyKey), {
+      latestOnly: true,
+    });
+    const timestamp = at(30_000);
+    const data = { user: { id: 1 }, course: { id: 2 }, lessonId: 3 };
+    for (const status of ['OnTheory', 'OnPractice']) {
+      const request = signedRequest({
+        event: 'CourseProgressChanged',
+        data: { ...data, status },
+        timestamp,
+      });
+      expect((await receiver.handle(request)).outcome).toBe('processed');
+    }
+    expect(ran).toHaveLength(2);
+  });
+
+  it('keeps different entities apart: another lesson, course progress or user is never superseded', async () => {
+    const { receiver, ran } = setup();
+    receiver.on('CourseProgressChanged', () => void ran.push('ran'), { latestOnly: true });
+    await receiver.handle(progress(1_000));
+    for (const request of [
+      progress(60_000, 1),
+      progress(60_000, null),
+      progress(60_000, 884213, 42),
+    ]) {
+      expect((await receiver.handle(request)).outcome).toBe('processed');
+    }
+    expect(ran).toHaveLength(4);
+  });
+
+  it('keeps the same entity under two tenants apart', async () => {
+    const { receiver, ran } = setup({ secret: () => SECRET });
+    receiver.on('CourseProgressChanged', (_, ctx) => void ran.push(ctx.tenant!), {
+      latestOnly: true,
+    });
+    const newer = { ...progress(1_000), tenant: 'school-a' };
+    expect((await receiver.handle(newer)).outcome).toBe('processed');
+    expect((await receiver.handle({ ...progress(60_000), tenant: 'school-b' })).outcome).toBe(
+      'processed',
+    );
+    expect((await receiver.handle({ ...progress(60_000), tenant: 'school-a' })).outcome).toBe(
+      'superseded',
+    );
+    expect(ran).toEqual(['school-a', 'school-b']);
+  });
+
+  it('answers 409 in_flight to a second delivery of the entity while the first runs, and frees its key', async () => {
+    const { receiver, ran } = setup();
+    const gate = deferred();
+    const started = deferred();
+    receiver.on(
+      'CourseProgressChanged',
+      async (event) => {
+        ran.push(event.idempotencyKey);
+        started.resolve();
+        await gate.promise;
+      },
+      { latestOnly: true },
+    );
+    const first = receiver.handle(progress(2_000));
+    await started.promise;
+    const second = progress(1_000);
+    expect(await receiver.handle(second)).toMatchObject({ status: 409, outcome: 'in_flight' });
+    gate.resolve();
+    expect((await first).outcome).toBe('processed');
+    // The second's key was released: its retry runs (it is newer).
+    expect((await receiver.handle(second)).outcome).toBe('processed');
+    expect(ran).toHaveLength(2);
+  });
+
+  it('records nothing for a failed handler: an older state runs after it, and the failed one is retried', async () => {
+    const { receiver, ran, errors } = setup();
+    let failing = true;
+    receiver.on(
+      'CourseProgressChanged',
+      (event) => {
+        if (failing && event.data.status === 'Completed') throw new Error('crm hiccup');
+        ran.push(event.data.status ?? '');
+      },
+      { latestOnly: true },
+    );
+    const data = { user: { id: 1 }, course: { id: 2 }, lessonId: 3 };
+    const completed = signedRequest({
+      event: 'CourseProgressChanged',
+      data: { ...data, status: 'Completed' },
+      timestamp: at(1_000),
+    });
+    const onTheory = signedRequest({
+      event: 'CourseProgressChanged',
+      data: { ...data, status: 'OnTheory' },
+      timestamp: at(60_000),
+    });
+    expect((await receiver.handle(completed)).outcome).toBe('handler_failed');
+    expect((await receiver.handle(onTheory)).outcome).toBe('processed');
+    failing = false;
+    expect((await receiver.handle(completed)).outcome).toBe('processed');
+    expect(ran).toEqual(['OnTheory', 'Completed']);
+    expect(errors.map((error) => error.code)).toEqual(['handler_failed']);
+  });
+
+  it('completes the entity when handlers that timed out end well, and frees it when they fail', async () => {
+    const { receiver, ran } = setup({ handlerTimeoutMs: 20 });
+    const ends: { resolve: () => void; fail: (error: Error) => void }[] = [];
+    receiver.on(
+      'CourseProgressChanged',
+      async (event) => {
+        await new Promise<void>((resolve, fail) => ends.push({ resolve, fail }));
+        ran.push(event.timestamp);
+      },
+      { latestOnly: true },
+    );
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 10));
+    expect((await receiver.handle(progress(10_000))).outcome).toBe('timeout');
+    // Still running: the entity is held.
+    expect((await receiver.handle(progress(500))).outcome).toBe('in_flight');
+    ends[0]!.resolve();
+    await settle();
+    // They ended well: 10 s ago is the newest processed.
+    expect((await receiver.handle(progress(20_000))).outcome).toBe('superseded');
+    expect((await receiver.handle(progress(5_000))).outcome).toBe('timeout');
+    ends[1]!.fail(new Error('crm hiccup'));
+    await settle();
+    // They failed: nothing recorded past 10 s ago, and the entity is free.
+    const between = receiver.handle(progress(7_000));
+    while (ends.length < 3) await new Promise((resolve) => setImmediate(resolve));
+    ends[2]!.resolve();
+    expect((await between).outcome).toBe('processed');
+    expect(ran).toHaveLength(2);
+  });
+
+  it('guards every handler of the event, a plain one and onAny too, once one of them is latestOnly', async () => {
+    const { receiver, ran } = setup();
+    receiver.on('CourseProgressChanged', () => void ran.push('latest'), { latestOnly: true });
+    receiver.on('CourseProgressChanged', () => void ran.push('plain'));
+    receiver.onAny(() => void ran.push('any'));
+    await receiver.handle(progress(1_000));
+    expect((await receiver.handle(progress(60_000))).outcome).toBe('superseded');
+    expect(ran.sort()).toEqual(['any', 'latest', 'plain']);
+  });
+
+  it('runs an event whose payload names no entity (an enrollment without its access) unguarded', async () => {
+    const { receiver, ran } = setup();
+    receiver.on('ProductEnrolledToFree', () => void ran.push('ran'), { latestOnly: true });
+    const data = { user: { id: 1937465 } };
+    for (const agoMs of [1_000, 60_000]) {
+      const request = signedRequest({ event: 'ProductEnrolledToFree', data, timestamp: at(agoMs) });
+      expect((await receiver.handle(request)).outcome).toBe('processed');
+    }
+    expect(ran).toHaveLength(2);
+  });
+
+  it('orders the events that share an entity together: the four enrollments of one access', async () => {
+    const { receiver, ran } = setup();
+    receiver.on(
+      ['ProductEnrolledToFree', 'ProductEnrolledByInviteLink'],
+      (event) => void ran.push(event.event),
+      { latestOnly: true },
+    );
+    const data = { user: { id: 1 }, access: { id: 2418830 }, inviteLinkId: 5531 };
+    const invite = signedRequest({
+      event: 'ProductEnrolledByInviteLink',
+      data,
+      timestamp: at(1_000),
+    });
+    const free = signedRequest({ event: 'ProductEnrolledToFree', data, timestamp: at(60_000) });
+    expect((await receiver.handle(invite)).outcome).toBe('processed');
+    expect((await receiver.handle(free)).outcome).toBe('superseded');
+    expect(ran).toEqual(['ProductEnrolledByInviteLink']);
+  });
+
+  it('answers 503 store_unavailable when the store fails to claim the entity, and frees the key', async () => {
+    const store = memoryStore();
+    let fail = true;
+    const flaky: IdempotencyStore = {
+      ...store,
+      claimEntity: (...args) => {
+        if (fail) throw new Error('ECONNRESET redis://:hunter2@10.0.0.1');
+        return store.claimEntity!(...args);
+      },
+    };
+    const { receiver, ran, errors } = setup({ store: flaky });
+    receiver.on('CourseProgressChanged', () => void ran.push('ran'), { latestOnly: true });
+    const request = progress(1_000);
+    expect(await receiver.handle(request)).toMatchObject({
+      status: 503,
+      outcome: 'store_unavailable',
+    });
+    expect(errors.map((error) => error.code)).toEqual(['store_unavailable']);
+    expect(errors[0]!.message).not.toContain('hunter2');
+    fail = false;
+    expect((await receiver.handle(request)).outcome).toBe('processed');
+    expect(ran).toEqual(['ran']);
+  });
+});
+
+describe('the ordering guard behind an inbox (processStored)', () => {
+  it('answers a stored older state superseded: the run succeeds, its handler never runs', async () => {
+    const inbox = memoryInbox({ backoffMs: 5 });
+    const { receiver, ran } = setup({ inbox });
+    receiver.on('CourseProgressChanged', (event) => void ran.push(event.timestamp), {
+      latestOnly: true,
+    });
+    const newer = progress(1_000);
+    const older = progress(60_000);
+    expect((await receiver.handle(newer)).outcome).toBe('queued');
+    expect((await receiver.handle(older)).outcome).toBe('queued');
+    const worker = inbox.work(receiver);
+    await inbox.idle();
+    await worker.close();
+    expect(ran).toEqual([JSON.parse(newer.body).timestamp]);
+    const jobs = await inbox.jobs();
+    expect(jobs.map((job) => job.state)).toEqual(['completed', 'completed']);
+  });
+
+  it('tells the inbox to retry a run whose entity another run holds, and not to retry a superseded one', async () => {
+    const stored: Parameters<ReturnType<typeof createReceiver>['processStored']>[0][] = [];
+    const inbox = {
+      enqueue: async (delivery: (typeof stored)[number]) => void stored.push(delivery),
+    };
+    const { receiver } = setup({ inbox });
+    const gate = deferred();
+    const started = deferred();
+    receiver.on(
+      'CourseProgressChanged',
+      async () => {
+        started.resolve();
+        await gate.promise;
+      },
+      { latestOnly: true },
+    );
+    await receiver.handle(progress(1_000));
+    await receiver.handle(progress(500));
+    await receiver.handle(progress(60_000));
+    const [newer, newest, older] = stored;
+    const first = receiver.processStored(newer!, { attempt: 1 });
+    await started.promise;
+    expect(await receiver.processStored(newest!, { attempt: 1 })).toMatchObject({
+      outcome: 'in_flight',
+      ok: false,
+      retry: true,
+    });
+    gate.resolve();
+    expect(await first).toMatchObject({ outcome: 'processed', ok: true });
+    expect(await receiver.processStored(older!, { attempt: 1 })).toMatchObject({
+      outcome: 'superseded',
+      ok: true,
+      retry: false,
+    });
+  });
+});
