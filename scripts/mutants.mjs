@@ -120,8 +120,11 @@ export function renderDocs(mutants) {
   for (const m of mutants) {
     const f = fence(m.find + m.replace);
     const tests = m.tests.map((t) => `\`${t}\``).join(', ');
-    lines.push(`### ${m.id}`, '');
-    lines.push(`${m.bug} In \`${m.file}\`; must fail: ${tests}.${m.note ? ` ${m.note}` : ''}`, '');
+    // One paragraph a mutant, its id first: the list stays readable at 40 mutants and more.
+    lines.push(
+      `**${m.id}**: ${m.bug} In \`${m.file}\`; must fail: ${tests}.${m.note ? ` ${m.note}` : ''}`,
+      '',
+    );
     lines.push(`${f}diff`);
     for (const line of m.find.split('\n')) lines.push(`- ${line}`.trimEnd());
     if (m.replace === '') lines.push('+');
