@@ -56,7 +56,8 @@ export interface SchoolhooksReceiver extends Receiver {}
  * Options of {@link SchoolhooksModule.forRoot}: the route's path, and any `createReceiver` option
  * (or a receiver made elsewhere, e.g. one an inbox worker shares).
  */
-export type SchoolhooksModuleOptions = (ReceiverOptions | { receiver: Receiver }) & SchoolhooksRouteOptions;
+export type SchoolhooksModuleOptions = (ReceiverOptions | { receiver: Receiver }) &
+  SchoolhooksRouteOptions;
 
 /** What the module's route reads of a request to name its tenant: its parameters, on Express and Fastify. */
 export interface SchoolhooksRouteRequest {
