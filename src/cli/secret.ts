@@ -53,22 +53,7 @@ export function secretsFrom(
   secrets.forEach((secret, i) => {
     const name =
       secrets.length === 1 ? `the secret (${source})` : `secret #${i + 1} of the list (${source})`;
-    try {
-      assertSecret(secret, name);
-    } catch (error) {
-      // The message names the secret by `name` only.
-      if (error instanceof ConfigError) throw new UsageError(error.message);
-      throw error;
-    }
-    if (secret.trim() !== secret) {
-      io.err(
-        errorLine(
-          command,
-          `warning: ${name} has spaces or a line break around it; it is used exactly as given, ` +
-            'so signatures made with the key as shown differ: trim it if that was a copy-paste slip',
-        ),
-      );
-    }
+    checkSecret(secret, name, io, command);
   });
   return [...secrets];
 }
@@ -87,4 +72,33 @@ export function secretSource(given: readonly string[] | string | undefined): str
   const count = typeof given === 'string' ? 1 : (given?.length ?? 0);
   if (count === 0) return `$${SECRET_ENV}`;
   return count === 1 ? '--secret' : `${count} --secret values`;
+}
+
+/**
+ * One secret the CLI was given, checked by the receiver's own rule (`assertSecret`): a
+ * {@link UsageError} naming it `name` (never its value) when it is empty, whitespace only or not
+ * a string; a warning on stderr when it has whitespace around it (it is used as given).
+ */
+export function checkSecret(
+  secret: unknown,
+  name: string,
+  io: Pick<CliIo, 'err'>,
+  command: string,
+): asserts secret is string {
+  try {
+    assertSecret(secret, name);
+  } catch (error) {
+    // The message names the secret by `name` only.
+    if (error instanceof ConfigError) throw new UsageError(error.message);
+    throw error;
+  }
+  if (secret.trim() !== secret) {
+    io.err(
+      errorLine(
+        command,
+        `warning: ${name} has spaces or a line break around it; it is used exactly as given, ` +
+          'so signatures made with the key as shown differ: trim it if that was a copy-paste slip',
+      ),
+    );
+  }
 }

@@ -6,10 +6,9 @@
  */
 
 import { readFile } from 'node:fs/promises';
-import { ConfigError } from '../errors.js';
-import { assertSecret } from '../signature.js';
 import type { CliIo } from './command.js';
-import { errorLine, messageOf, UsageError } from './errors.js';
+import { messageOf, UsageError } from './errors.js';
+import { checkSecret } from './secret.js';
 import type { OptionSpec } from './options.js';
 
 /** Each tenant's secrets, by the tenant's name, in the file's order. */
@@ -90,22 +89,7 @@ function tenantSecrets(
       typeof value === 'string'
         ? `the secret of tenant ${quotedTenant(tenant)} (${where})`
         : `secret #${i + 1} of tenant ${quotedTenant(tenant)} (${where})`;
-    try {
-      assertSecret(secret, name);
-    } catch (error) {
-      // The message names the secret by `name` only.
-      if (error instanceof ConfigError) throw new UsageError(error.message);
-      throw error;
-    }
-    if (secret.trim() !== secret) {
-      io.err(
-        errorLine(
-          command,
-          `warning: ${name} has spaces or a line break around it; it is used exactly as given, ` +
-            'so signatures made with the key as shown differ: trim it if that was a copy-paste slip',
-        ),
-      );
-    }
+    checkSecret(secret, name, io, command);
   });
   return [...(secrets as string[])];
 }
