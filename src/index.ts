@@ -14,6 +14,7 @@ export type {
   OnOptions,
   Receiver,
   ReceiverOptions,
+  TenantReader,
   WebhookRequest,
   WebhookResponseBody,
   WebhookResult,
