@@ -121,6 +121,21 @@ describe('deliveryKeyOf and runKeyOf', () => {
     }),
     fc.constantFrom(...TRICKY),
   );
+  it('write a tenant’s key exactly as the JSON of [tenant, key] (the hand-framed fast path included)', () => {
+    // The form every store already holds: a key framed by hand must be that very string.
+    fc.assert(
+      fc.property(anyString, anyString, (tenant, key) => {
+        expect(deliveryKeyOf(key, tenant)).toBe(`~${JSON.stringify(['tenant', tenant, key])}`);
+      }),
+      { numRuns: 3000 },
+    );
+    for (const tenant of TRICKY) {
+      for (const key of TRICKY) {
+        expect(deliveryKeyOf(key, tenant)).toBe(`~${JSON.stringify(['tenant', tenant, key])}`);
+      }
+    }
+  });
+
   const holder: fc.Arbitrary<Holder> = fc.record({
     kind: fc.constantFrom(...kinds),
     key: anyString,
