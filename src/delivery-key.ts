@@ -82,6 +82,7 @@ export function entityKeyOf(entity: string, tenant: string | undefined): string 
  * What JSON.stringify writes escaped in a string: `"`, `\`, a control character, or a surrogate
  * (it escapes a lone one only; telling a pair apart is left to JSON.stringify itself).
  */
+// eslint-disable-next-line no-control-regex -- control characters are what JSON escapes
 const ESCAPED_IN_JSON = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /**
