@@ -30,6 +30,14 @@ const DERIVED = '~';
 export const UNSTORABLE_CHARACTER =
   /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+/**
+ * A tenant as a message or a line shows it: JSON-quoted (control characters escaped), cut after
+ * 100 code units. The receiver's errors, the secret lookup's and the CLI's all show it so.
+ */
+export function quotedTenant(tenant: string): string {
+  return JSON.stringify(tenant.length > 100 ? `${tenant.slice(0, 100)}…` : tenant);
+}
+
 /** The longest tenant name, in UTF-16 code units: a school's id or slug, far under any store's limit. */
 export const MAX_TENANT_LENGTH = 256;
 

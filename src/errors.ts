@@ -4,6 +4,7 @@
  * @module
  */
 
+import { quotedTenant } from './delivery-key.js';
 import type { Outcome } from './outcome.js';
 import type { SignatureFailure, SignatureFailureReason } from './signature-failure.js';
 
@@ -93,7 +94,7 @@ export class UnknownTenantError extends SchoolhooksError {
         ? (why ??
             'the request names no tenant, and the secret is looked up per tenant: give the ' +
               'adapter a `tenant` option (or handle() a `tenant`) that reads it from the route')
-        : `tenant ${JSON.stringify(tenant.length > 100 ? `${tenant.slice(0, 100)}…` : tenant)} ${why ?? 'has no secret (the secret lookup gave none)'}`,
+        : `tenant ${quotedTenant(tenant)} ${why ?? 'has no secret (the secret lookup gave none)'}`,
       options,
     );
     this.tenant = tenant;

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { quotedTenant } from './delivery-key.js';
 import { ConfigError, SecretUnavailableError, withCauses } from './errors.js';
 import type { MaybePromise } from './run-steps.js';
 import { createVerifier, paddedSecrets, secretsOf, type Verifier } from './signature.js';
@@ -150,7 +151,7 @@ export class TenantSecrets implements SecretSource {
     } catch (error) {
       const why = error instanceof ConfigError ? error.message : 'secret must be a string';
       const unusable = new ConfigError(
-        `the secret lookup of tenant ${quoted(tenant)} gave an unusable secret: ${why}`,
+        `the secret lookup of tenant ${quotedTenant(tenant)} gave an unusable secret: ${why}`,
       );
       return { expiresAt, verifier: undefined, unusable };
     }
@@ -173,7 +174,7 @@ export class TenantSecrets implements SecretSource {
     if (this.#warned.size >= this.#options.cacheSize) this.#warned.clear();
     this.#warned.add(tenant);
     this.#options.warn(
-      `the secret lookup of tenant ${quoted(tenant)} gave a secret with spaces or a line break ` +
+      `the secret lookup of tenant ${quotedTenant(tenant)} gave a secret with spaces or a line break ` +
         `around it (#${places.join(', #')}); it is used exactly as given, so signatures made ` +
         'with the key as shown fail (401): trim it if that was a copy-paste slip',
     );
@@ -187,15 +188,10 @@ function lookupFailed(tenant: string, cause: unknown, timeoutMs: number): Secret
   if (cause instanceof LookupTimeout) {
     return new SecretUnavailableError(
       tenant,
-      `the secret lookup of tenant ${quoted(tenant)} took longer than ${timeoutMs} ms (secretLookupTimeoutMs)`,
+      `the secret lookup of tenant ${quotedTenant(tenant)} took longer than ${timeoutMs} ms (secretLookupTimeoutMs)`,
     );
   }
   // The lookup's own words, which may quote anything but the secrets it did not give.
-  const why = withCauses(`the secret lookup of tenant ${quoted(tenant)} failed`, cause);
+  const why = withCauses(`the secret lookup of tenant ${quotedTenant(tenant)} failed`, cause);
   return new SecretUnavailableError(tenant, why, { cause });
-}
-
-/** A tenant as a message shows it: quoted, bounded, control characters escaped. */
-function quoted(tenant: string): string {
-  return JSON.stringify(tenant.length > 100 ? `${tenant.slice(0, 100)}…` : tenant);
 }

@@ -6,6 +6,7 @@
  */
 
 import { readFile } from 'node:fs/promises';
+import { isTenantName, MAX_TENANT_LENGTH, quotedTenant } from '../delivery-key.js';
 import type { CliIo } from './command.js';
 import { messageOf, UsageError } from './errors.js';
 import { checkSecret } from './secret.js';
@@ -95,11 +96,18 @@ function tenantSecrets(
 }
 
 /**
- * Why `tenant` cannot be a tenant, or undefined: it must be a whole path segment of its own, so
- * neither empty nor `.` or `..` (which a URL resolves away).
+ * Why `tenant` cannot be a tenant, or undefined: it must be a tenant name the receiver takes
+ * (`isTenantName`: else every delivery for it would be 404), and a whole path segment of its own,
+ * so not `.` or `..` (which a URL resolves away).
  */
 export function tenantNameProblem(tenant: string): string | undefined {
   if (tenant === '') return 'a tenant name is empty';
+  if (!isTenantName(tenant)) {
+    return (
+      `${quotedTenant(tenant)} is not a tenant name (over ${MAX_TENANT_LENGTH} characters, ` +
+      'or with U+0000 or a lone surrogate)'
+    );
+  }
   if (tenant === '.' || tenant === '..') {
     return `${quotedTenant(tenant)} cannot be a tenant: a URL resolves it away`;
   }
@@ -173,15 +181,10 @@ export function tenantUrl(url: string, tenant: string): string {
  * from a request's URL, which anyone can send.
  */
 export function tenantText(tenant: string): string {
-  const cut = cutTenant(tenant);
-  return /^[\w@%+=:,.-]+$/.test(cut) ? cut : JSON.stringify(cut);
+  const quoted = quotedTenant(tenant);
+  // Between the quotes: the tenant as it is (cut), when JSON escaped nothing in it.
+  const plain = quoted.slice(1, -1);
+  return /^[\w@%+=:,.-]+$/.test(plain) ? plain : quoted;
 }
 
-/** A tenant as an error message names it: always quoted, cut after 100 characters. */
-export function quotedTenant(tenant: string): string {
-  return JSON.stringify(cutTenant(tenant));
-}
-
-function cutTenant(tenant: string): string {
-  return tenant.length > 100 ? `${tenant.slice(0, 100)}…` : tenant;
-}
+export { quotedTenant };

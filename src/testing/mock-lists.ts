@@ -246,7 +246,8 @@ function arrayOf(value: unknown): readonly unknown[] {
   return Array.isArray(value) ? value : [];
 }
 
-function validation(messages: string[]): ListAnswer {
+/** The platform's 400 `validation` answer, with its messages (every mock route answers it so). */
+export function validation(messages: string[]): ListAnswer {
   return {
     status: 400,
     body: {

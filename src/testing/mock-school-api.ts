@@ -16,7 +16,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Session } from '../api/session-schema.js';
-import { listPermissions, MockLists, type MockListItems } from './mock-lists.js';
+import { listPermissions, MockLists, validation, type MockListItems } from './mock-lists.js';
 
 /** A user of the mock platform. */
 export interface MockSchoolApiUser {
@@ -488,16 +488,7 @@ function errorAnswer(status: number, cause: string, message: string): Answer {
 }
 
 function validationAnswer(message: string): Answer {
-  return {
-    status: 400,
-    body: {
-      success: false,
-      code: 400,
-      cause: 'validation',
-      message: [message],
-      error: 'Bad Request',
-    },
-  };
+  return validation([message]);
 }
 
 function defaultErrorBody(status: number): unknown {

@@ -871,7 +871,10 @@ function tenantCases(tenants: TenantRoutes, servers: AdapterServer[]): void {
       const receiver = createReceiver({ secret: ({ tenant }) => SCHOOLS.get(tenant) });
       const made = (async () => tenants.withoutTenant(receiver))();
       await expect(made).rejects.toBeInstanceOf(ConfigError);
-      await expect(made).rejects.toThrow(/pass it a `tenant` option/);
+      await expect(made).rejects.toMatchObject({
+        code: 'config',
+        message: expect.stringMatching(/pass it a `tenant` option/),
+      });
     });
   });
 }

@@ -407,6 +407,11 @@ describe('usage errors of the tenant options: exit 2, naming the tenant, never a
       ['send', 'UserSignedUp', '--url', 'URL', '--tenant', '..'],
       '--tenant: ".." cannot be a tenant',
     ],
+    // A name the receiver answers 404 for every delivery (over 256 code units): refused here.
+    [
+      ['send', 'UserSignedUp', '--url', 'URL', '--tenant', 's'.repeat(257)],
+      'is not a tenant name (over 256 characters',
+    ],
   ])('%j', async (args, message) => {
     const filled = args.map((arg) =>
       arg === 'TENANTS' ? tenantsFile : arg === 'URL' ? 'http://127.0.0.1:9/hooks' : arg,
