@@ -35,6 +35,26 @@ export const RECEIVER_DEFAULTS = /* @__PURE__ */ constants(
     }) as const,
 );
 
+/** The reconciler's defaults (`createReconciler`'s options of the same names), and its records'. */
+export const RECONCILE_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** Entities younger than this are left to their webhooks: the platform's retry span and a margin. */
+      minAgeMs: 5 * HOUR,
+      /** How much further back than `since` paid invoices are listed (listed by issue date). */
+      lookbackMs: 7 * DAY,
+      /** How long one reconcile handler may run. */
+      handlerTimeoutMs: MINUTE,
+      /** How long one recovery holds its entity's record: past its handler's timeout. */
+      leaseMs: 2 * MINUTE,
+      /**
+       * How long a store keeps the record of a handled entity (by a webhook or a run): a run's
+       * window may not reach back further.
+       */
+      recordTtlMs: 35 * DAY,
+    }) as const,
+);
+
 /** memoryStore's defaults. */
 export const MEMORY_STORE_DEFAULTS = /* @__PURE__ */ constants(
   () =>

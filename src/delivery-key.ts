@@ -87,6 +87,20 @@ export function entityKeyOf(entity: string, tenant: string | undefined): string 
 }
 
 /**
+ * The key under which a store records that an entity (its `EventEntity.key`, entity-of.ts) was
+ * handled, by a webhook or by reconciliation (src/reconcile), scoped to the tenant when there is
+ * one. It lives among the idempotency keys: the reconciler claims it as a delivery claims its key.
+ *
+ * @example
+ * ```ts
+ * recordKeyOf('invoice:877051', undefined); // '~["record",null,"invoice:877051"]'
+ * ```
+ */
+export function recordKeyOf(entity: string, tenant: string | undefined): string {
+  return DERIVED + JSON.stringify(['record', tenant ?? null, entity]);
+}
+
+/**
  * What JSON.stringify writes escaped in a string: `"`, `\`, a control character, or a surrogate
  * (it escapes a lone one only; telling a pair apart is left to JSON.stringify itself).
  */

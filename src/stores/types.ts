@@ -102,7 +102,35 @@ export interface IdempotencyStore {
    * the entity is held by that transaction and freed when the key's claim ends.
    */
   releaseEntity?(entity: string, token: string): void | Promise<void>;
+
+  /**
+   * Reconciliation's records (src/entity-records.ts): take the record `record` (a `recordKeyOf`
+   * key, kept among the idempotency keys) for a delivery that holds `held`, so no reconciler
+   * recovers the entity while the delivery's handlers run. A store whose claim opens a
+   * transaction (`postgresStore`) takes and writes it in that transaction; a store without these
+   * three methods gets them made of `claim`, `complete` and `release` on the record's key.
+   */
+  claimRecord?(
+    record: string,
+    leaseMs: number,
+    held: HeldKey,
+  ): RecordClaimResult | Promise<RecordClaimResult>;
+  /** Record the entity as handled by a webhook for `ttlMs`, while `token` holds the record. */
+  completeRecord?(record: string, token: string, ttlMs: number): void | Promise<void>;
+  /** Free the record, recording nothing, while `token` holds it. */
+  releaseRecord?(record: string, token: string): void | Promise<void>;
 }
+
+/**
+ * The answer of {@link IdempotencyStore.claimRecord}: the record taken for this delivery (its lease
+ * token), already `recorded` by another delivery (nothing to hold: go on), `recovered` by the
+ * reconciler (the delivery runs nothing), or held by a reconciler or another delivery.
+ */
+export type RecordClaimResult =
+  | { state: 'claimed'; token: string }
+  | { state: 'recorded' }
+  | { state: 'recovered' }
+  | { state: 'in_flight' };
 
 /** A store that keeps entities' versions: what a receiver with `latestOnly` handlers needs. */
 export type EntityVersionStore = IdempotencyStore &

@@ -1,0 +1,146 @@
+/**
+ * The public types of `schoolhooks/reconcile`: the reconciler, its handlers, a run's options and
+ * its report.
+ * @module
+ */
+
+import type { ListKind } from '../api/list-operations.js';
+import type {
+  CertificateListItem,
+  InvoiceListItem,
+  ProductAccessListItem,
+  UserListItem,
+} from '../api/list-schemas.js';
+import type { SchoolApi } from '../api/create-school-api.js';
+import type { Receiver } from '../receiver.js';
+import type { HandlerTransaction } from '../run-handlers.js';
+import type { IdempotencyStore } from '../stores/types.js';
+
+/** What a reconciler recovers: `invoice` (paid), `access`, `certificate`, `user`. */
+export type ReconcileKind = ListKind;
+
+/** The list item a handler of each kind gets. */
+export interface ReconcileItems {
+  invoice: InvoiceListItem;
+  access: ProductAccessListItem;
+  certificate: CertificateListItem;
+  user: UserListItem;
+}
+
+/** What a reconcile handler gets beside the item. */
+export interface ReconcileContext {
+  /** What the item is. */
+  readonly kind: ReconcileKind;
+  /** Its id within its kind (`invoiceId`, `accessId`, `certificateId`, a user's `id`), as text. */
+  readonly id: string;
+  /** The entity's key, as `entityOf` gives it for the webhook about it (`invoice:<id>`). */
+  readonly entity: string;
+  /** The reconciler's tenant, when it reconciles one school of many. */
+  readonly tenant: string | undefined;
+  /**
+   * The store's transaction for this recovery (`postgresStore`): write through it and the
+   * record of the recovery commits with your writes, or neither does.
+   */
+  readonly transaction: HandlerTransaction | undefined;
+  /** Aborted when the run is aborted or the handler runs past `handlerTimeoutMs`. */
+  readonly signal: AbortSignal;
+}
+
+/** A handler of one kind: runs once for each entity no webhook and no earlier run handled. */
+export type ReconcileHandler<K extends ReconcileKind> = (
+  item: ReconcileItems[K],
+  ctx: ReconcileContext,
+) => unknown;
+
+/** The API calls a reconciler reads: `createSchoolApi(…)` has them. */
+export type ReconcileApi = Pick<
+  SchoolApi,
+  'invoices' | 'productAccesses' | 'certificates' | 'users'
+>;
+
+/** Options of `createReconciler`. */
+export interface ReconcilerOptions {
+  /** The school's API client (`createSchoolApi` from `schoolhooks/api`). */
+  api: ReconcileApi;
+  /**
+   * The receiver's store: where its webhooks recorded the entities they handled, and where
+   * recoveries are claimed and recorded. Default: the `receiver`'s.
+   */
+  store?: IdempotencyStore;
+  /**
+   * The receiver whose webhooks this reconciler completes: its store is the default `store`, and
+   * one that does not record entities (`recordEntities: false`) is refused.
+   */
+  receiver?: Receiver;
+  /** The school this reconciler reads, on a receiver of many schools (its `tenant`). */
+  tenant?: string;
+  /**
+   * Entities younger than this are left to their webhooks (the platform may still be retrying
+   * them). Default: the platform's retry span and a margin, 5 hours.
+   */
+  minAgeMs?: number;
+  /**
+   * How much further back than `since` paid invoices are listed: the list dates an invoice by
+   * when it was issued, and a buyer may pay days later. Default 7 days.
+   */
+  lookbackMs?: number;
+  /** How long one handler may run before its recovery counts as failed. Default 60 s. */
+  handlerTimeoutMs?: number;
+  /** Items per page, 1 to 1000. Default 1000. */
+  take?: number;
+  /** The clock, in ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** Options of `reconciler.run`. */
+export interface ReconcileRunOptions {
+  /**
+   * The start of the window: a Date, ms since the epoch, or a duration before now (`'48h'`,
+   * `'7d'`, `'90m'`).
+   */
+  since: Date | number | string;
+  /** The end of the window. Default: now, less `minAgeMs`. */
+  until?: Date | number;
+  /** List and report what is missing, run no handler, record nothing. */
+  dryRun?: boolean;
+  /** The kinds to check. Default: those with a handler (every kind with `dryRun`). */
+  kinds?: readonly ReconcileKind[];
+  /** Stops the run: it throws the signal's reason, and what it recovered stays recovered. */
+  signal?: AbortSignal;
+}
+
+/** An entity of the report. */
+export interface ReconciledEntity {
+  readonly kind: ReconcileKind;
+  readonly id: string;
+}
+
+/** An entity whose handler failed (or whose record the store could not write). */
+export interface FailedEntity extends ReconciledEntity {
+  /** The error, with the handler's cause. */
+  readonly error: Error;
+}
+
+/** What one run did. */
+export interface ReconcileReport {
+  /** The window read, as ISO dates (invoices reach `lookbackMs` further back). */
+  readonly window: { readonly from: string; readonly to: string };
+  /** The items listed, by kind. */
+  readonly checked: Readonly<Record<ReconcileKind, number>>;
+  /** Items some webhook or an earlier run handled (or is handling right now). */
+  readonly handled: number;
+  /** Items this run's handlers recovered. */
+  readonly recovered: number;
+  /** With `dryRun`: the items no webhook and no run handled. */
+  readonly missing: readonly ReconciledEntity[];
+  /** Items whose handler failed: the next run tries them again. */
+  readonly failed: readonly FailedEntity[];
+}
+
+/** A reconciler: handlers per kind, and runs over a window. */
+export interface Reconciler {
+  /** The handler of one kind (one per kind; a second replaces nothing: it is a `ConfigError`). */
+  on<K extends ReconcileKind>(kind: K, handler: ReconcileHandler<K>): Reconciler;
+  /** Read the lists over the window, and recover every entity no webhook handled. */
+  run(options: ReconcileRunOptions): Promise<ReconcileReport>;
+}
