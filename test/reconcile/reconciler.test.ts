@@ -21,6 +21,7 @@ import {
 } from '../../src/reconcile/index.js';
 import { memoryStore } from '../../src/stores/memory.js';
 import type { IdempotencyStore } from '../../src/stores/types.js';
+import type { MockInvoice } from '../../src/testing/mock-lists.js';
 import type { MockSchoolApi } from '../../src/testing/mock-school-api.js';
 import {
   access,
@@ -348,7 +349,8 @@ describe('failures', () => {
 
   it('reports a list item that fails its schema, by its id and position, and recovers the rest', async () => {
     const api = await apiWith({
-      invoices: [invoice(1), { ...invoice(2), user: null }, invoice(3)],
+      // The platform's list item without its user: no handler can use it.
+      invoices: [invoice(1), { ...invoice(2), user: null } as unknown as MockInvoice, invoice(3)],
     });
     const report = await createReconciler({ api, store: memoryStore(), now })
       .on('invoice', () => {})
@@ -535,7 +537,6 @@ describe('configuration', () => {
   const store = memoryStore();
 
   it.each<[string, Partial<ReconcilerOptions>, RegExp]>([
-    ['neither store nor receiver', { store: undefined }, /needs the store/],
     ['a negative minAgeMs', { minAgeMs: -1 }, /minAgeMs must be a non-negative number of ms/],
     ['a negative lookbackMs', { lookbackMs: -5 }, /lookbackMs must be/],
     ['an infinite lookbackMs', { lookbackMs: Infinity }, /lookbackMs must be/],
@@ -556,6 +557,12 @@ describe('configuration', () => {
     } catch (error) {
       expect(error).toMatchObject({ code: 'config' });
     }
+  });
+
+  it('refuses neither a store nor a receiver', () => {
+    const make = () => createReconciler({ api: api as unknown as ReconcilerOptions['api'] });
+    expect(make).toThrow(ConfigError);
+    expect(make).toThrow(/needs the store where the receiver records the entities/);
   });
 
   it('refuses an unknown kind and a second handler of one kind', () => {
