@@ -11,7 +11,7 @@ import { AuthenticationError, type SchoolApi } from '../../src/api/index.js';
 import { recordKeyOf } from '../../src/delivery-key.js';
 import { entityOf } from '../../src/entity-of.js';
 import { recordOf, RECORDED_BY_WEBHOOK, RECOVERED_BY_RUN } from '../../src/entity-records.js';
-import type { Receiver } from '../../src/receiver.js';
+import { createReceiver } from '../../src/receiver.js';
 import {
   ConfigError,
   createReconciler,
@@ -149,17 +149,18 @@ describe('a run', () => {
   });
 
   it('takes the receiver’s store, and refuses a receiver whose webhooks record nothing', async () => {
-    const api = await apiWith({ users: [user(8)] });
+    const api = await apiWith({ users: [user(8), user(9)] });
     const store = memoryStore();
     await recordWebhook(store, 'user:8');
-    // The receiver as the lead's change makes it: its store and whether it records entities.
-    const receiver = { store, recordsEntities: true } as unknown as Receiver;
+    const receiver = createReceiver({ secret: 'a-secret', store });
     const report = await createReconciler({ api, receiver, now })
       .on('user', () => {})
       .run({ since: '1d' });
-    expect(report).toMatchObject({ handled: 1, recovered: 0 });
-    const silent = { store, recordsEntities: false } as unknown as Receiver;
+    expect(report).toMatchObject({ handled: 1, recovered: 1 });
+    expect(store.claim(recordKeyOf('user:9', undefined), 1000)).toMatchObject({ state: 'done' });
+    const silent = createReceiver({ secret: 'a-secret', store, recordEntities: false });
     expect(() => createReconciler({ api, receiver: silent })).toThrow(/recordEntities: false/);
+    expect(() => createReconciler({ api, receiver: silent, store })).toThrow(ConfigError);
   });
 
   it('scopes records to its tenant: another school’s webhook leaves this one’s entity missing', async () => {
