@@ -59,10 +59,12 @@ import { formatMessage } from 'publint/utils';
  * adapter shares, written once) and each framework's own raw-body fix: 18,800. 20,076 measured
  * once a secret could be looked up per tenant (issue 39, which left the budget as it was), and
  * 21,510 once the core gained the ordering guard (issue 36: entityOf's table, latestOnly's checks
- * at on(), the order step, memoryStore's entity versions, about 1.4 kB): 21,800. Raise it on
+ * at on(), the order step, memoryStore's entity versions, about 1.4 kB): 21,800. 22,369 once
+ * deliveries record their entities for reconciliation (issue 36: the record step, its records
+ * made of any store's claim, recordEntities, recordKeyOf, about 0.6 kB): 22,500. Raise it on
  * purpose, in the same change that makes the core bigger.
  */
-const CORE_GZIP_BUDGET = 21_800;
+const CORE_GZIP_BUDGET = 22_500;
 
 /**
  * Largest fixture file the package may ship: the biggest real body is about 12 kB. A body made to

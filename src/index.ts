@@ -30,7 +30,13 @@ export type { Adapter, AdapterArgs, AdapterDefinition, AdapterOptions } from './
 
 // Many schools on one endpoint: a secret per tenant (docs/tenants.md)
 export type { SecretLookup, SecretLookupAnswer, SecretLookupRequest } from './secret-source.js';
-export { deliveryKeyOf, entityKeyOf, isTenantName, MAX_TENANT_LENGTH } from './delivery-key.js';
+export {
+  deliveryKeyOf,
+  entityKeyOf,
+  isTenantName,
+  MAX_TENANT_LENGTH,
+  recordKeyOf,
+} from './delivery-key.js';
 
 // Signatures
 export { computeSignature, verifySignature } from './signature.js';
@@ -50,6 +56,7 @@ export type {
   EntityVersionStore,
   HeldKey,
   IdempotencyStore,
+  RecordClaimResult,
 } from './stores/types.js';
 
 // The inbox (bullmqInbox lives in `schoolhooks/bullmq`, so the core never loads BullMQ)
