@@ -19,6 +19,7 @@ export const CORE_ENTRIES = {
   otel: 'src/otel/index.ts',
   bullmq: 'src/inbox/bullmq.ts',
   api: 'src/api/index.ts',
+  reconcile: 'src/reconcile/index.ts',
   links: 'src/links/index.ts',
   testing: 'src/testing/index.ts',
   cli: 'src/cli/index.ts',

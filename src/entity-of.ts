@@ -112,6 +112,24 @@ export function entityOf(event: EntityEventInput): EventEntity | undefined {
   return { kind: row.kind, id, key: `${row.kind}:${id}` };
 }
 
+/**
+ * The key `entityOf` gives the events about the entity of `kind` whose id is `id` (an invoice's
+ * `invoiceId`, an access's `accessId`…), for an entity of one id; undefined for an id of no usable
+ * type. What a reconciler reads from a list item names the same entity as the webhook about it.
+ *
+ * @example
+ * ```ts
+ * entityKeyFor('invoice', 877051); // 'invoice:877051', as entityOf gives for its PaymentCompleted
+ * ```
+ */
+export function entityKeyFor(
+  kind: Exclude<EntityKind, 'progress' | 'completion'>,
+  id: number | string,
+): string | undefined {
+  const part = idPart(id);
+  return part === undefined ? undefined : `${kind}:${part}`;
+}
+
 /** Whether events named `name` are about an entity (when their payload names it). */
 export function hasEntity(name: string): name is EntityEventName {
   return ENTITY_TABLE.has(name);

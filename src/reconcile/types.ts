@@ -103,7 +103,7 @@ export interface ReconcileRunOptions {
   until?: Date | number;
   /** List and report what is missing, run no handler, record nothing. */
   dryRun?: boolean;
-  /** The kinds to check. Default: those with a handler (every kind with `dryRun`). */
+  /** The kinds to check. Default: those with a handler (every kind for a `dryRun` with none). */
   kinds?: readonly ReconcileKind[];
   /** Stops the run: it throws the signal's reason, and what it recovered stays recovered. */
   signal?: AbortSignal;
