@@ -61,6 +61,7 @@ export type {
   InboxJob,
   InboxJobLookup,
   InboxJobState,
+  InboxReconcileOptions,
   InboxWorker,
   InboxWorkOptions,
   ManagedInbox,
@@ -68,6 +69,7 @@ export type {
   MemoryInboxOptions,
   StoredDelivery,
   StoredRunOptions,
+  ScheduledReconciler,
   StoredRunResult,
 } from './inbox/index.js';
 

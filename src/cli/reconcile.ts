@@ -41,42 +41,37 @@ export const reconcileCommand = defineCommand({
   usage:
     '--since D --store URL --api-url URL [--until DATE] [--kinds LIST] [--tenant NAME] [--json]',
   description: `Reads the platform's lists (paid invoices, product accesses, certificates, users) over
-a window and checks each entity against the receiver's store (--store: the Redis
-or Postgres of its redisStore or postgresStore), where the receiver records the
-entities its webhooks handled. Prints those no webhook handled: a table of kind
-and id, and the counts; with --json, the report of createReconciler's run.
+a window, checks each entity against the receiver's store (--store: the Redis of its redisStore or
+the Postgres of its postgresStore), and prints those no webhook handled: kind and id, then the
+counts (--json: the report). A dry run: it has no handlers and writes nothing. Entities younger
+than 5 hours are left to their webhooks; paid invoices are listed 7 days further back than --since.
 
-A dry run: the CLI has no handlers, so it recovers nothing and writes nothing.
-To recover, run createReconciler (schoolhooks/reconcile) in your app, or on a
-schedule with inbox.reconcile. Entities younger than 5 hours are left to their
-webhooks; paid invoices are listed 7 days further back than --since.
+The API key, seller id and school id come from SCHOOL_API_KEY, SCHOOL_SELLER_ID and SCHOOL_ID
+only, never from an argument; the key is never printed.
 
-The API's credentials come from the environment only, never from an argument:
-SCHOOL_API_KEY, SCHOOL_SELLER_ID and SCHOOL_ID. The key is never printed.
-
-Exit codes: 0 nothing missing, 3 something missing, 1 failure (the store, the
-API, or a listed item that could not be checked), 2 usage.`,
+Exit codes: 0 nothing missing, 3 something missing, 1 failure (the store, the API, an item that
+could not be checked), 2 usage.`,
   options: {
     since: {
       type: 'string',
       value: 'D',
-      help: 'Start of the window: a duration before now (90m, 48h, 7d) or an ISO date',
+      help: 'Window start: 90m, 48h, 7d before now, or an ISO date',
     },
     until: { type: 'string', value: 'DATE', help: 'End of the window, an ISO date (default: now)' },
     store: {
       type: 'string',
       value: 'URL',
-      help: "The receiver's store: redis://… (redisStore) or postgres://… (postgresStore)",
+      help: "The receiver's store: redis://… or postgres://…",
     },
     prefix: {
       type: 'string',
       value: 'P',
-      help: "redis://: the redisStore's prefix (default schoolhooks:)",
+      help: 'redis://: its prefix (default schoolhooks:)',
     },
     table: {
       type: 'string',
       value: 'NAME',
-      help: "postgres://: the postgresStore's table (default schoolhooks_deliveries)",
+      help: 'postgres://: its table (default schoolhooks_deliveries)',
     },
     'api-url': {
       type: 'string',
@@ -91,9 +86,8 @@ API, or a listed item that could not be checked), 2 usage.`,
     kinds: {
       type: 'string',
       value: 'LIST',
-      help: `Kinds to check, comma-separated: ${KINDS.join(',')} (default: all)`,
+      help: `Kinds to check: ${KINDS.join(',')} (default all)`,
     },
-    'dry-run': { type: 'boolean', help: 'What the command always does (it has no handlers)' },
     json: { type: 'boolean', help: 'Print the report as JSON' },
   },
   async run({ values }, io) {
