@@ -1,9 +1,9 @@
 /**
  * The steps of a delivery, each named for what it checks (docs/receiving.md), and the three runs
  * they make: an HTTP delivery whose handlers run now (request, body, secrets, verify, parse, age,
- * validate, claim, order, dispatch), one handed to an inbox (… age, claim, hand off), and a
- * worker's run of a stored delivery (secrets, verify, parse, validate, its run's key, claim,
- * order, dispatch).
+ * validate, claim, record, order, dispatch), one handed to an inbox (… age, claim, record, hand
+ * off), and a worker's run of a stored delivery (secrets, verify, parse, validate, its run's key,
+ * claim, order, dispatch: its entity was recorded when it was stored).
  *
  * Each step takes what the step before it gave and gives what the next one takes (the request,
  * then the raw body, then {@link Keyed}, {@link Verified}, {@link Parsed}, {@link Validated}, {@link Claimed}),
@@ -54,6 +54,7 @@ import {
 } from './run-handlers.js';
 import { isPromiseLike, nowOrLater, Stages, type MaybePromise } from './run-steps.js';
 import { OrderingGuard, type HeldEntity } from './ordering-guard.js';
+import { EntityRecords, recordOf, type HeldRecord } from './entity-records.js';
 import type { SecretSource } from './secret-source.js';
 import type { Fingerprint, RawBody, Verifier } from './signature.js';
 import { signatureFailureOf } from './signature-failure.js';
@@ -128,6 +129,8 @@ export interface Claimed<T extends Parsed> {
   readonly transaction: ClaimTransaction | undefined;
   /** The entity it holds too, when its handlers run for the newest state only (`order`). */
   readonly entity?: HeldEntity | undefined;
+  /** The record of its entity it holds, for reconciliation (`record`). */
+  readonly record?: HeldRecord | undefined;
 }
 
 /** A run of steps over one delivery, from `In` to its {@link Ending}. */
@@ -154,6 +157,11 @@ export interface PipelineConfig {
   handlersOf: (event: string) => readonly AnyHandler[];
   /** Whether the handlers of an event name run for its newest state only (`latestOnly`). */
   latestOnly?: ((event: string) => boolean) | undefined;
+  /**
+   * How long the record of an entity a delivery handled is kept, for reconciliation; undefined:
+   * deliveries record nothing (`recordEntities: false`).
+   */
+  recordTtlMs?: number | undefined;
   /** Tell `onError` (or the logger) of a failure. */
   reportError: (error: SchoolhooksError) => void;
 }
@@ -165,6 +173,8 @@ export class DeliveryPipeline {
   readonly #handlerDeadlines: DeadlineQueue;
   /** The entity a `latestOnly` event's delivery holds beside its key. */
   readonly #guard: OrderingGuard;
+  /** Where deliveries record the entities they handle, for reconciliation (if they do). */
+  readonly #records: EntityRecords | undefined;
 
   /** An HTTP delivery whose handlers run before the answer. */
   readonly dispatchNow: DeliveryRun<PipelineRequest>;
@@ -177,8 +187,11 @@ export class DeliveryPipeline {
     this.#config = config;
     this.#handlerDeadlines = new DeadlineQueue(config.handlerTimeoutMs);
     this.#guard = new OrderingGuard(config);
-    const { checkRequest, readBody, findSecrets, verify, parse, checkAge, validate, claim, order } =
-      this;
+    const { recordTtlMs } = config;
+    this.#records =
+      recordTtlMs === undefined ? undefined : new EntityRecords({ ...config, recordTtlMs });
+    const { checkRequest, readBody, findSecrets, verify, parse, checkAge, validate, claim } = this;
+    const { record, order } = this;
     const checked = Stages.start<PipelineRequest, Arrival, Ending>(Ending.is)
       .then(checkRequest)
       .then(readBody)
@@ -189,9 +202,13 @@ export class DeliveryPipeline {
     this.dispatchNow = checked
       .then(validate)
       .then(claim<Validated>)
+      .then(record<Validated>)
       .then(order)
       .then(this.dispatch);
-    this.handToInbox = checked.then(claim<Parsed>).then(this.handOff);
+    this.handToInbox = checked
+      .then(claim<Parsed>)
+      .then(record<Parsed>)
+      .then(this.handOff);
     this.runStored = Stages.start<RawBody, Arrival, Ending>(Ending.is)
       .then(findSecrets)
       .then(verify)
@@ -370,7 +387,41 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Step 9, order (an event about an entity, one of whose handlers is `latestOnly`): claim the
+   * Step 9, record (an event about an entity the platform lists: an invoice, an access, a
+   * certificate, a user): take the entity's record after the key, so no reconcile run recovers
+   * it while the handlers run (entity-records.ts). 200 `duplicate` when a reconcile run already
+   * recovered it (the key completed, no handler run), 409 `in_flight` while a run recovers it,
+   * 503 when the store fails (the key released for a retry). Before an inbox, the same.
+   */
+  record = <T extends Parsed>(
+    claimed: Claimed<T>,
+    { tenant }: Arrival,
+  ): MaybePromise<Claimed<T> | Ending> => {
+    const records = this.#records;
+    if (records === undefined) return claimed;
+    const { delivery, token } = claimed;
+    const { envelope, key } = delivery;
+    const record = recordOf(envelope, tenant);
+    if (record === undefined) return claimed;
+    return nowOrLater(
+      () => records.claim(record, { key, token }),
+      (answer): MaybePromise<Claimed<T> | Ending> => {
+        if (answer.state === 'claimed')
+          return { ...claimed, record: { key: record, token: answer.token } };
+        if (answer.state === 'recorded') return claimed;
+        return answer.state === 'recovered'
+          ? this.#completeThen(claimed, Ending.quiet('duplicate', envelope))
+          : this.#releaseThen(claimed, Ending.quiet('in_flight', envelope));
+      },
+      (cause) => {
+        const error = this.#storeFailed("take the entity's record", cause);
+        return this.#releaseThen(claimed, Ending.failed('store_unavailable', envelope, error));
+      },
+    );
+  };
+
+  /**
+   * Step 10, order (an event about an entity, one of whose handlers is `latestOnly`): claim the
    * entity after the key. 200 `superseded` for an older state than the newest processed (the key
    * completed, no handler run), 409 `in_flight` while another delivery of the entity is in
    * flight, 503 when the store fails (the key released for a retry).
@@ -401,7 +452,7 @@ export class DeliveryPipeline {
   };
 
   /**
-   * Step 10, dispatch: run the handlers (every one at once) against handlerTimeoutMs. 200
+   * Step 11, dispatch: run the handlers (every one at once) against handlerTimeoutMs. 200
    * `processed` (the key completed), `ignored` when none is registered, 500 `handler_failed`
    * (the key released for a retry), 503 `timeout` (they go on; their end completes or releases).
    * With a claim's transaction, the handlers write through it (`ctx.transaction`): completing
@@ -480,7 +531,7 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Step 9 with an inbox, hand off: store the raw body (its text, which gives back its bytes
+   * Step 10 with an inbox, hand off: store the raw body (its text, which gives back its bytes
    * exactly) and its signature in the inbox, then complete the key: 202 `queued`. When the
    * inbox fails, the key is released: 503.
    */
@@ -543,17 +594,42 @@ export class DeliveryPipeline {
             this.#storeFailed("commit the handlers' transaction", cause),
           ),
       );
-    if (entity === undefined) return commit();
-    // The entity's version is written in the transaction first, to commit with it; if it cannot
-    // be, nothing commits: the handlers' writes are rolled back for the retry.
-    return nowOrLater(
-      () => this.#guard.complete(entity),
-      commit,
-      (cause: unknown) => {
-        const error = this.#storeFailed("record the entity's version", cause);
-        return this.#releaseThen(claimed, Ending.failed('store_unavailable', event, error));
-      },
-    );
+    // The entity's record and version are written in the transaction first, to commit with it;
+    // if one cannot be, nothing commits: the handlers' writes are rolled back for the retry.
+    const { record } = claimed;
+    const writeVersion = () =>
+      entity === undefined
+        ? commit()
+        : this.#inTransaction(
+            claimed,
+            () => this.#guard.complete(entity),
+            "record the entity's version",
+            commit,
+          );
+    return record === undefined
+      ? writeVersion()
+      : this.#inTransaction(
+          claimed,
+          () => this.#records!.complete(record),
+          'record the entity as handled',
+          writeVersion,
+        );
+  }
+
+  /** `write` in the claim's transaction, then `next`; if it fails, nothing commits: 503. */
+  #inTransaction(
+    claimed: Claimed<Validated>,
+    write: () => MaybePromise<void>,
+    what: string,
+    next: () => MaybePromise<Ending>,
+  ): MaybePromise<Ending> {
+    return nowOrLater(write, next, (cause: unknown) => {
+      const error = this.#storeFailed(what, cause);
+      return this.#releaseThen(
+        claimed,
+        Ending.failed('store_unavailable', claimed.delivery.event, error),
+      );
+    });
   }
 
   #releaseThen(claimed: Claimed<Parsed>, ending: Ending): MaybePromise<Ending> {
@@ -569,11 +645,34 @@ export class DeliveryPipeline {
    * delivery is still acknowledged.
    */
   #complete(claimed: Claimed<Parsed>): MaybePromise<void> {
-    return this.#guard.completeThen(
-      claimed.entity,
-      () => this.#completeKey(claimed),
-      (cause) => this.#config.reportError(this.#storeFailed("record the entity's version", cause)),
+    const { record } = claimed;
+    return this.#recordThen(
+      record && (() => this.#records!.complete(record)),
+      'record the entity as handled',
+      () =>
+        this.#guard.completeThen(
+          claimed.entity,
+          () => this.#completeKey(claimed),
+          (cause) =>
+            this.#config.reportError(this.#storeFailed("record the entity's version", cause)),
+        ),
     );
+  }
+
+  /**
+   * `write` the entity's record (when the delivery holds one), then `next`: a failure is
+   * reported, never thrown (the record's lease runs out by itself).
+   */
+  #recordThen(
+    write: (() => MaybePromise<void>) | undefined,
+    what: string,
+    next: () => MaybePromise<void>,
+  ): MaybePromise<void> {
+    if (write === undefined) return next();
+    return nowOrLater(write, next, (cause) => {
+      this.#config.reportError(this.#storeFailed(what, cause));
+      return next();
+    });
   }
 
   /** Mark the key done; a failure is reported. */
@@ -589,10 +688,16 @@ export class DeliveryPipeline {
 
   /** Free the entity (if it holds one), then give the key back; at once on a store that answers at once. */
   #release(claimed: Claimed<Parsed>): MaybePromise<void> {
-    return this.#guard.releaseThen(
-      claimed.entity,
-      () => this.#releaseKey(claimed),
-      (cause) => this.#config.reportError(this.#storeFailed('release the entity', cause)),
+    const { record } = claimed;
+    return this.#recordThen(
+      record && (() => this.#records!.release(record)),
+      "release the entity's record",
+      () =>
+        this.#guard.releaseThen(
+          claimed.entity,
+          () => this.#releaseKey(claimed),
+          (cause) => this.#config.reportError(this.#storeFailed('release the entity', cause)),
+        ),
     );
   }
 

@@ -5,7 +5,7 @@
  */
 
 import { consoleLogger } from './console-logger.js';
-import { RECEIVER_DEFAULTS } from './defaults.js';
+import { RECEIVER_DEFAULTS, RECONCILE_DEFAULTS } from './defaults.js';
 import { ConfigError } from './errors.js';
 import type { z } from 'zod';
 import type { FixedEventName } from './events/index.js';
@@ -82,6 +82,14 @@ export interface ReceiverOptions {
    * letters). Handlers keep the bundled types. Default: the bundled schemas.
    */
   schemas?: Partial<Record<FixedEventName, z.ZodType>>;
+  /**
+   * Record in the store each entity the platform lists (a paid invoice, a product access, a
+   * certificate, a user) when its event is processed or queued, for 35 days, so a reconcile run
+   * (`schoolhooks/reconcile`) recovers only what no webhook handled. One more store write per
+   * such delivery (in the handlers' transaction on `postgresStore`). Default true; `false` only
+   * when you never reconcile: a reconciler refuses such a receiver.
+   */
+  recordEntities?: boolean;
 }
 
 /** Which levels of a logger are written to: a line object is built for those only. */
@@ -108,6 +116,8 @@ export interface ReceiverSettings {
   readonly inbox: Inbox | undefined;
   readonly telemetry: Telemetry | undefined;
   readonly schemas: Partial<Record<FixedEventName, z.ZodType>> | undefined;
+  /** How long an entity's record is kept; undefined with `recordEntities: false`. */
+  readonly recordTtlMs: number | undefined;
 }
 
 /** The options with their defaults, checked: a mistake is a `ConfigError` at start-up. */
@@ -127,6 +137,7 @@ export function checkOptions({
   secretCacheMs = RECEIVER_DEFAULTS.secretCacheMs,
   secretCacheSize = RECEIVER_DEFAULTS.secretCacheSize,
   secretLookupTimeoutMs = RECEIVER_DEFAULTS.secretLookupTimeoutMs,
+  recordEntities = true,
 }: ReceiverOptions): ReceiverSettings {
   checkPositive({ maxBodyBytes, maxEventAgeMs, dedupTtlMs, leaseMs, handlerTimeoutMs });
   checkPositive({ secretCacheMs, secretCacheSize, secretLookupTimeoutMs });
@@ -135,6 +146,9 @@ export function checkOptions({
     throw new ConfigError(
       'dedupTtlMs must be >= maxEventAgeMs, or a late retry is processed twice',
     );
+  }
+  if (typeof recordEntities !== 'boolean') {
+    throw new ConfigError(`recordEntities must be true or false, not ${typeof recordEntities}`);
   }
   if (inbox !== undefined && typeof inbox.enqueue !== 'function') {
     throw new ConfigError('inbox must have an enqueue(delivery) method');
@@ -159,6 +173,7 @@ export function checkOptions({
     inbox,
     telemetry,
     schemas,
+    recordTtlMs: recordEntities ? RECONCILE_DEFAULTS.recordTtlMs : undefined,
   };
 }
 

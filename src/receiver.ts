@@ -21,7 +21,7 @@ import { checkOptions, type ReceiverOptions } from './receiver-settings.js';
 import { Reporting, type ErrorHandler } from './reporting.js';
 import type { AnyHandler, HandlerContext } from './run-handlers.js';
 import type { RawBody } from './signature.js';
-import { keepsEntityVersions } from './stores/types.js';
+import { keepsEntityVersions, type IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, TelemetryStart } from './telemetry.js';
 
 export type { WebhookResponseBody, WebhookResult } from './answer.js';
@@ -134,6 +134,10 @@ export interface Receiver {
    * adapter without a `tenant` option throws a `ConfigError` when it is made).
    */
   readonly needsTenant: boolean;
+  /** The store its keys (and the records of the entities it handles) are kept in. */
+  readonly store: IdempotencyStore;
+  /** Whether it records the entities it handles, for a reconciler (`recordEntities`). */
+  readonly recordsEntities: boolean;
 }
 
 /** What telemetry is told when an HTTP delivery starts (one object for every delivery). */
@@ -230,6 +234,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     maxBodyBytes,
     inbox,
     needsTenant: settings.secretSource.perTenant,
+    store: settings.store,
+    recordsEntities: settings.recordTtlMs !== undefined,
   };
   return receiver;
 }

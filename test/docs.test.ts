@@ -207,6 +207,9 @@ describe('tables that restate the code', () => {
       expect(settings[name]).toBeUndefined();
     }
     expect(settings.schemas).toBeUndefined();
+    // Records are on unless turned off: a reconciler relies on them from the first delivery.
+    expect(rows.get('recordEntities')).toBe('`true`');
+    expect(settings.recordTtlMs).toBeGreaterThan(0);
     expect(settings.store.constructor.name).toBe(
       checkOptions({ secret: 'b'.repeat(64) }).store.constructor.name,
     );

@@ -9,7 +9,7 @@ import type { DeliveryLogEntry } from '../testing/simulator-types.js';
 import { createVirtualClock } from '../testing/virtual-clock.js';
 import { PLATFORM_LIMITS, SUCCESS_STATUSES_TEXT } from '../platform-contract.js';
 import { defineCommand, EXIT, requireHttpUrl, UsageError } from './command.js';
-import { formatDuration } from './duration.js';
+import { durationOf, formatDuration } from './duration.js';
 import { decimalOf, wholeNumberOf } from './numbers.js';
 import { SECRET_OPTION, secretFrom } from './secret.js';
 
@@ -20,13 +20,15 @@ const DELAYS = `${retryDelaysMs.slice(0, -1).map(formatDuration).join(', ')} and
 export const simulateCommand = defineCommand({
   name: 'simulate',
   summary: 'Run the platform simulator against a URL, time compressed',
-  usage: '--url URL [--events 20] [--faults 0.3] [--seed 1] [--secret S]',
+  usage: '--url URL [--events 20] [--faults 0.3] [--seed 1] [--down-for 5h] [--secret S]',
   description: `Delivers events to the receiver at URL as the platform does: the fixtures in turn, each
 with a new idempotencyKey, signed with the secret; success only on ${SUCCESS_STATUSES_TEXT} within
 ${formatDuration(responseTimeoutMs)}; up to ${maxAttempts} attempts, ${DELAYS} after each failed one.
 Time is virtual: the ${formatDuration(retrySpanMs)} of retries take as long as the requests do.
 With --faults, that share of attempts has its answer dropped, delayed past the timeout,
-duplicated or reordered.
+duplicated or reordered. With --down-for, the receiver is taken as down for that long from the
+start: every attempt then fails unsent, as a refused connection, and an outage longer than the
+retries loses the events sent in it.
 Prints one line per request and a summary.
 Exit code 0 when every event was delivered, 1 otherwise.`,
   options: {
@@ -44,6 +46,11 @@ Exit code 0 when every event was delivered, 1 otherwise.`,
       value: 'N',
       default: '1',
       help: 'Seed of the faults, to repeat a run exactly',
+    },
+    'down-for': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'Keep the receiver down this long from the start (5h, 2h 30m)',
     },
   },
   async run({ values }, io) {
@@ -63,6 +70,11 @@ Exit code 0 when every event was delivered, 1 otherwise.`,
       throw new UsageError('--faults must be a number from 0 to 1');
     const seed = wholeNumberOf(values.seed);
     if (seed === undefined) throw new UsageError('--seed must be a whole number');
+    const downFor = values['down-for'];
+    const downForMs = downFor === undefined ? undefined : durationOf(downFor);
+    if (downFor !== undefined && !downForMs) {
+      throw new UsageError('--down-for must be a duration of 1s or more, such as 5h or 2h 30m');
+    }
     const secret = secretFrom(values.secret, io, 'simulate');
 
     const clock = createVirtualClock();
@@ -73,6 +85,7 @@ Exit code 0 when every event was delivered, 1 otherwise.`,
       faults: { rate, seed },
       onAttempt: (entry) => io.out(formatEntry(entry, start)),
     });
+    if (downForMs) simulator.takeDown('cli', { forMs: downForMs });
     for (let i = 0; i < count; i++) {
       simulator.send(FIXED_CONTRACT_EVENTS[i % FIXED_CONTRACT_EVENTS.length] as FixedEventName);
     }

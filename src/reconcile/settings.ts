@@ -7,21 +7,11 @@
 import { RECONCILE_DEFAULTS } from '../defaults.js';
 import { isTenantName, quotedTenant } from '../delivery-key.js';
 import { ConfigError } from '../errors.js';
-import type { Receiver } from '../receiver.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { ReconcileApi, ReconcilerOptions } from './types.js';
 
 /** The most items a list page holds (docs/platform.md#list-operations). */
 const MAX_TAKE = 1000;
-
-/**
- * What a reconciler reads of its receiver: the store its webhooks record entities in, and whether
- * they record them at all (`recordEntities: false` turns that off).
- */
-export interface RecordingReceiver {
-  readonly store: IdempotencyStore;
-  readonly recordsEntities: boolean;
-}
 
 /** A reconciler's options, checked, with their defaults. */
 export interface ReconcilerSettings {
@@ -98,14 +88,16 @@ function checkApi(api: unknown): asserts api is ReconcileApi {
  * refused, as is neither a store nor a receiver: a run against no records recovers everything.
  */
 function storeOf({ store, receiver }: ReconcilerOptions): IdempotencyStore {
-  const recording = receiver === undefined ? undefined : recordingOf(receiver);
-  if (recording?.recordsEntities === false) {
+  if (receiver !== undefined && (typeof receiver !== 'object' || receiver === null)) {
+    throw new ConfigError('receiver must be a receiver made by createReceiver');
+  }
+  if (receiver?.recordsEntities === false) {
     throw new ConfigError(
       'the receiver does not record the entities its webhooks handle (recordEntities: false), so ' +
         'a reconciler would recover every one of them again: let it record them',
     );
   }
-  const chosen = store ?? recording?.store;
+  const chosen = store ?? receiver?.store;
   if (chosen === undefined) {
     throw new ConfigError(
       'createReconciler needs the store where the receiver records the entities it handled: ' +
@@ -122,18 +114,6 @@ function storeOf({ store, receiver }: ReconcilerOptions): IdempotencyStore {
     throw new ConfigError('store must be an idempotency store (claim, complete and release)');
   }
   return chosen;
-}
-
-/** What a receiver says of its records; a receiver without them has no store to lend. */
-function recordingOf(receiver: Receiver): {
-  [P in keyof RecordingReceiver]: RecordingReceiver[P] | undefined;
-} {
-  if (typeof receiver !== 'object' || receiver === null) {
-    throw new ConfigError('receiver must be a receiver made by createReceiver');
-  }
-  // Read structurally: `store` and `recordsEntities` are the receiver's as of issue 36.
-  const { store, recordsEntities } = receiver as Receiver & Partial<RecordingReceiver>;
-  return { store, recordsEntities };
 }
 
 /** Every duration a finite number of ms, at least `least`. */

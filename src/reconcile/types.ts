@@ -15,6 +15,7 @@ import type { SchoolApi } from '../api/create-school-api.js';
 import type { Receiver } from '../receiver.js';
 import type { HandlerTransaction } from '../run-handlers.js';
 import type { IdempotencyStore } from '../stores/types.js';
+import type { RecoveryError } from './recovery-error.js';
 
 /** What a reconciler recovers: `invoice` (paid), `access`, `certificate`, `user`. */
 export type ReconcileKind = ListKind;
@@ -117,8 +118,8 @@ export interface ReconciledEntity {
 
 /** An entity whose handler failed (or whose record the store could not write). */
 export interface FailedEntity extends ReconciledEntity {
-  /** The error, with the handler's cause. */
-  readonly error: Error;
+  /** Why, by its `code`, with the handler's (or the store's) error as its `cause`. */
+  readonly error: RecoveryError;
 }
 
 /** What one run did. */

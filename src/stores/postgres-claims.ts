@@ -21,6 +21,8 @@ export interface Holder {
    * it is recorded or released; its lock goes with the transaction.
    */
   entity?: string | undefined;
+  /** The storageKey of the entity's record this claim took in its transaction (reconciliation). */
+  record?: string | undefined;
 }
 
 /** Back to the pool, for the next claim. */

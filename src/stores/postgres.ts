@@ -9,7 +9,8 @@ import type { Pool, PoolClient } from 'pg';
 import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { noop } from '../noop.js';
-import { destroy, giveBack, HeldClaims } from './postgres-claims.js';
+import { destroy, giveBack, HeldClaims, type Holder } from './postgres-claims.js';
+import { RECORDED_BY_WEBHOOK, RECOVERED_BY_RUN } from '../entity-records.js';
 import { storageKey } from './storage-key.js';
 import {
   keyStatements,
@@ -19,7 +20,13 @@ import {
   type KeyStatements,
 } from './postgres-table.js';
 import { storeUnavailable } from './unavailable.js';
-import type { ClaimResult, EntityClaimResult, HeldKey, IdempotencyStore } from './types.js';
+import type {
+  ClaimResult,
+  EntityClaimResult,
+  HeldKey,
+  IdempotencyStore,
+  RecordClaimResult,
+} from './types.js';
 import { POSTGRES_STORE_DEFAULTS } from '../defaults.js';
 
 // In the built types this module is named 'schoolhooks' (scripts/name-augmentations.mjs), the
@@ -126,6 +133,9 @@ export function postgresStore(options: PostgresStoreOptions): IdempotencyStore {
     completeEntity: (entity, token, versionMs, ttlMs) =>
       store.completeEntity(entity, token, versionMs, ttlMs),
     releaseEntity: (entity, token) => store.releaseEntity(entity, token),
+    claimRecord: (record, leaseMs, held) => store.claimRecord(record, leaseMs, held),
+    completeRecord: (record, token, ttlMs) => store.completeRecord(record, token, ttlMs),
+    releaseRecord: (record, token) => store.releaseRecord(record, token),
   };
 }
 
@@ -216,12 +226,7 @@ class PostgresStore implements IdempotencyStore {
     if (!Number.isFinite(versionMs)) {
       throw new ConfigError('postgresStore: versionMs must be a finite number of milliseconds');
     }
-    const holder = this.#held.find(held.token);
-    if (holder === undefined || holder.key !== storageKey(held.key)) {
-      throw new StoreUnavailableError(
-        "postgresStore: the key's claim has ended (its lease ran out), so its transaction cannot take the entity",
-      );
-    }
+    const holder = this.#holderOf(held, 'the entity');
     const key = storageKey(entity);
     const { client } = holder;
     const { entityLockPrefix, selectSuperseded } = this.#statements;
@@ -262,6 +267,62 @@ class PostgresStore implements IdempotencyStore {
     const holder = this.#held.find(token);
     if (holder?.entity === storageKey(entity)) holder.entity = undefined;
     return Promise.resolve();
+  }
+
+  /**
+   * Reconciliation's record of an entity (src/entity-records.ts), in the transaction of the key
+   * `held`: the record key's lock taken without waiting (`in_flight` when a reconcile run or
+   * another delivery holds it), then `recovered` or `recorded` when its row says so. The lock
+   * is the transaction's, as the entity's is.
+   */
+  async claimRecord(record: string, _leaseMs: number, held: HeldKey): Promise<RecordClaimResult> {
+    const holder = this.#holderOf(held, "the entity's record");
+    const key = storageKey(record);
+    const { client } = holder;
+    const { lockPrefix, selectDone } = this.#statements;
+    return this.#calls.run('claimRecord', async (call): Promise<RecordClaimResult> => {
+      const locked = await client.query<{ locked: boolean }>(LOCK, [lockPrefix + key]);
+      step(call);
+      if (locked.rows[0]?.locked !== true) return { state: 'in_flight' };
+      const done = await client.query<{ fingerprint: string }>(selectDone, [key]);
+      step(call);
+      const row = done.rows[0];
+      if (row !== undefined) {
+        return { state: row.fingerprint === RECOVERED_BY_RUN ? 'recovered' : 'recorded' };
+      }
+      holder.record = key;
+      return { state: 'claimed', token: held.token };
+    });
+  }
+
+  /** Writes the record in its claim's transaction; the key's `complete` commits it. */
+  async completeRecord(record: string, token: string, ttlMs: number): Promise<void> {
+    const holder = this.#held.find(token);
+    const key = storageKey(record);
+    if (holder?.record !== key) return;
+    holder.record = undefined;
+    const { upsertDone } = this.#statements;
+    await this.#calls.run('completeRecord', () =>
+      holder.client.query(upsertDone, [key, RECORDED_BY_WEBHOOK, ttlMs]),
+    );
+  }
+
+  /** Lets go of the record: its lock goes with the key's transaction. */
+  releaseRecord(record: string, token: string): Promise<void> {
+    const holder = this.#held.find(token);
+    if (holder?.record === storageKey(record)) holder.record = undefined;
+    return Promise.resolve();
+  }
+
+  /** The claim of the key `held`, still open, whose transaction takes `what`. */
+  #holderOf(held: HeldKey, what: string): Holder {
+    const holder = this.#held.find(held.token);
+    if (holder === undefined || holder.key !== storageKey(held.key)) {
+      throw new StoreUnavailableError(
+        `postgresStore: the key's claim has ended (its lease ran out), so its transaction cannot take ${what}`,
+      );
+    }
+    return holder;
   }
 
   /** A claim within `call`: the table made, a client in a transaction, the key's lock taken. */

@@ -1,11 +1,12 @@
 /**
  * One delivery's attempts as the platform makes them: signed, answered within the timeout or not,
- * injected faults applied, retried on the platform's schedule, and the endpoint disabled after
- * 14 days of failures (docs/platform.md#retries).
+ * injected faults applied, failed while the seller's server is down, retried on the platform's
+ * schedule, and the endpoint disabled after 14 days of failures (docs/platform.md#retries).
  * @module
  */
 
 import type { SimulatedRequest } from './endpoint-config.js';
+import { ENDPOINT_DOWN, isDown } from './endpoint-outages.js';
 import type { EndpointState } from './endpoint-registry.js';
 import { exchange, type ExchangeResult } from './exchange.js';
 import type { FaultKind, FaultPicker } from './fault-picker.js';
@@ -21,6 +22,12 @@ export interface Delivery extends DeliveryState {
   target: EndpointState;
   body: string;
 }
+
+/** What every log entry of one attempt says: which request it was. */
+type AttemptBase = Pick<
+  DeliveryLogEntry,
+  'endpoint' | 'event' | 'idempotencyKey' | 'attempt' | 'at'
+>;
 
 /** What {@link deliveryAttempts} needs of the simulator. */
 export interface DeliveryAttemptsOptions {
@@ -62,32 +69,19 @@ export function deliveryAttempts({
     fault: FaultKind | undefined,
   ): Promise<void> {
     const { target } = delivery;
-    const at = clock.now();
-    const sent = signedRequest(delivery.body, target.secret);
-    const [result, copy] = await Promise.all([
-      exchange(target, sent, timeoutMs, clock),
-      fault === 'duplicate' ? exchange(target, sent, timeoutMs, clock) : undefined,
-    ]);
-    let seen: ExchangeResult = result;
-    let failedAt = clock.now();
-    if (fault === 'drop') {
-      seen = { status: null, error: 'the answer was lost (injected drop)' };
-    } else if (fault === 'delay') {
-      seen = { status: null, error: `no answer within ${timeoutMs} ms (injected delay)` };
-      failedAt = Math.max(failedAt, at + timeoutMs);
-    }
-    const ok = isSuccessStatus(seen.status);
     const base = {
       endpoint: target.id,
       event: delivery.event,
       idempotencyKey: delivery.idempotencyKey,
       attempt,
-      at,
+      at: clock.now(),
     };
-    // The receiver's outcome is logged even when the platform did not see it (drop, delay).
-    record(entryOf(base, seen, result.outcome, fault === 'duplicate' ? undefined : fault));
-    if (copy) record(entryOf(base, copy, copy.outcome, 'duplicate'));
-
+    // A server that is down gets nothing, so there is no answer to drop, delay or duplicate.
+    const down = isDown(target.outages, base.at);
+    if (down) record(entryOf(base, ENDPOINT_DOWN));
+    const { ok, failedAt } = down
+      ? { ok: false, failedAt: base.at }
+      : await send(delivery, base, fault);
     if (ok) {
       delivery.state = 'delivered';
       target.failingSince = undefined;
@@ -108,6 +102,32 @@ export function deliveryAttempts({
     clock.schedule(() => start(delivery), failedAt + delay - clock.now());
   }
 
+  /** Send one attempt, apply its fault and log it; whether it succeeded, and when it failed. */
+  async function send(
+    delivery: Delivery,
+    base: AttemptBase,
+    fault: FaultKind | undefined,
+  ): Promise<{ ok: boolean; failedAt: number }> {
+    const { target } = delivery;
+    const sent = signedRequest(delivery.body, target.secret);
+    const [result, copy] = await Promise.all([
+      exchange(target, sent, timeoutMs, clock),
+      fault === 'duplicate' ? exchange(target, sent, timeoutMs, clock) : undefined,
+    ]);
+    let seen: ExchangeResult = result;
+    let failedAt = clock.now();
+    if (fault === 'drop') {
+      seen = { status: null, error: 'the answer was lost (injected drop)' };
+    } else if (fault === 'delay') {
+      seen = { status: null, error: `no answer within ${timeoutMs} ms (injected delay)` };
+      failedAt = Math.max(failedAt, base.at + timeoutMs);
+    }
+    // The receiver's outcome is logged even when the platform did not see it (drop, delay).
+    record(entryOf(base, seen, result.outcome, fault === 'duplicate' ? undefined : fault));
+    if (copy) record(entryOf(base, copy, copy.outcome, 'duplicate'));
+    return { ok: isSuccessStatus(seen.status), failedAt };
+  }
+
   return start;
 }
 
@@ -122,7 +142,7 @@ export function signedRequest(body: string, secret: string): SimulatedRequest {
 
 /** The log entry of what the platform `seen`; `outcome` is what the receiver answered. */
 export function entryOf(
-  base: Pick<DeliveryLogEntry, 'endpoint' | 'event' | 'idempotencyKey' | 'attempt' | 'at'>,
+  base: AttemptBase,
   seen: ExchangeResult,
   outcome: string | undefined = seen.outcome,
   fault?: FaultKind,

@@ -13,6 +13,7 @@ import {
   type EndpointUpdate,
 } from './endpoint-config.js';
 import { PLATFORM_LIMITS } from '../platform-contract.js';
+import type { Outage } from './endpoint-outages.js';
 import type { SimulatedEndpoint } from './simulator-types.js';
 
 /** One endpoint, as the platform keeps it (mutable; callers get a frozen {@link viewOf}). */
@@ -28,6 +29,8 @@ export interface EndpointState {
   removed: boolean;
   /** When the current run of failures began; undefined after a success. */
   failingSince: number | undefined;
+  /** When the seller's server is down (`takeDown`). */
+  outages: Outage[];
 }
 
 /** What {@link createEndpointRegistry} returns. */
@@ -85,6 +88,7 @@ export function createEndpointRegistry(): EndpointRegistry {
         disabledAt: undefined,
         removed: false,
         failingSince: undefined,
+        outages: [],
       };
       endpoints.push(state);
       if (config.id === undefined) nextId++;

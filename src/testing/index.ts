@@ -24,6 +24,7 @@ export { createPlatformSimulator } from './platform-simulator.js';
 export type {
   DeliveryLogEntry,
   DeliveryState,
+  OutageOptions,
   PlatformSimulator,
   PlatformSimulatorOptions,
   SendArgs,

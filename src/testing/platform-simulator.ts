@@ -1,6 +1,7 @@
 /**
  * The platform's delivery behaviour, simulated: fan-out, signing, the 15 s timeout, the retry
- * schedule, auto-disable, test deliveries and injected faults (docs/platform.md#retries, #fan-out, #test-deliveries and #limits).
+ * schedule, auto-disable, test deliveries, injected faults and outages of the seller's server
+ * (docs/platform.md#retries, #fan-out, #test-deliveries and #limits).
  * @module
  */
 
@@ -9,12 +10,14 @@ import { ConfigError } from '../errors.js';
 import { resolveData, serializeEnvelope, toTimestamp } from './create-delivery.js';
 import { deliveryAttempts, entryOf, signedRequest, type Delivery } from './delivery-attempts.js';
 import { generateSecretKey } from './endpoint-config.js';
+import { ENDPOINT_DOWN, endOutages, isDown, outageOf } from './endpoint-outages.js';
 import { createEndpointRegistry, viewOf, type EndpointRegistry } from './endpoint-registry.js';
 import { exchange } from './exchange.js';
 import { faultPicker } from './fault-picker.js';
 import { PLATFORM_LIMITS } from '../platform-contract.js';
 import type {
   DeliveryLogEntry,
+  OutageOptions,
   PlatformSimulator,
   PlatformSimulatorOptions,
   SendArgs,
@@ -124,6 +127,13 @@ function simulatorOf(state: SimulatorState, log: readonly DeliveryLogEntry[]): P
     ): Promise<DeliveryLogEntry> {
       return sendTestDelivery(state, endpoint, options);
     },
+    takeDown(endpoint: string | SimulatedEndpoint, options: OutageOptions): void {
+      const target = registry.find(endpoint);
+      target.outages.push(outageOf(options, clock.now(), `endpoint ${target.id}`));
+    },
+    bringUp(endpoint: string | SimulatedEndpoint): void {
+      endOutages(registry.find(endpoint).outages, clock.now());
+    },
     run(): Promise<void> {
       return clock.runAll();
     },
@@ -187,7 +197,9 @@ async function sendTestDelivery(
   let secret = target.secret;
   while (!isSaved && secret === target.secret) secret = generateSecretKey();
   const at = clock.now();
-  const result = await exchange(target, signedRequest(body, secret), timeoutMs, clock);
+  const result = isDown(target.outages, at)
+    ? ENDPOINT_DOWN
+    : await exchange(target, signedRequest(body, secret), timeoutMs, clock);
   const entry: DeliveryLogEntry = {
     ...entryOf({ endpoint: target.id, event, idempotencyKey, attempt: 1, at }, result),
     test: true,

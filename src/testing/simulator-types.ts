@@ -111,6 +111,14 @@ export interface TestDeliveryOptions {
   event?: FixedEventName;
 }
 
+/** Options of {@link PlatformSimulator.takeDown}. */
+export interface OutageOptions {
+  /** How long the endpoint stays down, in ms of virtual time: a positive number. */
+  forMs: number;
+  /** When the outage starts, in virtual ms since the epoch. Default: the clock's now. */
+  from?: number;
+}
+
 /** A simulated platform. Create one with {@link createPlatformSimulator}. */
 export interface PlatformSimulator {
   /** The clock deliveries run on. */
@@ -137,6 +145,15 @@ export interface PlatformSimulator {
     endpoint: string | SimulatedEndpoint,
     options?: TestDeliveryOptions,
   ): Promise<DeliveryLogEntry>;
+  /**
+   * Take the seller's server down from `from` for `forMs` of virtual time: every attempt at the
+   * endpoint then (retries and test deliveries) fails as a refused connection does, status null,
+   * and reaches nothing; the platform retries on its schedule as ever. Call again for more
+   * outages. A ConfigError for an unknown endpoint or a `forMs` that is not a positive number.
+   */
+  takeDown(endpoint: string | SimulatedEndpoint, options: OutageOptions): void;
+  /** End the endpoint's outage now, if one is under way; outages that start later still happen. */
+  bringUp(endpoint: string | SimulatedEndpoint): void;
   /** Run the clock until every delivery is delivered or failed. */
   run(): Promise<void>;
 }

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -402,5 +404,52 @@ describe('simulate against nothing', () => {
     expect(stdout).toContain(
       '1 event, 5 requests over 4h 46m of platform time: 0 delivered, 1 failed',
     );
+  });
+});
+
+describe('simulate --down-for: the receiver down from the start', () => {
+  let server: Server;
+  let url = '';
+  let requests = 0;
+
+  beforeAll(async () => {
+    server = createServer((_request, response) => {
+      requests += 1;
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end('{"ok":true,"outcome":"processed"}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+  });
+
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('down for 5h, past the 4h 46m of retries: every event fails and no request reaches it', async () => {
+    requests = 0;
+    const { code, stdout } = await cli(
+      ['simulate', '--url', url, '--events', '2', '--down-for', '5h'],
+      { env: withSecret },
+    );
+    expect(code).toBe(1);
+    expect(stdout.match(/FAIL endpoint down \(simulated outage\)/g)).toHaveLength(10);
+    expect(stdout).toContain(
+      '2 events, 10 requests over 4h 46m of platform time: 0 delivered, 2 failed',
+    );
+    expect(requests).toBe(0);
+  });
+
+  it('down for 2h: the event is delivered by the retry 2h 1m after the first attempt', async () => {
+    requests = 0;
+    const { code, stdout } = await cli(
+      ['simulate', '--url', url, '--events', '1', '--down-for', '2h'],
+      { env: withSecret },
+    );
+    expect(code).toBe(0);
+    expect(stdout.match(/FAIL endpoint down \(simulated outage\)/g)).toHaveLength(3);
+    expect(stdout).toMatch(/^\+2h 1m +UserSignedUp +attempt 4 {2}ok +200 processed /m);
+    expect(stdout).toContain(
+      '1 event, 4 requests over 2h 1m of platform time: 1 delivered, 0 failed',
+    );
+    expect(requests).toBe(1);
   });
 });

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { formatDuration } from '../../src/cli/duration.js';
+import { durationOf, formatDuration } from '../../src/cli/duration.js';
 import type { CliIo } from '../../src/cli/command.js';
 import { COMMANDS, main } from '../../src/cli/main.js';
 import { nearestName } from '../../src/nearest-name.js';
@@ -188,6 +188,18 @@ describe('a mistake in what the user typed is a usage error (exit 2) naming it',
       'schoolhooks simulate: --events must be a whole number from 1 to 100000',
     ],
     [
+      'a --down-for in words',
+      ['simulate', '--url', url, '--down-for', '5 hours'],
+      {},
+      'schoolhooks simulate: --down-for must be a duration of 1s or more, such as 5h or 2h 30m',
+    ],
+    [
+      'a --down-for of no time',
+      ['simulate', '--url', url, '--down-for', '0m'],
+      {},
+      'schoolhooks simulate: --down-for must be a duration of 1s or more, such as 5h or 2h 30m',
+    ],
+    [
       'an endpoint URL longer than the platform takes (255 characters)',
       ['simulate', '--url', `${url}${'a'.repeat(256)}`],
       {},
@@ -368,5 +380,34 @@ describe('one format for durations', () => {
     [1_499, '1s'],
   ])('%d ms reads %s', (ms, text) => {
     expect(formatDuration(ms)).toBe(text);
+  });
+
+  it('reads back what it prints (--down-for), and nothing else', () => {
+    for (const ms of [
+      15_000,
+      11 * 60_000,
+      (4 * 60 + 46) * 60_000,
+      3_605_000,
+      14 * 24 * 3_600_000,
+    ]) {
+      expect(durationOf(formatDuration(ms))).toBe(ms);
+    }
+    expect(durationOf('2h30m')).toBe(150 * 60_000);
+    expect(durationOf('0s')).toBe(0);
+    for (const text of [
+      '',
+      ' ',
+      '5',
+      '5 h',
+      '5hours',
+      '30m 2h',
+      '1h 1h',
+      ' 5h',
+      '5h ',
+      '1.5h',
+      '-5h',
+    ]) {
+      expect(durationOf(text), text).toBeUndefined();
+    }
   });
 });

@@ -22,6 +22,7 @@ import { expressMiddleware } from 'schoolhooks/express';
 import { nodeListener } from 'schoolhooks/node';
 import { createDelivery } from 'schoolhooks/testing';
 import { createSchoolApi } from 'schoolhooks/api';
+import { createReconciler } from 'schoolhooks/reconcile';
 
 const receiver: Receiver = createReceiver({ secret: 'a-secret' });
 receiver.on('PaymentCompleted', (event) => {
@@ -32,6 +33,7 @@ export const middleware = expressMiddleware(receiver);
 export const listener = nodeListener(receiver);
 export const delivery: string = createDelivery('UserSignedUp', undefined, { secret: 'a-secret' }).body;
 export const api = createSchoolApi;
+export const reconcile = createReconciler;
 // @ts-expect-error: a misspelt option is still an error, so the types are really there
 createReceiver({ sekret: 'a-secret' });
 `;

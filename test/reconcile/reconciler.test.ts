@@ -11,7 +11,7 @@ import { AuthenticationError, type SchoolApi } from '../../src/api/index.js';
 import { recordKeyOf } from '../../src/delivery-key.js';
 import { entityOf } from '../../src/entity-of.js';
 import { recordOf, RECORDED_BY_WEBHOOK, RECOVERED_BY_RUN } from '../../src/entity-records.js';
-import type { Receiver } from '../../src/receiver.js';
+import { createReceiver } from '../../src/receiver.js';
 import {
   ConfigError,
   createReconciler,
@@ -21,6 +21,7 @@ import {
 } from '../../src/reconcile/index.js';
 import { memoryStore } from '../../src/stores/memory.js';
 import type { IdempotencyStore } from '../../src/stores/types.js';
+import type { MockInvoice } from '../../src/testing/mock-lists.js';
 import type { MockSchoolApi } from '../../src/testing/mock-school-api.js';
 import {
   access,
@@ -148,17 +149,18 @@ describe('a run', () => {
   });
 
   it('takes the receiver’s store, and refuses a receiver whose webhooks record nothing', async () => {
-    const api = await apiWith({ users: [user(8)] });
+    const api = await apiWith({ users: [user(8), user(9)] });
     const store = memoryStore();
     await recordWebhook(store, 'user:8');
-    // The receiver as the lead's change makes it: its store and whether it records entities.
-    const receiver = { store, recordsEntities: true } as unknown as Receiver;
+    const receiver = createReceiver({ secret: 'a-secret', store });
     const report = await createReconciler({ api, receiver, now })
       .on('user', () => {})
       .run({ since: '1d' });
-    expect(report).toMatchObject({ handled: 1, recovered: 0 });
-    const silent = { store, recordsEntities: false } as unknown as Receiver;
+    expect(report).toMatchObject({ handled: 1, recovered: 1 });
+    expect(store.claim(recordKeyOf('user:9', undefined), 1000)).toMatchObject({ state: 'done' });
+    const silent = createReceiver({ secret: 'a-secret', store, recordEntities: false });
     expect(() => createReconciler({ api, receiver: silent })).toThrow(/recordEntities: false/);
+    expect(() => createReconciler({ api, receiver: silent, store })).toThrow(ConfigError);
   });
 
   it('scopes records to its tenant: another school’s webhook leaves this one’s entity missing', async () => {
@@ -348,7 +350,8 @@ describe('failures', () => {
 
   it('reports a list item that fails its schema, by its id and position, and recovers the rest', async () => {
     const api = await apiWith({
-      invoices: [invoice(1), { ...invoice(2), user: null }, invoice(3)],
+      // The platform's list item without its user: no handler can use it.
+      invoices: [invoice(1), { ...invoice(2), user: null } as unknown as MockInvoice, invoice(3)],
     });
     const report = await createReconciler({ api, store: memoryStore(), now })
       .on('invoice', () => {})
@@ -535,7 +538,6 @@ describe('configuration', () => {
   const store = memoryStore();
 
   it.each<[string, Partial<ReconcilerOptions>, RegExp]>([
-    ['neither store nor receiver', { store: undefined }, /needs the store/],
     ['a negative minAgeMs', { minAgeMs: -1 }, /minAgeMs must be a non-negative number of ms/],
     ['a negative lookbackMs', { lookbackMs: -5 }, /lookbackMs must be/],
     ['an infinite lookbackMs', { lookbackMs: Infinity }, /lookbackMs must be/],
@@ -556,6 +558,12 @@ describe('configuration', () => {
     } catch (error) {
       expect(error).toMatchObject({ code: 'config' });
     }
+  });
+
+  it('refuses neither a store nor a receiver', () => {
+    const make = () => createReconciler({ api: api as unknown as ReconcilerOptions['api'] });
+    expect(make).toThrow(ConfigError);
+    expect(make).toThrow(/needs the store where the receiver records the entities/);
   });
 
   it('refuses an unknown kind and a second handler of one kind', () => {
