@@ -68,6 +68,7 @@ export type {
   InboxJob,
   InboxJobLookup,
   InboxJobState,
+  InboxReconcileOptions,
   InboxWorker,
   InboxWorkOptions,
   ManagedInbox,
@@ -75,6 +76,7 @@ export type {
   MemoryInboxOptions,
   StoredDelivery,
   StoredRunOptions,
+  ScheduledReconciler,
   StoredRunResult,
 } from './inbox/index.js';
 

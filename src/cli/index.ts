@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `schoolhooks` bin: listen, send, replay, sign, verify, simulate, schema, inbox. Runs
- * {@link main} on the real process.
+ * The `schoolhooks` bin: listen, send, replay, sign, verify, simulate, schema, inbox,
+ * reconcile. Runs {@link main} on the real process.
  * @module schoolhooks/cli
  */
 

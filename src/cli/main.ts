@@ -16,6 +16,7 @@ import {
 } from './command.js';
 import { inboxCommand } from './inbox.js';
 import { listenCommand } from './listen.js';
+import { reconcileCommand } from './reconcile.js';
 import { replayCommand } from './replay.js';
 import { schemaCommand } from './schema.js';
 import { sendCommand } from './send.js';
@@ -34,6 +35,7 @@ export const COMMANDS: readonly CliCommand[] = [
   simulateCommand,
   schemaCommand,
   inboxCommand,
+  reconcileCommand,
 ];
 
 const OVERVIEW = layout(`Usage: schoolhooks <command> [options]

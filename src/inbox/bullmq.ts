@@ -38,6 +38,12 @@ import {
 } from './bullmq-jobs.js';
 import { BULLMQ_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 import { deliveryKeyOf } from '../delivery-key.js';
+import { startBullmqReconcile } from './bullmq-reconcile.js';
+import {
+  checkReconcileOptions,
+  type InboxReconcileOptions,
+  type ScheduledReconciler,
+} from './reconcile-schedule.js';
 
 /** The name of the backoff strategy bullmqInbox gives BullMQ (its jobs' `backoff.type`). */
 export const BACKOFF_STRATEGY = 'schoolhooks';
@@ -108,6 +114,12 @@ export interface BullmqInbox extends ManagedInbox {
   getJob(idOrKey: string, options?: InboxJobLookup): Promise<BullmqInboxJob | undefined>;
   /** Put one dead letter back to run again (named as `getJob` names it); false when there is none. */
   retryJob(idOrKey: string, options?: InboxJobLookup): Promise<boolean>;
+  /**
+   * Run a reconciler every `options.every` as a BullMQ job scheduler on a queue of its own,
+   * `<queueName>.reconcile`, whose global concurrency is 1: one run at a time across every
+   * process that calls it. Needs BullMQ 5.16 or later.
+   */
+  reconcile(reconciler: ScheduledReconciler, options: InboxReconcileOptions): InboxWorker;
 }
 
 const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '#': '%23' };
@@ -178,6 +190,7 @@ export function bullmqInbox(options: BullmqInboxOptions): BullmqInbox {
     jobs: (filter) => inbox.jobs(filter),
     getJob: (idOrKey, lookup) => inbox.getJob(idOrKey, lookup),
     retryJob: (idOrKey, lookup) => inbox.retryJob(idOrKey, lookup),
+    reconcile: (reconciler, reconcileOptions) => inbox.reconcile(reconciler, reconcileOptions),
     close: () => inbox.close(),
   };
 }
@@ -192,6 +205,8 @@ class BullmqQueueInbox implements BullmqInbox {
   readonly #enqueue: (delivery: StoredDelivery) => Promise<void>;
   readonly #workers = new Set<InboxWorker>();
   #closed = false;
+  /** True while a reconciler runs (one per inbox: its scheduler has one id). */
+  #reconciling = false;
   readonly #onConnectionError = (error: unknown): void => {
     this.#settings.logger?.warn(
       { err: messageOf(error), queue: this.#settings.queueName },
@@ -226,6 +241,32 @@ class BullmqQueueInbox implements BullmqInbox {
       workOptions,
       this.#onConnectionError,
       () => this.#workers.delete(handle),
+    );
+    this.#workers.add(handle);
+    return handle;
+  }
+
+  reconcile(reconciler: ScheduledReconciler, options: InboxReconcileOptions): InboxWorker {
+    if (this.#closed) throw closedForWork('bullmqInbox');
+    const schedule = checkReconcileOptions('bullmqInbox', reconciler, options);
+    if (this.#reconciling) {
+      throw new ConfigError('bullmqInbox: reconcile runs one reconciler per inbox; close it first');
+    }
+    const settings = this.#settings;
+    this.#reconciling = true;
+    const handle = startBullmqReconcile(
+      {
+        ...settings,
+        client: this.#client,
+        blockingClient: () => blockingTemplate(this.#client),
+        onConnectionError: this.#onConnectionError,
+      },
+      reconciler,
+      schedule,
+      () => {
+        this.#workers.delete(handle);
+        this.#reconciling = false;
+      },
     );
     this.#workers.add(handle);
     return handle;

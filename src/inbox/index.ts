@@ -15,4 +15,5 @@ export type {
   InboxWorkOptions,
   ManagedInbox,
 } from './managed.js';
+export type { InboxReconcileOptions, ScheduledReconciler } from './reconcile-schedule.js';
 export type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './types.js';

@@ -8,6 +8,7 @@ import type { Outcome } from '../outcome.js';
 import type { Receiver } from '../receiver.js';
 import { INBOX_DEFAULTS } from '../defaults.js';
 import { nextRetry, type RetryPolicy } from '../retry-policy.js';
+import type { InboxReconcileOptions, ScheduledReconciler } from './reconcile-schedule.js';
 import type { Inbox, StoredRunResult } from './types.js';
 
 /** Where a job is: waiting or delayed for a run, running, done, or a dead letter (`failed`). */
@@ -63,6 +64,12 @@ export interface ManagedInbox extends Inbox {
   retryFailed(filter?: { event?: string }): Promise<number>;
   /** The jobs in one state, or in every state. */
   jobs(filter?: { state?: InboxJobState }): Promise<InboxJob[]>;
+  /**
+   * Run a reconciler (`createReconciler` of `schoolhooks/reconcile`) every `options.every`,
+   * one run at a time across every process of this inbox, until the returned worker is
+   * closed. A run that throws is logged and the next tick runs again.
+   */
+  reconcile(reconciler: ScheduledReconciler, options: InboxReconcileOptions): InboxWorker;
   /** Stop the workers and let go of the inbox's resources. */
   close(): Promise<void>;
 }

@@ -21,6 +21,13 @@ import {
 } from './managed.js';
 import type { StoredDelivery } from './types.js';
 import { deliveryKeyOf } from '../delivery-key.js';
+import {
+  checkReconcileOptions,
+  ReconcileTicker,
+  runReconcile,
+  type InboxReconcileOptions,
+  type ScheduledReconciler,
+} from './reconcile-schedule.js';
 
 /** Options of {@link memoryInbox}. */
 export interface MemoryInboxOptions {
@@ -76,6 +83,7 @@ export function memoryInbox(options: MemoryInboxOptions = {}): MemoryInbox {
     work: (receiver, workOptions) => inbox.work(receiver, workOptions),
     retryFailed: (filter) => inbox.retryFailed(filter),
     jobs: (filter) => inbox.jobs(filter),
+    reconcile: (reconciler, reconcileOptions) => inbox.reconcile(reconciler, reconcileOptions),
     idle: () => inbox.idle(),
     close: () => inbox.close(),
   };
@@ -87,6 +95,7 @@ class MemoryQueue implements MemoryInbox {
   readonly #jobs = new Map<string, Job>();
   readonly #waiting: Job[] = [];
   readonly #workers = new Set<Worker>();
+  readonly #reconcilers = new Set<ReconcileTicker>();
   #idleWaiters: (() => void)[] = [];
   #closed = false;
   /** Jobs waiting, delayed or running: the inbox is idle at 0. */
@@ -152,6 +161,20 @@ class MemoryQueue implements MemoryInbox {
     return list;
   }
 
+  /** Runs the reconciler at once, then every `every` (a timer: this process only). */
+  reconcile(reconciler: ScheduledReconciler, options: InboxReconcileOptions): InboxWorker {
+    if (this.#closed) throw closedForWork('memoryInbox');
+    const schedule = checkReconcileOptions('memoryInbox', reconciler, options);
+    const log = { logger: undefined, queue: 'memoryInbox' };
+    const ticker: ReconcileTicker = new ReconcileTicker(
+      schedule.everyMs,
+      async (signal) => void (await runReconcile(reconciler, schedule, signal, log)),
+      () => this.#reconcilers.delete(ticker),
+    );
+    this.#reconcilers.add(ticker);
+    return ticker;
+  }
+
   idle(): Promise<void> {
     if (this.#pending === 0) return Promise.resolve();
     return new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
@@ -159,6 +182,7 @@ class MemoryQueue implements MemoryInbox {
 
   async close(): Promise<void> {
     this.#closed = true;
+    await Promise.all([...this.#reconcilers].map((ticker) => ticker.close()));
     for (const job of this.#jobs.values()) {
       if (job.timer !== undefined) clearTimeout(job.timer);
     }

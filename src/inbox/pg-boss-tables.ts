@@ -115,9 +115,10 @@ export class PgBossTables {
   readonly #queue: string;
   readonly layout: PgBossLayout;
 
-  private constructor(db: PgBossDb, schema: string, queue: string, layout: PgBossLayout) {
+  /** `job` is the job table's name, quoted: `"<schema>".job`. */
+  private constructor(db: PgBossDb, job: string, queue: string, layout: PgBossLayout) {
     this.#db = db;
-    this.#job = `"${schema}".job`;
+    this.#job = job;
     this.#queue = queue;
     this.layout = layout;
   }
@@ -148,7 +149,7 @@ export class PgBossTables {
       );
     }
     const known = LAYOUTS.find(({ from, to }) => schemaVersion >= from && schemaVersion <= to);
-    if (known !== undefined) return new PgBossTables(db, schema, queue, known.layout);
+    if (known !== undefined) return new PgBossTables(db, `"${schema}".job`, queue, known.layout);
     const supported = 'pg-boss 10, 11 and 12 (schema versions 21–46)';
     if (schemaVersion < LAYOUTS[0]!.from) {
       throw new ConfigError(
@@ -169,7 +170,12 @@ export class PgBossTables {
           `job table has no ${missing.join(', ')}: this schoolhooks knows ${supported}`,
       );
     }
-    return new PgBossTables(db, schema, queue, 'pg-boss 11/12');
+    return new PgBossTables(db, `"${schema}".job`, queue, 'pg-boss 11/12');
+  }
+
+  /** The same statements on the jobs of another queue of the same pg-boss. */
+  ofQueue(queue: string): PgBossTables {
+    return new PgBossTables(this.#db, this.#job, queue, this.layout);
   }
 
   /** The queue's jobs in one state, or in every state, oldest first. */

@@ -33,6 +33,12 @@ import {
   type PgBossTables,
 } from './pg-boss-tables.js';
 import { PgBossWorker } from './pg-boss-worker.js';
+import { startPgBossReconcile } from './pg-boss-reconcile.js';
+import {
+  checkReconcileOptions,
+  type InboxReconcileOptions,
+  type ScheduledReconciler,
+} from './reconcile-schedule.js';
 import type { StoredDelivery } from './types.js';
 import { PG_BOSS_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 import { deliveryKeyOf } from '../delivery-key.js';
@@ -63,8 +69,11 @@ export interface PgBossLike {
   ): Promise<PgBossFetchedJob[]>;
   /** Marks a job done. */
   complete(name: string, id: string, data?: object): Promise<unknown>;
-  /** Creates a queue (pg-boss 10 and later need one before `send`). */
-  createQueue(name: string): Promise<void>;
+  /**
+   * Creates a queue (pg-boss 10 and later need one before `send`); `reconcile` makes its own
+   * with the `stately` policy.
+   */
+  createQueue(name: string, options?: { policy?: string }): Promise<void>;
   /** The version of pg-boss's tables, to tell the layouts apart. */
   schemaVersion(): Promise<unknown>;
   /** What runs SQL on pg-boss's own connections. */
@@ -146,6 +155,12 @@ export interface PgBossInbox extends ManagedInbox {
   getJob(idOrKey: string, options?: InboxJobLookup): Promise<PgBossInboxJob | undefined>;
   /** Put one dead letter back to run again (named as `getJob` names it); false when there is none. */
   retryJob(idOrKey: string, options?: InboxJobLookup): Promise<boolean>;
+  /**
+   * Run a reconciler every `options.every` on a queue of its own, `<queueName>.reconcile` (a
+   * `stately` pg-boss queue), one run at a time across every process that calls it; a run is
+   * aborted after `expireInMs`. Needs no pg-boss cron.
+   */
+  reconcile(reconciler: ScheduledReconciler, options: InboxReconcileOptions): InboxWorker;
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -196,6 +211,7 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
     jobs: (filter) => inbox.jobs(filter),
     getJob: (idOrKey, lookup) => inbox.getJob(idOrKey, lookup),
     retryJob: (idOrKey, lookup) => inbox.retryJob(idOrKey, lookup),
+    reconcile: (reconciler, reconcileOptions) => inbox.reconcile(reconciler, reconcileOptions),
     close: () => inbox.close(),
   };
 }
@@ -206,6 +222,7 @@ class PgBossQueueInbox implements PgBossInbox {
   readonly #enqueues: BoundedCalls;
   readonly #boss: BossStarter;
   readonly #workers = new Set<PgBossWorker>();
+  readonly #reconcilers = new Set<InboxWorker>();
   #closed = false;
 
   constructor(settings: InboxSettings) {
@@ -262,6 +279,22 @@ class PgBossQueueInbox implements PgBossInbox {
     return worker;
   }
 
+  reconcile(reconciler: ScheduledReconciler, options: InboxReconcileOptions): InboxWorker {
+    if (this.#closed) throw closedForWork('pgBossInbox');
+    const schedule = checkReconcileOptions('pgBossInbox', reconciler, options);
+    if (this.#reconcilers.size > 0) {
+      throw new ConfigError('pgBossInbox: reconcile runs one reconciler per inbox; close it first');
+    }
+    const handle = startPgBossReconcile(
+      { ...this.#settings, started: () => this.#started() },
+      reconciler,
+      schedule,
+      () => this.#reconcilers.delete(handle),
+    );
+    this.#reconcilers.add(handle);
+    return handle;
+  }
+
   async retryFailed({ event }: { event?: string } = {}): Promise<number> {
     const { tables } = await this.#started();
     const count = await tables.retryFailed({ event }, this.#settings.keepCompletedMs);
@@ -289,7 +322,7 @@ class PgBossQueueInbox implements PgBossInbox {
 
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#workers].map((worker) => worker.close()));
+    await Promise.all([...this.#workers, ...this.#reconcilers].map((worker) => worker.close()));
     await this.#boss.stop();
   }
 

@@ -1,0 +1,145 @@
+/**
+ * A reconciler run by a `bullmqInbox` as a BullMQ job scheduler: a queue of its own beside the
+ * deliveries' (`<queueName>.reconcile`), whose scheduler makes one job every `every`, and whose
+ * global concurrency of 1 lets one worker of any process run it at a time.
+ * @module
+ */
+
+import { Queue, Worker, type Job } from 'bullmq';
+import type { Cluster, Redis } from 'ioredis';
+import { ConfigError } from '../errors.js';
+import { messageOf } from '../message-of.js';
+import type { Logger } from '../receiver.js';
+import type { InboxWorker } from './managed.js';
+import {
+  reportSummary,
+  runReconcile,
+  type ReconcileSchedule,
+  type ScheduledReconciler,
+} from './reconcile-schedule.js';
+
+/** The id of the job scheduler on the reconcile queue (one per inbox). */
+export const RECONCILE_SCHEDULER_ID = 'schoolhooks-reconcile';
+
+/** The name of the queue a `bullmqInbox` of `queueName` runs its reconciler on. */
+export function reconcileQueueName(queueName: string): string {
+  return `${queueName}.reconcile`;
+}
+
+/** What the reconcile worker needs of its inbox. */
+export interface BullmqReconcileSettings {
+  /** The inbox's client: the queue's connection. */
+  readonly client: Redis | Cluster;
+  /** A lazy copy of it for the worker's blocking connections (`maxRetriesPerRequest: null`). */
+  readonly blockingClient: () => Redis | Cluster;
+  readonly queueName: string;
+  readonly prefix: string;
+  readonly keepCompletedMs: number;
+  readonly keepFailedMs: number;
+  readonly logger: Logger | undefined;
+  readonly onConnectionError: (error: unknown) => void;
+}
+
+/** Runs kept at the most, completed and failed each, besides their age. */
+const KEEP_RUNS = 100;
+
+/**
+ * Upsert the scheduler (every process does: the same id and the same `every` is one
+ * scheduler), set the queue's global concurrency to 1, and run its jobs in a worker of this
+ * process. `close()` stops the worker, aborting a run in progress; the scheduler stays in Redis
+ * for the other processes.
+ */
+export function startBullmqReconcile(
+  settings: BullmqReconcileSettings,
+  reconciler: ScheduledReconciler,
+  schedule: ReconcileSchedule,
+  forget: () => void,
+): InboxWorker {
+  const name = reconcileQueueName(settings.queueName);
+  const queue = new Queue(name, { connection: settings.client, prefix: settings.prefix });
+  queue.on('error', settings.onConnectionError);
+  if (
+    typeof (queue as Partial<Queue>).upsertJobScheduler !== 'function' ||
+    typeof (queue as Partial<Queue>).setGlobalConcurrency !== 'function'
+  ) {
+    void queue.close();
+    throw new ConfigError(
+      'bullmqInbox: reconcile needs BullMQ 5.16 or later (job schedulers and global concurrency)',
+    );
+  }
+  const stop = new AbortController();
+  const log = { logger: settings.logger, queue: name };
+  const setup = scheduled(queue, schedule.everyMs, settings, stop.signal);
+  const template = settings.blockingClient();
+  const worker = new Worker(
+    name,
+    async (_job: Job) => {
+      const outcome = await runReconcile(reconciler, schedule, stop.signal, log);
+      if (outcome.ok) return reportSummary(outcome.report);
+      // The job fails (Bull Board shows why), and the scheduler's next job runs at the next tick.
+      throw outcome.error instanceof Error ? outcome.error : new Error(messageOf(outcome.error));
+    },
+    { connection: template, prefix: settings.prefix, concurrency: 1 },
+  );
+  worker.on('error', settings.onConnectionError);
+  let closing: Promise<void> | undefined;
+  return {
+    close() {
+      closing ??= (async () => {
+        stop.abort(new Error('the reconcile worker was closed'));
+        await worker.close();
+        await setup;
+        template.disconnect();
+        await queue.close();
+        forget();
+      })();
+      return closing;
+    },
+  };
+}
+
+/**
+ * The scheduler and the global concurrency, set once; a failure (Redis unreachable) is logged
+ * and tried again after `everyMs` (or 30 s, if sooner) until it succeeds or the worker closes.
+ */
+async function scheduled(
+  queue: Queue,
+  everyMs: number,
+  { keepCompletedMs, keepFailedMs, logger }: BullmqReconcileSettings,
+  signal: AbortSignal,
+): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      await queue.setGlobalConcurrency(1);
+      await queue.upsertJobScheduler(
+        RECONCILE_SCHEDULER_ID,
+        { every: everyMs },
+        {
+          name: 'reconcile',
+          data: {},
+          opts: {
+            // BullMQ counts these ages in seconds.
+            removeOnComplete: { age: Math.ceil(keepCompletedMs / 1000), count: KEEP_RUNS },
+            removeOnFail: { age: Math.ceil(keepFailedMs / 1000), count: KEEP_RUNS },
+          },
+        },
+      );
+      return;
+    } catch (error) {
+      if (signal.aborted) return;
+      (logger ?? console).error(
+        { err: messageOf(error), queue: queue.name },
+        'reconcile schedule not set; trying again',
+      );
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.min(everyMs, 30_000));
+        function done(): void {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        }
+        signal.addEventListener('abort', done);
+      });
+    }
+  }
+}

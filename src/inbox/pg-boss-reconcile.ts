@@ -1,0 +1,153 @@
+/**
+ * A reconciler run by a `pgBossInbox` on a queue of its own (`<queueName>.reconcile`), without
+ * pg-boss's cron (the inbox's pg-boss runs with `schedule: false`, and cron counts in whole
+ * minutes): at each whole multiple of `every`, each process stores that tick's job under one id
+ * derived from the tick (so every process stores the same one), then asks for a job. pg-boss
+ * hands a job to one process only, and the queue's `stately` policy holds at most one job
+ * waiting and one running, so runs never overlap and never pile up.
+ * @module
+ */
+
+import { ConfigError } from '../errors.js';
+import { messageOf } from '../message-of.js';
+import type { Logger } from '../receiver.js';
+import type { InboxWorker } from './managed.js';
+import type { Started } from './pg-boss-starter.js';
+import { pgBossJobId, seconds, type PgBossTables } from './pg-boss-tables.js';
+import {
+  ReconcileTicker,
+  reportSummary,
+  runReconcile,
+  type ReconcileSchedule,
+  type ScheduledReconciler,
+} from './reconcile-schedule.js';
+
+/** The name of the queue a `pgBossInbox` of `queueName` runs its reconciler on. */
+export function reconcileQueueName(queueName: string): string {
+  return `${queueName}.reconcile`;
+}
+
+/** What the reconcile worker needs of its inbox. */
+export interface PgBossReconcileSettings {
+  readonly queueName: string;
+  /** How long a run may take: pg-boss takes a job held longer for dead, so a run is aborted then. */
+  readonly expireInMs: number;
+  readonly keepCompletedMs: number;
+  readonly keepFailedMs: number;
+  readonly logger: Logger | undefined;
+  readonly started: () => Promise<Started>;
+}
+
+/** Ready to tick: the started pg-boss, with the reconcile queue made, and its tables. */
+interface Prepared {
+  readonly boss: Started['boss'];
+  readonly tables: PgBossTables;
+}
+
+/**
+ * Run the reconciler at once (unless another process ran this tick's job), then at every tick,
+ * in this process, until `close()`, which aborts a run in progress.
+ */
+export function startPgBossReconcile(
+  settings: PgBossReconcileSettings,
+  reconciler: ScheduledReconciler,
+  schedule: ReconcileSchedule,
+  forget: () => void,
+): InboxWorker {
+  const name = reconcileQueueName(settings.queueName);
+  if (!/^[A-Za-z0-9_.-]{1,100}$/.test(name)) {
+    throw new ConfigError(
+      `pgBossInbox: reconcile's queue "<queueName>.reconcile" must be at most 100 characters`,
+    );
+  }
+  const log = { logger: settings.logger, queue: name };
+  let preparing: Promise<Prepared> | undefined;
+  const prepare = (): Promise<Prepared> => {
+    preparing ??= (async () => {
+      const { boss, tables } = await settings.started();
+      // stately: one job waiting and one running at the most, whatever each process stores.
+      await boss.createQueue(name, { policy: 'stately' });
+      return { boss, tables: tables.ofQueue(name) };
+    })().catch((error: unknown) => {
+      preparing = undefined;
+      throw error;
+    });
+    return preparing;
+  };
+
+  async function tick(signal: AbortSignal): Promise<void> {
+    let job;
+    let prepared: Prepared;
+    try {
+      prepared = await prepare();
+      const slot = Math.floor(Date.now() / schedule.everyMs);
+      // null when this tick's job is there already, or when one is waiting (stately).
+      await prepared.boss.send(name, { tick: slot }, sendOptions(settings, prepared, name, slot));
+      [job] = await prepared.boss.fetch(name, { batchSize: 1, includeMetadata: true });
+    } catch (error) {
+      if (!signal.aborted) {
+        settings.logger?.warn(
+          { err: messageOf(error), queue: name },
+          'reconcile tick failed; the next tick tries again',
+        );
+      }
+      return;
+    }
+    if (job === undefined) return;
+    const outcome = await withTimeout(signal, settings.expireInMs, (runSignal) =>
+      runReconcile(reconciler, schedule, runSignal, log),
+    );
+    try {
+      if (outcome.ok) {
+        await prepared.boss.complete(name, job.id, reportSummary(outcome.report));
+      } else {
+        const reason = messageOf(outcome.error);
+        await prepared.tables.deadLetter(job.id, reason, settings.keepFailedMs);
+      }
+    } catch (error) {
+      // The job stays active until pg-boss expires it; the next tick's job waits until then.
+      settings.logger?.warn({ err: messageOf(error), queue: name }, 'inbox job update failed');
+    }
+  }
+
+  const ticker: ReconcileTicker = new ReconcileTicker(schedule.everyMs, tick, forget);
+  return ticker;
+}
+
+/** The job of one tick: its id derived from the tick, run once, held at most `expireInMs`. */
+function sendOptions(
+  { expireInMs, keepCompletedMs }: PgBossReconcileSettings,
+  { tables }: Prepared,
+  name: string,
+  slot: number,
+): object {
+  return {
+    id: pgBossJobId(`reconcile:${name}:${slot}`),
+    // A failed run is not run again: the next tick runs anew.
+    retryLimit: 0,
+    expireInSeconds: seconds(expireInMs),
+    ...(tables.layout === 'pg-boss 10' ? {} : { deleteAfterSeconds: seconds(keepCompletedMs) }),
+  };
+}
+
+/** `run` with a signal aborted by `signal` or after `ms`, whichever comes first. */
+async function withTimeout<T>(
+  signal: AbortSignal,
+  ms: number,
+  run: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  const abort = (): void => controller.abort(signal.reason);
+  if (signal.aborted) abort();
+  signal.addEventListener('abort', abort);
+  const timer = setTimeout(
+    () => controller.abort(new Error(`the reconcile run took longer than ${ms} ms (expireInMs)`)),
+    ms,
+  );
+  try {
+    return await run(controller.signal);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', abort);
+  }
+}

@@ -1,0 +1,236 @@
+/**
+ * What the inboxes share to run a reconciler on a schedule (`inbox.reconcile(reconciler, …)`):
+ * its options, checked, and one run with its report handed on and its failure logged, never
+ * thrown. Types only from `schoolhooks/reconcile`: the inbox never loads the reconciler.
+ * @module
+ */
+
+import { ConfigError } from '../errors.js';
+import { messageOf } from '../message-of.js';
+import type { ReconcileReport, ReconcileRunOptions, Reconciler } from '../reconcile/types.js';
+import type { Logger } from '../receiver.js';
+
+/** What an inbox runs: any object with the reconciler's `run` (`createReconciler(…)`). */
+export type ScheduledReconciler = Pick<Reconciler, 'run'>;
+
+/** Options of `inbox.reconcile(reconciler, options)`. */
+export interface InboxReconcileOptions {
+  /**
+   * How often the reconciler runs: ms, or a duration (`'1h'`, `'30m'`, `'90s'`, `'1d'`,
+   * `'500ms'`). Runs start at whole multiples of it since the epoch (`'1h'`: on the hour), one
+   * at a time across every process of the inbox.
+   */
+  every: string | number;
+  /** The window of each run (`reconciler.run({ since })`): `'48h'`, a Date or ms. */
+  since: ReconcileRunOptions['since'];
+  /** The kinds each run checks. Default: the reconciler's (those with a handler). */
+  kinds?: ReconcileRunOptions['kinds'];
+  /** Gets the report of each run this process made. */
+  onReport?: (report: ReconcileReport) => void;
+  /**
+   * Gets the error of each run that threw (the next run comes at the next tick all the same).
+   * Default: logged at error level by the inbox's `logger`, or `console` without one.
+   */
+  onError?: (error: unknown) => void;
+}
+
+/** {@link InboxReconcileOptions}, checked, with `every` in ms. */
+export interface ReconcileSchedule {
+  readonly everyMs: number;
+  readonly since: ReconcileRunOptions['since'];
+  readonly kinds: ReconcileRunOptions['kinds'];
+  readonly onReport: ((report: ReconcileReport) => void) | undefined;
+  readonly onError: ((error: unknown) => void) | undefined;
+}
+
+/** The longest `every`: what a timer can wait (2^31 - 1 ms, about 24.8 days), in whole days. */
+const MAX_EVERY_MS = 24 * 86_400_000;
+
+const UNIT_MS: Readonly<Record<string, number>> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/**
+ * A duration in ms: a positive whole number of ms, or a positive whole number and a unit
+ * (`ms`, `s`, `m`, `h`, `d`); undefined for anything else.
+ *
+ * @example
+ * ```ts
+ * durationMs('90m'); // 5_400_000
+ * durationMs(1000); // 1000
+ * durationMs('1.5h'); // undefined
+ * ```
+ */
+export function durationMs(value: string | number): number | undefined {
+  if (typeof value === 'number') {
+    return Number.isSafeInteger(value) && value > 0 ? value : undefined;
+  }
+  const match = /^([1-9]\d{0,14})(ms|s|m|h|d)$/.exec(value.trim());
+  if (match === null) return undefined;
+  const ms = Number(match[1]) * UNIT_MS[match[2]!]!;
+  return Number.isSafeInteger(ms) ? ms : undefined;
+}
+
+/** The options checked, or a `ConfigError` naming `factory` and the first that cannot work. */
+export function checkReconcileOptions(
+  factory: string,
+  reconciler: ScheduledReconciler,
+  options: InboxReconcileOptions,
+): ReconcileSchedule {
+  if (typeof (reconciler as Partial<ScheduledReconciler> | null)?.run !== 'function') {
+    throw new ConfigError(`${factory}: reconcile needs a reconciler (createReconciler)`);
+  }
+  const everyMs = durationMs(options.every);
+  if (everyMs === undefined || everyMs > MAX_EVERY_MS) {
+    throw new ConfigError(
+      `${factory}: reconcile's every must be a positive whole number of ms, or a duration such as '1h', '30m' or '90s', of at most 24 days`,
+    );
+  }
+  if (options.since === undefined) {
+    throw new ConfigError(`${factory}: reconcile needs since (e.g. '48h'): the window of each run`);
+  }
+  for (const name of ['onReport', 'onError'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') {
+      throw new ConfigError(`${factory}: reconcile's ${name} must be a function`);
+    }
+  }
+  return {
+    everyMs,
+    since: options.since,
+    kinds: options.kinds,
+    onReport: options.onReport,
+    onError: options.onError,
+  };
+}
+
+/** How one run ended: its report, or what it threw. */
+export type ReconcileOutcome =
+  | { readonly ok: true; readonly report: ReconcileReport }
+  | { readonly ok: false; readonly error: unknown };
+
+/**
+ * One run of the reconciler over the schedule's window: the report handed to `onReport`, a
+ * failure to `onError` (or logged). Never rejects; resolves to how the run ended.
+ */
+export async function runReconcile(
+  reconciler: ScheduledReconciler,
+  schedule: ReconcileSchedule,
+  signal: AbortSignal,
+  log: { logger: Logger | undefined; queue: string },
+): Promise<ReconcileOutcome> {
+  let report: ReconcileReport;
+  try {
+    report = await reconciler.run({
+      since: schedule.since,
+      ...(schedule.kinds === undefined ? {} : { kinds: schedule.kinds }),
+      signal,
+    });
+  } catch (error) {
+    // Stopped by close() (or, on pg-boss, after expireInMs): what it recovered stays recovered.
+    if (signal.aborted) {
+      log.logger?.warn(
+        { err: messageOf(signal.reason), queue: log.queue },
+        'reconcile run stopped',
+      );
+    } else if (schedule.onError !== undefined) {
+      call(schedule.onError, error, log);
+    } else {
+      (log.logger ?? console).error(
+        { err: messageOf(error), queue: log.queue },
+        'reconcile run failed; the next runs at the next tick',
+      );
+    }
+    return { ok: false, error };
+  }
+  if (schedule.onReport !== undefined) call(schedule.onReport, report, log);
+  return { ok: true, report };
+}
+
+/** A callback of the user's, whose own failure is logged rather than thrown. */
+function call<T>(
+  callback: (value: T) => void,
+  value: T,
+  log: { logger: Logger | undefined; queue: string },
+): void {
+  try {
+    callback(value);
+  } catch (error) {
+    (log.logger ?? console).error(
+      { err: messageOf(error), queue: log.queue },
+      'reconcile callback threw',
+    );
+  }
+}
+
+/**
+ * What a run's job keeps as its result (BullMQ's return value, pg-boss's output): the counts,
+ * never an error's cause or an item.
+ */
+export function reportSummary(report: ReconcileReport): Record<string, unknown> {
+  return {
+    window: report.window,
+    checked: report.checked,
+    handled: report.handled,
+    recovered: report.recovered,
+    missing: report.missing.length,
+    failed: report.failed.length,
+  };
+}
+
+/** The delay from `now` to the next whole multiple of `everyMs` since the epoch. */
+export function untilNextTick(now: number, everyMs: number): number {
+  return everyMs - (now % everyMs);
+}
+
+/**
+ * A scheduled reconciler in one process: `tick` at once, then at every whole multiple of
+ * `everyMs`; a tick that comes while the last one still runs is skipped. `close()` stops the
+ * timer, aborts the signal a running tick was given, and resolves once it has ended.
+ */
+export class ReconcileTicker {
+  readonly #everyMs: number;
+  readonly #tick: (signal: AbortSignal) => Promise<void>;
+  readonly #stop = new AbortController();
+  readonly #forget: () => void;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #running: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(
+    everyMs: number,
+    tick: (signal: AbortSignal) => Promise<void>,
+    forget: () => void = () => {},
+  ) {
+    this.#everyMs = everyMs;
+    this.#tick = tick;
+    this.#forget = forget;
+    this.#fire();
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      clearTimeout(this.#timer);
+      this.#stop.abort(new Error('the reconcile worker was closed'));
+      await this.#running;
+      this.#forget();
+    })();
+    return this.#closing;
+  }
+
+  #fire(): void {
+    if (this.#stop.signal.aborted) return;
+    if (this.#running === undefined) {
+      const running = this.#tick(this.#stop.signal)
+        .catch(() => {})
+        .finally(() => {
+          if (this.#running === running) this.#running = undefined;
+        });
+      this.#running = running;
+    }
+    this.#timer = setTimeout(() => this.#fire(), untilNextTick(Date.now(), this.#everyMs));
+  }
+}

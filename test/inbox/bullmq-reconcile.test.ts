@@ -1,0 +1,95 @@
+/**
+ * bullmqInbox's `reconcile`: a reconciler run as a BullMQ job scheduler on real Redis, with a
+ * fake `{ run }` and intervals of a few hundred ms. Two inboxes on one queue stand for two
+ * processes (each has a Redis connection of its own).
+ */
+
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
+import type { Logger } from '../../src/index.js';
+import { bullmqInbox, type BullmqInbox } from '../../src/inbox/bullmq.js';
+import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { describeReconcileContract } from './reconcile-contract.js';
+import { fakeReconciler } from './reconcile-fake.js';
+
+let redis: TestRedis;
+const run = randomUUID().slice(0, 8);
+const prefix = `test-bull-${run}`;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  redis = await useTestRedis();
+});
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+});
+
+afterAll(async () => {
+  await redis?.close();
+});
+
+/** The reconcile queue of an inbox's queue, read with a connection of its own. */
+function reconcileQueue(queueName: string): Queue {
+  const client = new Redis(redis.url);
+  const queue = new Queue(`${queueName}.reconcile`, { connection: client, prefix });
+  cleanups.push(async () => {
+    await queue.close();
+    client.disconnect();
+  });
+  return queue;
+}
+
+/** `count` inboxes on one queue, each with a connection of its own; their keys removed after. */
+function inboxes(count: number, logger?: Logger): BullmqInbox[] {
+  const queueName = `reconcile-${randomUUID().slice(0, 8)}`;
+  const made: BullmqInbox[] = [];
+  cleanups.push(async () => {
+    const queue = reconcileQueue(queueName);
+    await queue.obliterate({ force: true }).catch(() => {});
+    await made[0]!.queue.obliterate({ force: true }).catch(() => {});
+  });
+  for (let i = 0; i < count; i++) {
+    const client = new Redis(redis.url);
+    const inbox = bullmqInbox({
+      connection: client,
+      queueName,
+      prefix,
+      ...(logger ? { logger } : {}),
+    });
+    made.push(inbox);
+    cleanups.push(async () => {
+      await inbox.close();
+      client.disconnect();
+    });
+  }
+  return made;
+}
+
+describeReconcileContract('bullmqInbox', { inboxes, processes: true, logs: true });
+
+it('each run is a job of the reconcile queue, beside the deliveries, that keeps the counts', async () => {
+  const [inbox] = inboxes(1);
+  const reconciler = fakeReconciler();
+  const worker = inbox!.reconcile(reconciler, { every: 200, since: '48h' });
+  await vi.waitFor(() => expect(reconciler.calls.length).toBeGreaterThanOrEqual(2), {
+    timeout: 4000,
+    interval: 20,
+  });
+  await worker.close();
+  const queue = reconcileQueue(inbox!.queue.name);
+  const [done] = await queue.getJobs(['completed'], 0, 0, true);
+  expect(done?.returnvalue).toEqual({
+    window: { from: '2026-11-24T00:00:00.000Z', to: '2026-11-26T00:00:00.000Z' },
+    checked: { invoice: 1, access: 0, certificate: 0, user: 0 },
+    handled: 1,
+    recovered: 0,
+    missing: 0,
+    failed: 0,
+  });
+  expect(await queue.getGlobalConcurrency()).toBe(1);
+  // The scheduler stays for the other processes.
+  expect(await queue.getJobSchedulersCount()).toBe(1);
+});

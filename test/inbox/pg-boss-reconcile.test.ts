@@ -1,0 +1,86 @@
+/**
+ * pgBossInbox's `reconcile` on real Postgres and real pg-boss (no cron: one job a tick, stored
+ * under the tick's id by every process, on a `stately` queue), with a fake `{ run }` and
+ * intervals of a few hundred ms. Two inboxes on one queue stand for two processes (each makes a
+ * pg-boss of its own); each test has a pg-boss schema of its own, dropped after it.
+ */
+
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
+import type { Logger } from '../../src/index.js';
+import { pgBossInbox, type PgBossInbox } from '../../src/postgres.js';
+import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { describeReconcileContract } from './reconcile-contract.js';
+import { fakeReconciler } from './reconcile-fake.js';
+
+let database: TestPostgres;
+let pool: pg.Pool;
+const cleanups: (() => Promise<unknown>)[] = [];
+/** The schema of the inboxes made last. */
+let schema = '';
+
+beforeAll(async () => {
+  database = await useTestPostgres();
+  pool = new pg.Pool({ connectionString: database.url, max: 4 });
+  pool.on('error', () => {});
+}, 60_000);
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+});
+
+afterAll(async () => {
+  await pool?.end();
+  await database?.close();
+});
+
+/** `count` inboxes on one queue of one schema, each with a pg-boss of its own. */
+function inboxes(count: number, logger?: Logger): PgBossInbox[] {
+  schema = uniqueTable('pgb');
+  const queueName = `inbox-${randomUUID().slice(0, 8)}`;
+  cleanups.push(() => pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+  return Array.from({ length: count }, () => {
+    const inbox = pgBossInbox({
+      connectionString: database.url,
+      schema,
+      queueName,
+      ...(logger ? { logger } : {}),
+    });
+    cleanups.push(() => inbox.close());
+    return inbox;
+  });
+}
+
+describeReconcileContract('pgBossInbox', { inboxes, processes: true, logs: true });
+
+it('each run is a job of the reconcile queue that keeps the counts; a failed one is failed', async () => {
+  const [inbox] = inboxes(1);
+  const reconciler = fakeReconciler({ fails: (call) => call === 2 });
+  const worker = inbox!.reconcile(reconciler, {
+    every: 200,
+    since: '48h',
+    onError: () => {},
+  });
+  await vi.waitFor(() => expect(reconciler.calls.length).toBeGreaterThanOrEqual(3), {
+    timeout: 5000,
+    interval: 20,
+  });
+  await worker.close();
+  const { rows } = await pool.query<{ name: string; state: string; output: unknown }>(
+    `SELECT name, state::text, output FROM "${schema}".job WHERE name LIKE '%.reconcile' ` +
+      "AND state IN ('completed', 'failed') ORDER BY created_on",
+  );
+  expect(rows.slice(0, 2)).toEqual([
+    {
+      name: expect.stringMatching(/^inbox-.*\.reconcile$/),
+      state: 'completed',
+      output: expect.objectContaining({ handled: 1, missing: 0, failed: 0 }),
+    },
+    {
+      name: expect.stringMatching(/\.reconcile$/),
+      state: 'failed',
+      output: { reason: 'run 2 failed' },
+    },
+  ]);
+});
