@@ -26,26 +26,5 @@ export function formatDuration(ms: number): string {
   return parts.join(' ');
 }
 
-const UNIT_MS = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000 } as const;
-
-/**
- * A duration typed in the format {@link formatDuration} prints (`5h`, `2h 30m`, `90m`, `1d 12h`):
- * whole numbers of days, hours, minutes and seconds, in that order, each unit at most once, spaces
- * between them optional; in ms, else undefined.
- *
- * @example
- * ```ts
- * durationOf('4h 46m'); // 17_160_000
- * ```
- */
-export function durationOf(text: string): number | undefined {
-  const match = /^(?:(\d{1,9})d)? *(?:(\d{1,9})h)? *(?:(\d{1,9})m)? *(?:(\d{1,9})s)?$/.exec(text);
-  if (!match || text.trim() === '' || text !== text.trim()) return undefined;
-  const [, days = '0', hours = '0', minutes = '0', seconds = '0'] = match;
-  return (
-    Number(days) * UNIT_MS.d +
-    Number(hours) * UNIT_MS.h +
-    Number(minutes) * UNIT_MS.m +
-    Number(seconds) * UNIT_MS.s
-  );
-}
+// The reader of a typed duration is the core's, so `--since` reads as `since: '48h'` does.
+export { durationOf } from '../duration.js';

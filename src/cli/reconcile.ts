@@ -13,6 +13,7 @@ import { createReconciler } from '../reconcile/create-reconciler.js';
 import type { ReconcileKind, ReconcileReport } from '../reconcile/types.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import { isHttpUrl } from '../testing/endpoint-config.js';
+import { durationOf } from '../duration.js';
 import { didYouMean } from '../nearest-name.js';
 import { CliFailure, defineCommand, EXIT, messageOf, UsageError, type CliIo } from './command.js';
 import { tenantNameProblem } from './tenants.js';
@@ -28,8 +29,6 @@ const PLURALS: Readonly<Record<ReconcileKind, string>> = {
 /** Exit code of a run that found entities no webhook handled. */
 export const EXIT_MISSING = 3;
 const CONNECT_TIMEOUT_MS = 5000;
-/** A duration before now, as `since` takes it. */
-const DURATION = /^\d+[mhd]$/;
 /** An ISO 8601 date, or date and time. */
 const ISO_DATE =
   /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
@@ -148,7 +147,8 @@ interface Request {
 /** Every input checked before anything is opened: a {@link UsageError} naming the first wrong. */
 function checkArguments(values: ReconcileValues, env: CliIo['env']): Request {
   if (values.since === undefined) throw new UsageError('--since is required (e.g. --since 48h)');
-  const since = DURATION.test(values.since) ? values.since : dateOf(values.since, '--since');
+  const since =
+    durationOf(values.since) === undefined ? dateOf(values.since, '--since') : values.since;
   const until = values.until === undefined ? undefined : dateOf(values.until, '--until');
   const store = storeUrl(values);
   const kinds = kindsOf(values.kinds);

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { durationOf } from '../duration.js';
 import { ConfigError } from '../errors.js';
 import { messageOf } from '../message-of.js';
 import type { ReconcileReport, ReconcileRunOptions, Reconciler } from '../reconcile/types.js';
@@ -46,14 +47,6 @@ export interface ReconcileSchedule {
 /** The longest `every`: what a timer can wait (2^31 - 1 ms, about 24.8 days), in whole days. */
 const MAX_EVERY_MS = 24 * 86_400_000;
 
-const UNIT_MS: Readonly<Record<string, number>> = {
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-};
-
 /**
  * A duration in ms: a positive whole number of ms, or a positive whole number and a unit
  * (`ms`, `s`, `m`, `h`, `d`); undefined for anything else.
@@ -69,10 +62,8 @@ export function durationMs(value: string | number): number | undefined {
   if (typeof value === 'number') {
     return Number.isSafeInteger(value) && value > 0 ? value : undefined;
   }
-  const match = /^([1-9]\d{0,14})(ms|s|m|h|d)$/.exec(value.trim());
-  if (match === null) return undefined;
-  const ms = Number(match[1]) * UNIT_MS[match[2]!]!;
-  return Number.isSafeInteger(ms) ? ms : undefined;
+  const ms = durationOf(value.trim());
+  return ms !== undefined && ms > 0 && Number.isSafeInteger(ms) ? ms : undefined;
 }
 
 /** The options checked, or a `ConfigError` naming `factory` and the first that cannot work. */

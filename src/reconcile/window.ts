@@ -5,13 +5,10 @@
  * @module
  */
 
+import { durationOf } from '../duration.js';
 import { RECONCILE_DEFAULTS } from '../defaults.js';
 import { ConfigError } from '../errors.js';
-import { DAY, HOUR, MINUTE } from '../platform-contract.js';
-
-/** A duration before now, as `since` takes it: `90m`, `48h`, `7d`. */
-const DURATION = /^(\d+)([mhd])$/;
-const UNIT_MS: Readonly<Record<string, number>> = { m: MINUTE, h: HOUR, d: DAY };
+import { DAY } from '../platform-contract.js';
 
 /**
  * `since` as ms since the epoch: a Date, a number of ms since the epoch, or a duration before
@@ -21,8 +18,8 @@ export function sinceMs(since: unknown, now: number): number {
   if (since instanceof Date) return checkedTime(since.getTime(), 'since');
   if (typeof since === 'number') return checkedTime(since, 'since');
   if (typeof since === 'string') {
-    const match = DURATION.exec(since.trim());
-    if (match !== null) return now - Number(match[1]) * UNIT_MS[match[2]!]!;
+    const ago = durationOf(since.trim());
+    if (ago !== undefined) return now - ago;
   }
   throw new ConfigError(
     `since must be a Date, ms since the epoch, or a duration before now such as '90m', '48h' or ` +
