@@ -38,7 +38,7 @@ export const reconcileCommand = defineCommand({
   name: 'reconcile',
   summary: "List what the platform's lists hold that no webhook handled",
   usage:
-    '--since D --store URL --api-url URL [--until DATE] [--kinds LIST] [--tenant NAME] [--json]',
+    '--since D --store URL --api-url URL [--until DATE] [--kinds LIST] [--tenant NAME] [--dry-run] [--json]',
   description: `Reads the platform's lists (paid invoices, product accesses, certificates, users) over
 a window, checks each entity against the receiver's store (--store: the Redis of its redisStore or
 the Postgres of its postgresStore), and prints those no webhook handled: kind and id, then the
@@ -86,6 +86,10 @@ could not be checked), 2 usage.`,
       type: 'string',
       value: 'LIST',
       help: `Kinds to check: ${KINDS.join(',')} (default all)`,
+    },
+    'dry-run': {
+      type: 'boolean',
+      help: 'The default and only mode: no handler runs',
     },
     json: { type: 'boolean', help: 'Print the report as JSON' },
   },

@@ -229,6 +229,8 @@ describe('schoolhooks reconcile', () => {
       'invoice,user',
       '--api-url',
       mock.url,
+      // The command's only mode, said out loud as a script may.
+      '--dry-run',
       '--json',
     ]);
     expect(run.stderr).toBe('');
