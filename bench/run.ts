@@ -81,6 +81,8 @@ async function buildBench(): Promise<void> {
       load: here('load.ts'),
       'in-process': here('in-process.ts'),
       'fetch-steps': here('fetch-steps.ts'),
+      'entity-ab': here('entity-ab.ts'),
+      'reconcile-run': here('reconcile-run.ts'),
     },
     format: ['esm'],
     outDir: built,
@@ -687,6 +689,31 @@ async function fetchSteps(): Promise<FetchStepCosts[]> {
   return fetchStepCosts(samples);
 }
 
+/**
+ * bench/entity-ab.ts (handle() with reconciliation's records and latestOnly off and on, on a
+ * memoryStore) and bench/reconcile-run.ts (a run over 10 000 invoices), pinned to the servers'
+ * core: their lines, under a heading.
+ */
+async function entityFeatures(): Promise<string> {
+  const lines = [
+    'What the entity features cost (bench/entity-ab.ts: CPU µs per handle(), fastest of 7 alternating rounds; in brackets, speed against plain):',
+  ];
+  for (const script of ['entity-ab.mjs', 'reconcile-run.mjs']) {
+    const out = await output(
+      pinned(SERVER_CORE, process.execPath, ['--expose-gc', join(built, script)]),
+      {},
+    );
+    lines.push(...out.trim().split('\n'));
+    if (script === 'entity-ab.mjs') {
+      lines.push(
+        '',
+        'A reconcile run over 10 000 paid invoices from the mock API, memoryStore (bench/reconcile-run.ts):',
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
 /** What a process printed; throws if it failed. */
 async function output(
   [command, args]: [string, string[]],
@@ -778,6 +805,7 @@ async function main(): Promise<void> {
   console.log('\nin process (pinned to core 0):');
   const local = await inProcess();
   const steps = await fetchSteps();
+  const entities = await entityFeatures();
 
   const report = [
     '',
@@ -789,6 +817,8 @@ async function main(): Promise<void> {
       'one process per cut, the median of its 5 rounds of 2 000 deliveries, then of 3 passes; no server:',
     '',
     formatFetchSteps(steps),
+    '',
+    entities,
     '',
     'Targets (ratios are medians of per-repetition ratios; CPU-time ratio = the same comparison on server CPU µs per request):',
     '',
