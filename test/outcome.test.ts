@@ -1,7 +1,7 @@
 // The outcome table is the one place an outcome's meaning is written: its rows hold together,
 // and every consumer (the answer, the log line, a stored run's result, the inspector's class,
 // `listen`'s naming of the event) reads the same row.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createInspector, type Inspector } from '../src/cli/inspector/create-inspector.js';
 import {
   createReceiver,
@@ -94,6 +94,65 @@ describe('the outcome table', () => {
       if (run === 'succeeded') expect(platformStopsRetrying(STATUS[outcome])).toBe(true);
       if (shownAs === 'failed') expect(platformStopsRetrying(STATUS[outcome])).toBe(false);
     }
+  });
+});
+
+/**
+ * The rest of each row, written out: how loudly it is logged (a failure of ours at `error`, a
+ * refusal the sender can fix at `warn` or `info`), how the inspector shows it, whether the event
+ * was verified, and what an inbox does after a run that ends in it.
+ */
+const ROW: Record<Outcome, [logLevel: string, shownAs: string, verified: boolean, run: string]> = {
+  method_not_allowed: ['info', 'refused', false, 'dead_letter'],
+  unsupported_media_type: ['info', 'refused', false, 'dead_letter'],
+  body_unavailable: ['error', 'failed', false, 'dead_letter'],
+  too_large: ['info', 'refused', false, 'dead_letter'],
+  unknown_tenant: ['warn', 'refused', false, 'retry'],
+  secret_unavailable: ['error', 'failed', false, 'retry'],
+  invalid_signature: ['warn', 'refused', false, 'dead_letter'],
+  malformed: ['warn', 'refused', false, 'dead_letter'],
+  stale: ['warn', 'refused', true, 'dead_letter'],
+  invalid_payload: ['warn', 'refused', true, 'dead_letter'],
+  duplicate: ['debug', 'duplicate', true, 'succeeded'],
+  conflict: ['error', 'refused', true, 'dead_letter'],
+  in_flight: ['info', 'refused', true, 'retry'],
+  store_unavailable: ['error', 'failed', true, 'retry'],
+  superseded: ['info', 'duplicate', true, 'succeeded'],
+  ignored: ['debug', 'processed', true, 'succeeded'],
+  handler_failed: ['error', 'failed', true, 'retry'],
+  timeout: ['warn', 'failed', true, 'retry'],
+  queued: ['info', 'queued', true, 'dead_letter'],
+  inbox_unavailable: ['error', 'failed', true, 'dead_letter'],
+  processed: ['info', 'processed', true, 'succeeded'],
+};
+
+describe('the outcome table, loaded afresh', () => {
+  // The table is built when src/outcome.ts loads: a test that imports it again, after
+  // resetModules, is what lets a mutation tool (which changes the module in memory) see a row
+  // changed by mistake (docs/maintainers/mutation-testing.md).
+  it("holds every row as the platform's rules and this file state them, in pipeline order", async () => {
+    vi.resetModules();
+    const fresh = await import('../src/outcome.js');
+    expect(Object.keys(fresh.OUTCOMES)).toEqual(Object.keys(STATUS));
+    for (const outcome of ALL) {
+      const row = fresh.OUTCOMES[outcome];
+      const [logLevel, shownAs, verified, run] = ROW[outcome];
+      expect([outcome, row]).toEqual([
+        outcome,
+        {
+          status: STATUS[outcome],
+          success: TAKEN.includes(outcome),
+          platformRetries: !TAKEN.includes(outcome),
+          logLevel,
+          verified,
+          class: shownAs,
+          spanError: SPAN_ERRORS.includes(outcome),
+          run,
+        },
+      ]);
+      expect([outcome, fresh.OUTCOME_STATUS[outcome]]).toEqual([outcome, STATUS[outcome]]);
+    }
+    expect(Object.keys(fresh.OUTCOME_STATUS)).toEqual(Object.keys(STATUS));
   });
 });
 
