@@ -20,12 +20,12 @@ import {
   UsageError,
   type CliIo,
 } from './command.js';
+import { CONNECT_TIMEOUT_MS, connectRedis, withoutCredentials } from './connections.js';
 import { checkEventOption } from './event-names.js';
 import { BULLMQ_DEFAULTS, PG_BOSS_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 
 const STATES: readonly InboxJobState[] = ['waiting', 'delayed', 'active', 'failed', 'completed'];
 const ACTIONS = ['list', 'show', 'retry'] as const;
-const CONNECT_TIMEOUT_MS = 5000;
 /** Where the inbox is when neither --redis nor REDIS_URL says. */
 const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -243,20 +243,7 @@ async function openInbox(url: string, queueName: string, prefix: string): Promis
     throw new CliFailure(`the inbox command needs bullmq and ioredis: ${messageOf(error)}`);
   }
   const [{ Redis }, { bullmqInbox }] = modules;
-  const client = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: CONNECT_TIMEOUT_MS,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => null,
-  });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-  } catch (error) {
-    client.disconnect();
-    // ioredis names the host and port, never the URL's password.
-    throw new CliFailure(`cannot reach Redis at ${redact(url)}: ${messageOf(error)}`);
-  }
+  const client = await connectRedis(Redis, url);
   try {
     // Before BullMQ opens the queue: opening one writes its meta key, even for a mistyped name.
     await requireQueue(client, queueName, prefix);
@@ -303,7 +290,9 @@ async function openPgBossInbox(
     await client.connect();
   } catch (error) {
     await client.end().catch(() => {});
-    throw new CliFailure(`cannot reach Postgres at ${redact(url)}: ${messageOf(error)}`);
+    throw new CliFailure(
+      `cannot reach Postgres at ${withoutCredentials(url)}: ${messageOf(error)}`,
+    );
   }
   try {
     await requirePgBossQueue(client, queueName, schema);
@@ -473,9 +462,4 @@ function checkServerUrl(url: string, protocols: readonly string[], source: strin
         'special character of the user or password is %-encoded',
     );
   }
-}
-
-/** The URL without its user and password. */
-function redact(url: string): string {
-  return url.replace(/\/\/[^/@\s]*@/, '//***@');
 }

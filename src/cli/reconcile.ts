@@ -6,7 +6,6 @@
  */
 
 import type { Pool } from 'pg';
-import type { Redis } from 'ioredis';
 import { createSchoolApi } from '../api/create-school-api.js';
 import { ConfigError } from '../errors.js';
 import { createReconciler } from '../reconcile/create-reconciler.js';
@@ -16,6 +15,7 @@ import { isHttpUrl } from '../testing/endpoint-config.js';
 import { durationOf } from '../duration.js';
 import { didYouMean } from '../nearest-name.js';
 import { CliFailure, defineCommand, EXIT, messageOf, UsageError, type CliIo } from './command.js';
+import { CONNECT_TIMEOUT_MS, connectRedis, withoutCredentials } from './connections.js';
 import { tenantNameProblem } from './tenants.js';
 
 /** The kinds, in the order the report lists them. */
@@ -28,7 +28,6 @@ const PLURALS: Readonly<Record<ReconcileKind, string>> = {
 };
 /** Exit code of a run that found entities no webhook handled. */
 export const EXIT_MISSING = 3;
-const CONNECT_TIMEOUT_MS = 5000;
 /** An ISO 8601 date, or date and time. */
 const ISO_DATE =
   /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
@@ -287,20 +286,7 @@ async function openRedis(url: URL, prefix: string | undefined): Promise<OpenStor
     throw new CliFailure(`reconcile --store redis:// needs ioredis: ${messageOf(error)}`);
   }
   const [{ Redis: RedisClient }, { redisStore }] = modules;
-  const client: Redis = new RedisClient(url.href, {
-    lazyConnect: true,
-    connectTimeout: CONNECT_TIMEOUT_MS,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => null,
-  });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-  } catch (error) {
-    client.disconnect();
-    // ioredis names the host and port, never the URL's password.
-    throw new CliFailure(`cannot reach Redis at ${redact(url)}: ${messageOf(error)}`);
-  }
+  const client = await connectRedis(RedisClient, url.href);
   let store: IdempotencyStore;
   try {
     store = redisStore({ client, ...(prefix === undefined ? {} : { prefix }) });
@@ -332,7 +318,9 @@ async function openPostgres(url: URL, table: string | undefined): Promise<OpenSt
     await (await pool.connect()).release();
   } catch (error) {
     await pool.end().catch(() => {});
-    throw new CliFailure(`cannot reach Postgres at ${redact(url)}: ${messageOf(error)}`);
+    throw new CliFailure(
+      `cannot reach Postgres at ${withoutCredentials(url)}: ${messageOf(error)}`,
+    );
   }
   let store: IdempotencyStore;
   try {
@@ -347,11 +335,6 @@ async function openPostgres(url: URL, table: string | undefined): Promise<OpenSt
     throw error;
   }
   return { store, close: () => pool.end() };
-}
-
-/** The URL without its user and password. */
-function redact(url: URL): string {
-  return `${url.protocol}//${url.host}${url.pathname === '/' ? '' : url.pathname}`;
 }
 
 /** The report as JSON: a failure's error as its message (an Error has no JSON of its own). */

@@ -366,7 +366,7 @@ describe('schoolhooks reconcile', () => {
       ...['--since', '48h', '--store', 'redis://:hunter2@127.0.0.1:1', '--api-url', mock.url],
     ]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain('cannot reach Redis at redis://127.0.0.1:1');
+    expect(run.stderr).toContain('cannot reach Redis at redis://***@127.0.0.1:1');
     expect(run.stderr).not.toContain('hunter2');
   });
 });
