@@ -1,7 +1,7 @@
 // The ordering guard through receiver.handle() and processStored (issue 36, DESIGN 14): with
 // `latestOnly`, a state older (by its timestamp) than the newest processed for its entity is
 // answered 200 superseded and runs nothing; two deliveries of one entity never run at once.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   ConfigError,
   createReceiver,
@@ -11,6 +11,7 @@ import {
   type Logger,
   type ReceiverOptions,
   type SchoolhooksError,
+  StoreUnavailableError,
 } from '../src/index.js';
 import { deferred, SECRET, signedRequest } from './helpers/signed.js';
 
@@ -317,6 +318,182 @@ describe('the ordering guard on one receiver', () => {
     fail = false;
     expect((await receiver.handle(request)).outcome).toBe('processed');
     expect(ran).toEqual(['ran']);
+  });
+});
+
+/**
+ * A memory store whose `method` of the ordering guard fails while `failing.on` is set: at once
+ * (a throw, as a synchronous store's bug) or later (a rejection, as a dropped connection), with a
+ * message quoting a URL's password and the signing secret, which the seller must never read.
+ */
+function entityFailing(
+  method: 'claimEntity' | 'completeEntity' | 'releaseEntity',
+  how: 'throws' | 'rejects',
+  extra: Partial<IdempotencyStore> = {},
+) {
+  const store = memoryStore();
+  const failing = { on: true, calls: 0 };
+  const cause = new Error(`ECONNRESET redis://:hunter2@10.0.0.1 (${SECRET})`);
+  const broken = (...args: unknown[]) => {
+    if (failing.on) {
+      failing.calls += 1;
+      if (how === 'throws') throw cause;
+      return Promise.reject(cause);
+    }
+    return (store[method] as (...a: unknown[]) => unknown)(...args);
+  };
+  const released: string[] = [];
+  const release: IdempotencyStore['release'] = (key, token) => {
+    released.push(key);
+    return store.release(key, token);
+  };
+  const flaky = { ...store, release, [method]: broken, ...extra } as IdempotencyStore;
+  return { store: flaky, failing, cause, released };
+}
+
+/** What the seller reads of a store failure: its words, then the cause's, no secret. */
+const cleanCause = 'ECONNRESET redis://:[hidden]@10.0.0.1 ([hidden])';
+
+describe("the ordering guard's store failures: reported to onError, the answer unchanged", () => {
+  for (const how of ['throws', 'rejects'] as const) {
+    it(`acknowledges handlers that succeeded when recording the entity's version ${how}, and reports it`, async () => {
+      const { store, failing, cause } = entityFailing('completeEntity', how);
+      const { receiver, ran, errors } = setup({ store });
+      receiver.on('CourseProgressChanged', (event) => void ran.push(event.timestamp), {
+        latestOnly: true,
+      });
+      const request = progress(1_000);
+      expect(await receiver.handle(request)).toMatchObject({ status: 200, outcome: 'processed' });
+      expect(failing.calls).toBe(1);
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toBeInstanceOf(StoreUnavailableError);
+      expect(errors[0]!.code).toBe('store_unavailable');
+      expect(errors[0]!.message).toBe(
+        `the idempotency store failed to record the entity's version: ${cleanCause}`,
+      );
+      expect(errors[0]!.cause).toBe(cause);
+      // The key was still completed: a resend is a duplicate, run once.
+      failing.on = false;
+      expect(await receiver.handle(request)).toMatchObject({ status: 200, outcome: 'duplicate' });
+      expect(ran).toHaveLength(1);
+    });
+
+    it(`still answers 500 handler_failed when freeing the entity ${how}, reports it, and frees the key`, async () => {
+      const { store, failing, cause, released } = entityFailing('releaseEntity', how);
+      const { receiver, errors } = setup({ store });
+      receiver.on(
+        'CourseProgressChanged',
+        () => {
+          throw new Error('crm hiccup');
+        },
+        { latestOnly: true },
+      );
+      const request = progress(1_000);
+      expect(await receiver.handle(request)).toMatchObject({
+        status: 500,
+        outcome: 'handler_failed',
+      });
+      expect(failing.calls).toBe(1);
+      expect(errors.map((error) => error.code).sort()).toEqual([
+        'handler_failed',
+        'store_unavailable',
+      ]);
+      const reported = errors.find((error) => error instanceof StoreUnavailableError);
+      expect(reported?.message).toBe(
+        `the idempotency store failed to release the entity: ${cleanCause}`,
+      );
+      expect(reported?.cause).toBe(cause);
+      // The key was given back all the same, for the platform's retry.
+      expect(released).toHaveLength(1);
+    });
+  }
+
+  it("reports a failure to record the entity's version after timed-out handlers end well", async () => {
+    const { store, cause } = entityFailing('completeEntity', 'rejects');
+    const { receiver, errors } = setup({ store, handlerTimeoutMs: 20 });
+    const gate = deferred();
+    receiver.on('CourseProgressChanged', () => gate.promise, { latestOnly: true });
+    const request = progress(1_000);
+    expect((await receiver.handle(request)).outcome).toBe('timeout');
+    gate.resolve();
+    await vi.waitFor(() =>
+      expect(errors.map((error) => error.code)).toContain('store_unavailable'),
+    );
+    const reported = errors.find((error) => error instanceof StoreUnavailableError);
+    expect(reported?.message).toBe(
+      `the idempotency store failed to record the entity's version: ${cleanCause}`,
+    );
+    expect(reported?.cause).toBe(cause);
+  });
+
+  it('reports a failure to free the entity after timed-out handlers fail', async () => {
+    const { store, cause } = entityFailing('releaseEntity', 'rejects');
+    const { receiver, errors } = setup({ store, handlerTimeoutMs: 20 });
+    const gate = deferred();
+    receiver.on(
+      'CourseProgressChanged',
+      async () => {
+        await gate.promise;
+        throw new Error('crm hiccup');
+      },
+      { latestOnly: true },
+    );
+    expect((await receiver.handle(progress(1_000))).outcome).toBe('timeout');
+    gate.resolve();
+    await vi.waitFor(() =>
+      expect(errors.map((error) => error.code)).toContain('store_unavailable'),
+    );
+    const reported = errors.find((error) => error instanceof StoreUnavailableError);
+    expect(reported?.message).toBe(
+      `the idempotency store failed to release the entity: ${cleanCause}`,
+    );
+    expect(reported?.cause).toBe(cause);
+  });
+
+  it("answers 503 when the entity's version cannot be written in the handlers' transaction, committing nothing", async () => {
+    const abandon = vi.fn();
+    const completed: string[] = [];
+    const released: string[] = [];
+    const memory = memoryStore();
+    const { store, cause } = entityFailing('completeEntity', 'rejects', {
+      claim: async (key, leaseMs) => {
+        const claim = await memory.claim(key, leaseMs);
+        return claim.state === 'claimed'
+          ? { ...claim, transaction: { client: {} as never, abandon } }
+          : claim;
+      },
+      complete: (key, token, ttlMs, fingerprint) => {
+        completed.push(key);
+        return memory.complete(key, token, ttlMs, fingerprint);
+      },
+      release: (key, token) => {
+        released.push(key);
+        return memory.release(key, token);
+      },
+    });
+    const { receiver, errors } = setup({ store });
+    receiver.on('CourseProgressChanged', () => undefined, { latestOnly: true });
+    const result = await receiver.handle(progress(1_000));
+    expect(result).toMatchObject({ status: 503, outcome: 'store_unavailable' });
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.message).toBe(
+      `the idempotency store failed to record the entity's version: ${cleanCause}`,
+    );
+    expect(errors[0]!.cause).toBe(cause);
+    // The key's completion is the commit: it never ran; the key was given back for the retry.
+    expect(completed).toEqual([]);
+    expect(released).toHaveLength(1);
+  });
+
+  it('names the failed claim of the entity in the words the seller reads', async () => {
+    const { store, cause } = entityFailing('claimEntity', 'rejects');
+    const { receiver, errors } = setup({ store });
+    receiver.on('CourseProgressChanged', () => undefined, { latestOnly: true });
+    expect((await receiver.handle(progress(1_000))).status).toBe(503);
+    expect(errors[0]!.message).toBe(
+      `the idempotency store failed to claim the entity: ${cleanCause}`,
+    );
+    expect(errors[0]!.cause).toBe(cause);
   });
 });
 

@@ -195,6 +195,74 @@ describe('memoryInbox: how many run at once, what it keeps, and closing', () => 
     await worker.close();
   });
 
+  /** Whether `promise` settles within `ms`: 'settled' or 'pending'. */
+  const within = (promise: Promise<unknown>, ms: number) =>
+    Promise.race([
+      promise.then(() => 'settled' as const),
+      new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), ms)),
+    ]);
+
+  it('keeps idle() waiting while jobs wait for a worker, even as more arrive', async () => {
+    const { receiver, inbox } = setup();
+    const ran: string[] = [];
+    receiver.on('UserSignedIn', (event) => void ran.push(event.idempotencyKey));
+    await receiver.handle(signedRequest({ idempotencyKey: 'w-1' }));
+    const idle = inbox.idle();
+    // Another delivery stored while nothing runs: the inbox still has two jobs to do.
+    await receiver.handle(signedRequest({ idempotencyKey: 'w-2' }));
+    expect(await within(idle, 30)).toBe('pending');
+    const worker = inbox.work(receiver);
+    expect(await within(idle, 2_000)).toBe('settled');
+    expect(ran.sort()).toEqual(['w-1', 'w-2']);
+    await worker.close();
+  });
+
+  it('counts a dead letter as done for idle(), and a replayed one as to do again', async () => {
+    const inbox = memoryInbox({ attempts: 1, backoffMs: 5 });
+    const { receiver } = setup({}, inbox);
+    let failing = true;
+    const ran: boolean[] = [];
+    receiver.on('UserSignedIn', () => {
+      ran.push(failing);
+      if (failing) throw new Error('crm down');
+    });
+    await receiver.handle(signedRequest({ idempotencyKey: 'd-1' }));
+    const worker = inbox.work(receiver);
+    // Its one run failed: a dead letter, which "dead letters stay" leaves out of idle().
+    expect(await within(inbox.idle(), 2_000)).toBe('settled');
+    expect(await inbox.jobs({ state: 'failed' })).toMatchObject([{ id: 'd-1' }]);
+    await worker.close();
+    failing = false;
+    expect(await inbox.retryFailed()).toBe(1);
+    // Replayed, with no worker running: the inbox has a job to do again.
+    expect(await within(inbox.idle(), 30)).toBe('pending');
+    const again = inbox.work(receiver);
+    expect(await within(inbox.idle(), 2_000)).toBe('settled');
+    expect(await inbox.jobs({ state: 'completed' })).toMatchObject([{ id: 'd-1' }]);
+    expect(ran).toEqual([true, false]);
+    await again.close();
+  });
+
+  it('close() lets the running job end and starts no waiting one', async () => {
+    const { receiver, inbox } = setup();
+    const held = gate();
+    const ran: string[] = [];
+    receiver.on('UserSignedIn', async (event) => {
+      ran.push(event.idempotencyKey);
+      await held.handler();
+    });
+    await receiver.handle(signedRequest({ idempotencyKey: 'c-1' }));
+    await receiver.handle(signedRequest({ idempotencyKey: 'c-2' }));
+    inbox.work(receiver, { concurrency: 1 });
+    await vi.waitFor(() => expect(held.running()).toBe(1));
+    const closing = inbox.close();
+    held.open();
+    await closing;
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(ran).toEqual(['c-1']);
+    expect(await inbox.jobs({ state: 'waiting' })).toMatchObject([{ id: 'c-2' }]);
+  });
+
   it('forgets a completed job keepCompletedMs after it completed, not a moment earlier', async () => {
     const inbox = memoryInbox({ backoffMs: 5, keepCompletedMs: 60_000 });
     const { receiver } = setup({}, inbox);
