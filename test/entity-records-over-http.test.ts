@@ -79,16 +79,20 @@ async function serve(
   {
     failing = false,
     gate,
+    started,
     options = {},
   }: {
     failing?: boolean;
     gate?: Promise<void>;
+    /** Called when a handler starts (the delivery holds its key and its record by then). */
+    started?: () => void;
     options?: Partial<ReceiverOptions>;
   } = {},
 ): Promise<{ url: string; runs: string[] }> {
   const runs: string[] = [];
   const receiver = createReceiver({ secret: SECRET, store, logger: false, ...options });
   receiver.onAny(async (event) => {
+    started?.();
     if (gate) await gate;
     if (failing) throw new Error('crm hiccup');
     runs.push(`${event.event}:${event.idempotencyKey}`);
@@ -177,15 +181,12 @@ describe.each(stores)('records on %s', (_name, makeStore) => {
   it('holds the record while the handler runs, so a run cannot recover it meanwhile', async () => {
     const store = makeStore();
     const gate = deferred();
-    const { url } = await serve(store, { gate: gate.promise });
+    const running = deferred();
+    const { url } = await serve(store, { gate: gate.promise, started: running.resolve });
     const answer = post(url, payment(877091));
-    // Poll until the delivery has the record, then a run's claim must find it in flight.
-    let seen: string = 'free';
-    for (let i = 0; i < 100 && seen === 'free'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      seen = await probe(store, 'invoice:877091');
-    }
-    expect(seen).toBe('in_flight');
+    // Once the handler runs, a run's claim of the invoice finds it in flight.
+    await running.promise;
+    expect(await probe(store, 'invoice:877091')).toBe('in_flight');
     gate.resolve();
     expect((await answer).status).toBe(200);
     expect(await probe(store, 'invoice:877091')).toBe(`done:${RECORDED_BY_WEBHOOK}`);
