@@ -83,6 +83,33 @@ describe('memoryStore entity versions over time', () => {
     expect(entity.claim(50)).toEqual({ state: 'superseded' });
   });
 
+  it('supersedes nothing by a forgotten version while a lease keeps the entity', async () => {
+    const entity = entities(memoryStore());
+    entity.complete(tokenOf(entity.claim(200)), 200, 20);
+    tokenOf(entity.claim(300, 60_000));
+    await sleep(40);
+    // 200 is forgotten; the entity is held by 300's delivery: in flight, not superseded.
+    expect(entity.claim(100)).toEqual({ state: 'in_flight' });
+  });
+
+  it('records nothing for a late completion while the entity lives on by its version', async () => {
+    const entity = entities(memoryStore());
+    entity.complete(tokenOf(entity.claim(100)), 100, 60_000);
+    const late = tokenOf(entity.claim(200, 20));
+    await sleep(40);
+    entity.complete(late, 200);
+    // Only 100 is recorded: 150 is newer and runs.
+    expect(entity.claim(150)).toMatchObject({ state: 'claimed' });
+  });
+
+  it('frees a lease that ran out while the entity lives on by its version', async () => {
+    const entity = entities(memoryStore());
+    entity.complete(tokenOf(entity.claim(100)), 100, 60_000);
+    tokenOf(entity.claim(200, 20));
+    await sleep(40);
+    expect(entity.claim(250)).toMatchObject({ state: 'claimed' });
+  });
+
   it('keeps the version it had when a later delivery is released', () => {
     const entity = entities(memoryStore());
     entity.complete(tokenOf(entity.claim(200)), 200);
