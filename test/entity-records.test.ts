@@ -158,6 +158,29 @@ describe('which deliveries take a record', () => {
     ).toBeUndefined();
   });
 
+  it.each(['claimRecord', 'completeRecord', 'releaseRecord'] as const)(
+    'makes all three of its key methods for a store that has only %s, and never calls that one',
+    async (only) => {
+      const called: string[] = [];
+      const store: IdempotencyStore = {
+        ...memoryStore(),
+        [only]: () => {
+          called.push(only);
+          throw new Error(`a half-made ${only}`);
+        },
+      };
+      const records = recordMethodsOf(store);
+      const record = recordKeyOf('invoice:9', undefined);
+      const first = await records.claimRecord(record, 1000, { key: 'k', token: 't' });
+      if (first.state !== 'claimed') throw new Error(`expected a claim, got ${first.state}`);
+      await records.completeRecord(record, first.token, 1000);
+      const again = store.claim(record, 1000);
+      expect(again).toEqual({ state: 'done', fingerprint: 'webhook' });
+      await records.releaseRecord(recordKeyOf('invoice:10', undefined), 'no-token');
+      expect(called).toEqual([]);
+    },
+  );
+
   it("reads a run's recovery as recovered and a webhook's record as recorded, on any store", async () => {
     const store = memoryStore();
     const records = recordMethodsOf(store);
