@@ -635,6 +635,47 @@ describe('bullmqInbox: dead letters and workers', () => {
   });
 });
 
+describe('bullmqInbox: one key with and without a tenant, and the runs a job was stored with', () => {
+  it("getJob with { tenant } finds the tenant's job, never the untenanted job of the same key", async () => {
+    const inbox = newInbox();
+    const delivery = createTestDelivery();
+    const key = delivery.idempotencyKey;
+    // The untenanted job first: a lookup by the bare key would find it.
+    await inbox.enqueue(storedOf(delivery));
+    await inbox.enqueue({ ...storedOf(delivery), tenant: 'school-a' });
+    expect(await inbox.getJob(key, { tenant: 'school-a' })).toMatchObject({
+      idempotencyKey: key,
+      tenant: 'school-a',
+    });
+    expect(await inbox.getJob(key)).not.toHaveProperty('tenant');
+    expect(await inbox.getJob(key, { tenant: 'school-b' })).toBeUndefined();
+  });
+
+  it('runs a job as many times as the inbox that stored it says, whichever inbox’s worker runs it', async () => {
+    const queueName = `inbox-${randomUUID()}`;
+    // The web process's inbox stores it with 3 runs; the worker's inbox would give 1.
+    const web = newInbox({ queueName, attempts: 3, backoffMs: 10 });
+    const workers = newInbox({ queueName, attempts: 1, backoffMs: 10 });
+    const { receiver } = newReceiver(workers);
+    let runs = 0;
+    receiver.on('UserSignedIn', () => {
+      runs++;
+      throw new Error('CRM is down');
+    });
+    const delivery = createTestDelivery();
+    await web.enqueue(storedOf(delivery));
+    const worker = workers.work(receiver);
+    cleanups.push(() => worker.close());
+    const [dead] = await eventually(async () => {
+      const failed = await web.jobs({ state: 'failed' });
+      expect(failed).toHaveLength(1);
+      return failed;
+    });
+    expect(dead).toMatchObject({ idempotencyKey: delivery.idempotencyKey, attemptsMade: 3 });
+    expect(runs).toBe(3);
+  });
+});
+
 describe('bullmqInbox: the logger of connection errors', () => {
   /** A logger that keeps its warnings. */
   function warningsLogger() {
