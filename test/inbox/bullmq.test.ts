@@ -635,7 +635,7 @@ describe('bullmqInbox: dead letters and workers', () => {
   });
 });
 
-describe('bullmqInbox: one key with and without a tenant, and the runs a job was stored with', () => {
+describe('bullmqInbox: finding a job by its key, and the runs a job was stored with', () => {
   it("getJob with { tenant } finds the tenant's job, never the untenanted job of the same key", async () => {
     const inbox = newInbox();
     const delivery = createTestDelivery();
@@ -649,6 +649,16 @@ describe('bullmqInbox: one key with and without a tenant, and the runs a job was
     });
     expect(await inbox.getJob(key)).not.toHaveProperty('tenant');
     expect(await inbox.getJob(key, { tenant: 'school-b' })).toBeUndefined();
+  });
+
+  it('never finds by a key with a lone surrogate the job of the key Redis would receive instead (U+FFFD)', async () => {
+    const inbox = newInbox();
+    const delivery = createTestDelivery();
+    await inbox.enqueue({ ...storedOf(delivery), idempotencyKey: '\uFFFD' });
+    expect(await inbox.getJob('\uFFFD')).toMatchObject({ idempotencyKey: '\uFFFD' });
+    // ioredis sends a lone surrogate as U+FFFD: looked up as sent, it would find that job.
+    expect(await inbox.getJob('\uD800')).toBeUndefined();
+    expect(await inbox.retryJob('\uD800')).toBe(false);
   });
 
   it('runs a job as many times as the inbox that stored it says, whichever inbox’s worker runs it', async () => {
