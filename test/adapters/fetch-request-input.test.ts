@@ -8,7 +8,7 @@ import { createServer, request as httpRequest, type IncomingMessage } from 'node
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { untouchedNodeRequest } from '../../adapters/fetch-request-input.js';
+import { fetchRequestInput, untouchedNodeRequest } from '../../adapters/fetch-request-input.js';
 import { nodeBodyReader } from '../../src/body.js';
 
 /** Each request the server gets is handed to the next waiting test. */
@@ -106,5 +106,21 @@ describe('untouchedNodeRequest', () => {
     })) {
       expect(untouchedNodeRequest({ incoming }), label).toBeUndefined();
     }
+  });
+});
+
+describe('fetchRequestInput', () => {
+  it("reads a Request's method, headers and exact bytes when no Node request is passed along", async () => {
+    const bytes = new Uint8Array([0x7b, 0xc3, 0xa9, 0x7d]); // "{é}"
+    const request = new Request('http://localhost/webhooks', {
+      method: 'POST',
+      headers: { signature: 'abc', 'content-type': 'application/json' },
+      body: bytes,
+    });
+    const input = fetchRequestInput(request, undefined);
+    expect(input.method).toBe('POST');
+    expect(input.headers).toBe(request.headers);
+    const body = await input.body(1_000);
+    expect(body === undefined ? undefined : new Uint8Array(Buffer.from(body))).toEqual(bytes);
   });
 });

@@ -262,6 +262,22 @@ describe('lambdaHandler called with events', () => {
       expect(errors[0]?.message).toBe(
         'the event is flagged isBase64Encoded but its body is not base64',
       );
+      // What the decoder said is kept for whoever reads the error's cause.
+      expect(errors[0]?.cause).toBeInstanceOf(Error);
+    },
+  );
+
+  it.each(TRIGGERS)(
+    'answers %s 413 too_large without the hop-by-hop `connection` a server would send',
+    async (trigger) => {
+      const receiver = createReceiver({ secret: SECRET, maxBodyBytes: 64 }).onAny(() => {});
+      const result = await lambdaHandler(receiver)(eventOf(trigger, signedRequest(), false));
+      expect([result.statusCode, JSON.parse(result.body)]).toMatchObject([
+        413,
+        { ok: false, outcome: 'too_large' },
+      ]);
+      // The trigger owns the client's connection: the function's answer names none.
+      expect(headersOf(trigger, result)).toEqual({ 'content-type': 'application/json' });
     },
   );
 

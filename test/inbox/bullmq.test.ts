@@ -635,6 +635,57 @@ describe('bullmqInbox: dead letters and workers', () => {
   });
 });
 
+describe('bullmqInbox: finding a job by its key, and the runs a job was stored with', () => {
+  it("getJob with { tenant } finds the tenant's job, never the untenanted job of the same key", async () => {
+    const inbox = newInbox();
+    const delivery = createTestDelivery();
+    const key = delivery.idempotencyKey;
+    // The untenanted job first: a lookup by the bare key would find it.
+    await inbox.enqueue(storedOf(delivery));
+    await inbox.enqueue({ ...storedOf(delivery), tenant: 'school-a' });
+    expect(await inbox.getJob(key, { tenant: 'school-a' })).toMatchObject({
+      idempotencyKey: key,
+      tenant: 'school-a',
+    });
+    expect(await inbox.getJob(key)).not.toHaveProperty('tenant');
+    expect(await inbox.getJob(key, { tenant: 'school-b' })).toBeUndefined();
+  });
+
+  it('never finds by a key with a lone surrogate the job of the key Redis would receive instead (U+FFFD)', async () => {
+    const inbox = newInbox();
+    const delivery = createTestDelivery();
+    await inbox.enqueue({ ...storedOf(delivery), idempotencyKey: '\uFFFD' });
+    expect(await inbox.getJob('\uFFFD')).toMatchObject({ idempotencyKey: '\uFFFD' });
+    // ioredis sends a lone surrogate as U+FFFD: looked up as sent, it would find that job.
+    expect(await inbox.getJob('\uD800')).toBeUndefined();
+    expect(await inbox.retryJob('\uD800')).toBe(false);
+  });
+
+  it('runs a job as many times as the inbox that stored it says, whichever inbox’s worker runs it', async () => {
+    const queueName = `inbox-${randomUUID()}`;
+    // The web process's inbox stores it with 3 runs; the worker's inbox would give 1.
+    const web = newInbox({ queueName, attempts: 3, backoffMs: 10 });
+    const workers = newInbox({ queueName, attempts: 1, backoffMs: 10 });
+    const { receiver } = newReceiver(workers);
+    let runs = 0;
+    receiver.on('UserSignedIn', () => {
+      runs++;
+      throw new Error('CRM is down');
+    });
+    const delivery = createTestDelivery();
+    await web.enqueue(storedOf(delivery));
+    const worker = workers.work(receiver);
+    cleanups.push(() => worker.close());
+    const [dead] = await eventually(async () => {
+      const failed = await web.jobs({ state: 'failed' });
+      expect(failed).toHaveLength(1);
+      return failed;
+    });
+    expect(dead).toMatchObject({ idempotencyKey: delivery.idempotencyKey, attemptsMade: 3 });
+    expect(runs).toBe(3);
+  });
+});
+
 describe('bullmqInbox: the logger of connection errors', () => {
   /** A logger that keeps its warnings. */
   function warningsLogger() {
