@@ -130,7 +130,13 @@ describe('which deliveries take a record', () => {
     for (const event of events) {
       calls.length = 0;
       const delivery = fixtureDelivery(event);
-      await receiver.handle({ method: 'POST', headers: delivery.headers, body: delivery.body });
+      const answer = await receiver.handle({
+        method: 'POST',
+        headers: delivery.headers,
+        body: delivery.body,
+      });
+      // Every one is processed, with a record or without.
+      expect([event, answer.outcome]).toEqual([event, 'processed']);
       if (calls.includes('claimRecord')) taken.push(event);
     }
     expect(taken).toEqual([
@@ -158,17 +164,21 @@ describe('which deliveries take a record', () => {
     ).toBeUndefined();
   });
 
-  it.each(['claimRecord', 'completeRecord', 'releaseRecord'] as const)(
-    'makes all three of its key methods for a store that has only %s, and never calls that one',
-    async (only) => {
+  const METHODS = ['claimRecord', 'completeRecord', 'releaseRecord'] as const;
+  it.each([
+    ...METHODS.map((only) => [only]),
+    ...METHODS.map((left) => METHODS.filter((m) => m !== left)),
+  ])(
+    'makes all three of its key methods for a store that has only %s, and calls none of its own',
+    async (...own) => {
       const called: string[] = [];
-      const store: IdempotencyStore = {
-        ...memoryStore(),
-        [only]: () => {
-          called.push(only);
-          throw new Error(`a half-made ${only}`);
-        },
-      };
+      const store: IdempotencyStore = { ...memoryStore() };
+      for (const name of own) {
+        store[name] = () => {
+          called.push(name);
+          throw new Error(`a half-made ${name}`);
+        };
+      }
       const records = recordMethodsOf(store);
       const record = recordKeyOf('invoice:9', undefined);
       const first = await records.claimRecord(record, 1000, { key: 'k', token: 't' });

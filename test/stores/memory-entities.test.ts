@@ -8,7 +8,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { memoryStore } from '../../src/stores/memory.js';
-import type { EntityClaimResult, IdempotencyStore } from '../../src/stores/types.js';
+import type { ClaimResult, EntityClaimResult, IdempotencyStore } from '../../src/stores/types.js';
 
 const HELD = { key: 'k', token: 't' };
 const ENTITY = '~["entity",null,"progress:1:2:3"]';
@@ -125,7 +125,7 @@ describe('memoryStore never holds more than max keys', () => {
       const store = memoryStore({ max: 3 });
       for (let i = 0; i < 1_000; i++) store.claim(`k${i}`, 60_000);
       // One look-up per store: a look-up may move keys between generations.
-      return store.claim(probe, 60_000).state === 'in_flight';
+      return (store.claim(probe, 60_000) as ClaimResult).state === 'in_flight';
     };
     const kept = Array.from({ length: 10 }, (_, n) => `k${999 - n}`).filter(held);
     expect(kept.length).toBeGreaterThanOrEqual(1);
