@@ -208,6 +208,20 @@ describe.each(stores)('records on %s', (_name, makeStore) => {
     expect(await probe(store, 'access:551201')).toBe(`done:${RECORDED_BY_WEBHOOK}`);
   });
 
+  it('runs two events about one access sent at once, both now (the second waits for the first)', async () => {
+    const store = makeStore();
+    const gate = new Promise<void>((resolve) => setTimeout(resolve, 100));
+    const { url, runs } = await serve(store, { gate });
+    const free = enrollment('ProductEnrolledToFree', 551301);
+    const invite = enrollment('ProductEnrolledByInviteLink', 551301);
+    const answers = await Promise.all([post(url, free), post(url, invite)]);
+    expect(answers.map((answer) => [answer.status, outcomeOf(answer)])).toEqual([
+      [200, 'processed'],
+      [200, 'processed'],
+    ]);
+    expect(runs).toHaveLength(2);
+  });
+
   it('records nothing with recordEntities: false', async () => {
     const store = makeStore();
     const { url } = await serve(store, { options: { recordEntities: false } });
