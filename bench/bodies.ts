@@ -63,6 +63,9 @@ export function bodyFactory(
   secret = SECRET,
 ): { make(n: number): SignedBody; size: number } {
   const fixture = loadFixture(kind);
+  // Each copy is about an entity of its own (a new user, a new invoice), as real deliveries are:
+  // the receiver records each one for reconciliation, and two at once about one entity wait.
+  const entityId = entityIdOf(fixture, kind);
   const timestamp = new Date().toISOString();
   // `tag` is 8 hex digits, so keys keep the UUID shape (and size) of the fixture's.
   const stem = `${tag.slice(0, 8).padEnd(8, '0')}-b3c4-4d5e-8f60-`;
@@ -73,11 +76,30 @@ export function bodyFactory(
   ) as [string, string];
   const make = (n: number): SignedBody => {
     const idempotencyKey = stem + n.toString(16).padStart(12, '0');
-    const body = Buffer.from(`${head}"${idempotencyKey}"${tail}`);
+    const text = `${head}"${idempotencyKey}"${tail}`;
+    const body = Buffer.from(text.replace(ENTITY_MARK, entityId(n)));
     const signature = createHmac('sha256', secret).update(body).digest('hex');
     return { body, signature, idempotencyKey };
   };
   return { make, size: make(0).body.byteLength };
+}
+
+/** Stands for the entity's id in the serialised fixture: a number no fixture holds. */
+const ENTITY_MARK = '987654321012345';
+
+/**
+ * Puts {@link ENTITY_MARK} in place of the fixture's entity id (UserSignedUp's user, a
+ * PaymentCompleted's invoice), and gives the id of copy `n`: as many digits as the fixture's, so
+ * every copy keeps the fixture's size.
+ */
+function entityIdOf(fixture: Record<string, unknown>, kind: BodyKind): (n: number) => string {
+  const data = fixture['data'] as Record<string, Record<string, unknown>>;
+  const holder =
+    kind === 'small' ? data['user']! : (data['payment']!['invoice'] as Record<string, unknown>);
+  const digits = String(holder['id']).length;
+  holder['id'] = Number(ENTITY_MARK);
+  const first = 10 ** (digits - 1);
+  return (n) => String(first + (n % (9 * first)));
 }
 
 /** A random 8-hex-digit tag, so two runs never share keys (the Redis store outlives a run). */
