@@ -21,6 +21,9 @@ const critical = [
   'src/headers.ts',
   'src/envelope.ts',
   'src/pipeline.ts',
+  // Which entities a webhook or a reconcile run handled (a bug recovers one twice or never).
+  'src/entity-records.ts',
+  'src/reconcile/*.ts',
   // The runner of the steps (a bug skips one), the one table of what each outcome answers, and
   // the start-up rules (dedupTtlMs >= maxEventAgeMs).
   'src/run-steps.ts',

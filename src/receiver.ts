@@ -180,8 +180,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       ending = await httpRun.run(request, arrival);
     } catch (cause) {
       // Only a faulty store, inbox or logger can get here; the delivery is retried later.
-      const why = withCauses('the receiver failed unexpectedly', cause, secrets);
-      ending = Ending.beforeEvent('store_unavailable', new StoreUnavailableError(why, { cause }));
+      ending = Ending.beforeEvent('store_unavailable', unexpected('receiver', cause, secrets));
     }
     reporting.finish(ending, arrival, startedAt, 'delivery');
     return answer(ending.outcome, ending.idempotencyKey);
@@ -200,12 +199,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     try {
       ending = await pipeline.runStored.run(body, arrival);
     } catch (cause) {
-      const why = withCauses('the worker failed unexpectedly', cause, secrets);
-      ending = Ending.failed(
-        'store_unavailable',
-        stored,
-        new StoreUnavailableError(why, { cause }),
-      );
+      ending = Ending.failed('store_unavailable', stored, unexpected('worker', cause, secrets));
     }
     reporting.finish(ending, arrival, startedAt, 'job');
     return runResultOf(ending, secrets);
@@ -238,6 +232,16 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     recordsEntities: settings.recordTtlMs !== undefined,
   };
   return receiver;
+}
+
+/** A failure no step answered (a faulty store, inbox or logger): retried later, as a store's. */
+function unexpected(
+  who: 'receiver' | 'worker',
+  cause: unknown,
+  secrets: readonly string[],
+): StoreUnavailableError {
+  const why = withCauses(`the ${who} failed unexpectedly`, cause, secrets);
+  return new StoreUnavailableError(why, { cause });
 }
 
 /** An HTTP delivery's arrival, its tenant read (a string, or none), or what reading it threw. */

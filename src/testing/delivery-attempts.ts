@@ -81,7 +81,7 @@ export function deliveryAttempts({
     if (down) record(entryOf(base, ENDPOINT_DOWN));
     const { ok, failedAt } = down
       ? { ok: false, failedAt: base.at }
-      : await send(delivery, base, fault);
+      : await send(delivery, base, fault, { clock, timeoutMs, record });
     if (ok) {
       delivery.state = 'delivered';
       target.failingSince = undefined;
@@ -102,33 +102,34 @@ export function deliveryAttempts({
     clock.schedule(() => start(delivery), failedAt + delay - clock.now());
   }
 
-  /** Send one attempt, apply its fault and log it; whether it succeeded, and when it failed. */
-  async function send(
-    delivery: Delivery,
-    base: AttemptBase,
-    fault: FaultKind | undefined,
-  ): Promise<{ ok: boolean; failedAt: number }> {
-    const { target } = delivery;
-    const sent = signedRequest(delivery.body, target.secret);
-    const [result, copy] = await Promise.all([
-      exchange(target, sent, timeoutMs, clock),
-      fault === 'duplicate' ? exchange(target, sent, timeoutMs, clock) : undefined,
-    ]);
-    let seen: ExchangeResult = result;
-    let failedAt = clock.now();
-    if (fault === 'drop') {
-      seen = { status: null, error: 'the answer was lost (injected drop)' };
-    } else if (fault === 'delay') {
-      seen = { status: null, error: `no answer within ${timeoutMs} ms (injected delay)` };
-      failedAt = Math.max(failedAt, base.at + timeoutMs);
-    }
-    // The receiver's outcome is logged even when the platform did not see it (drop, delay).
-    record(entryOf(base, seen, result.outcome, fault === 'duplicate' ? undefined : fault));
-    if (copy) record(entryOf(base, copy, copy.outcome, 'duplicate'));
-    return { ok: isSuccessStatus(seen.status), failedAt };
-  }
-
   return start;
+}
+
+/** Send one attempt, apply its fault and log it; whether it succeeded, and when it failed. */
+async function send(
+  delivery: Delivery,
+  base: AttemptBase,
+  fault: FaultKind | undefined,
+  { clock, timeoutMs, record }: Pick<DeliveryAttemptsOptions, 'clock' | 'timeoutMs' | 'record'>,
+): Promise<{ ok: boolean; failedAt: number }> {
+  const { target } = delivery;
+  const sent = signedRequest(delivery.body, target.secret);
+  const [result, copy] = await Promise.all([
+    exchange(target, sent, timeoutMs, clock),
+    fault === 'duplicate' ? exchange(target, sent, timeoutMs, clock) : undefined,
+  ]);
+  let seen: ExchangeResult = result;
+  let failedAt = clock.now();
+  if (fault === 'drop') {
+    seen = { status: null, error: 'the answer was lost (injected drop)' };
+  } else if (fault === 'delay') {
+    seen = { status: null, error: `no answer within ${timeoutMs} ms (injected delay)` };
+    failedAt = Math.max(failedAt, base.at + timeoutMs);
+  }
+  // The receiver's outcome is logged even when the platform did not see it (drop, delay).
+  record(entryOf(base, seen, result.outcome, fault === 'duplicate' ? undefined : fault));
+  if (copy) record(entryOf(base, copy, copy.outcome, 'duplicate'));
+  return { ok: isSuccessStatus(seen.status), failedAt };
 }
 
 /** The POST the platform sends: `body` signed with `secret`. */

@@ -334,3 +334,78 @@ describe('postgresStore failures', () => {
     expect(failure.message).toMatch(/^Postgres rollback failed: /);
   });
 });
+
+describe("postgresStore's records, in the key's transaction", () => {
+  const RECORD = '~["record",null,"invoice:41"]';
+  /** What a reconcile run's claim of the record finds once the key's claim ended. */
+  async function runFinds(store: ReturnType<typeof postgresStore>): Promise<string> {
+    const answer = await store.claim(RECORD, 5_000);
+    if (answer.state !== 'claimed')
+      return answer.state === 'done' ? `done:${answer.fingerprint}` : answer.state;
+    await store.release(RECORD, answer.token);
+    return 'free';
+  }
+
+  it('writes the record with the key, as a webhook had it', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const key = claimed(await store.claim('delivery-1', 5_000));
+    const record = await store.claimRecord!(RECORD, 5_000, { key: 'delivery-1', token: key.token });
+    expect(record).toEqual({ state: 'claimed', token: key.token });
+    await store.completeRecord!(RECORD, key.token, 60_000);
+    await store.complete('delivery-1', key.token, 60_000, 'fp');
+    expect(await runFinds(store)).toBe('done:webhook');
+  });
+
+  it('writes nothing for a claim that never took the record, or that let it go', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const never = claimed(await store.claim('delivery-2', 5_000));
+    await store.completeRecord!(RECORD, never.token, 60_000);
+    await store.complete('delivery-2', never.token, 60_000, 'fp');
+    expect(await runFinds(store)).toBe('free');
+
+    const freed = claimed(await store.claim('delivery-3', 5_000));
+    await store.claimRecord!(RECORD, 5_000, { key: 'delivery-3', token: freed.token });
+    await store.releaseRecord!(RECORD, freed.token);
+    await store.completeRecord!(RECORD, freed.token, 60_000);
+    await store.complete('delivery-3', freed.token, 60_000, 'fp');
+    expect(await runFinds(store)).toBe('free');
+  });
+
+  it('refuses to take a record for a key whose claim has ended, naming why', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const key = claimed(await store.claim('delivery-4', 5_000));
+    await store.release('delivery-4', key.token);
+    const error = await failureOf(
+      store.claimRecord!(RECORD, 5_000, { key: 'delivery-4', token: key.token }),
+    );
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect(error.message).toBe(
+      "postgresStore: the key's claim has ended (its lease ran out), so its transaction cannot take the entity's record",
+    );
+    // Another key's token does not stand in for it either.
+    const other = claimed(await store.claim('delivery-5', 5_000));
+    const wrongKey = await failureOf(
+      store.claimRecord!(RECORD, 5_000, { key: 'delivery-4', token: other.token }),
+    );
+    expect(wrongKey).toBeInstanceOf(StoreUnavailableError);
+    await store.release('delivery-5', other.token);
+  });
+
+  it('finds a record held by a run in flight, and one it recovered recovered', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const run = claimed(await store.claim(RECORD, 5_000));
+    const key = claimed(await store.claim('delivery-6', 5_000));
+    expect(
+      await store.claimRecord!(RECORD, 5_000, { key: 'delivery-6', token: key.token }),
+    ).toEqual({
+      state: 'in_flight',
+    });
+    await store.complete(RECORD, run.token, 60_000, 'reconciled');
+    expect(
+      await store.claimRecord!(RECORD, 5_000, { key: 'delivery-6', token: key.token }),
+    ).toEqual({
+      state: 'recovered',
+    });
+    await store.release('delivery-6', key.token);
+  });
+});
