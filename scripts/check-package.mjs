@@ -61,10 +61,12 @@ import { formatMessage } from 'publint/utils';
  * 21,510 once the core gained the ordering guard (issue 36: entityOf's table, latestOnly's checks
  * at on(), the order step, memoryStore's entity versions, about 1.4 kB): 21,800. 22,369 once
  * deliveries record their entities for reconciliation (issue 36: the record step, its records
- * made of any store's claim, recordEntities, recordKeyOf, about 0.6 kB): 22,500. Raise it on
- * purpose, in the same change that makes the core bigger.
+ * made of any store's claim, recordEntities, recordKeyOf, about 0.6 kB), and 23,300 with the
+ * memory inbox's scheduled reconcile runs (`inbox.reconcile`: the schedule, its checks and its
+ * log lines), the one duration reader and the record's short wait for another delivery: 23,400.
+ * Raise it on purpose, in the same change that makes the core bigger.
  */
-const CORE_GZIP_BUDGET = 22_500;
+const CORE_GZIP_BUDGET = 23_400;
 
 /**
  * Largest fixture file the package may ship: the biggest real body is about 12 kB. A body made to
