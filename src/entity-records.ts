@@ -15,7 +15,7 @@
 
 import { recordKeyOf } from './delivery-key.js';
 import { entityOf, type EntityKind } from './entity-of.js';
-import { isPromiseLike, type MaybePromise } from './run-steps.js';
+import { isPromiseLike, nowOrLater, type MaybePromise } from './run-steps.js';
 import type { ClaimResult, HeldKey, IdempotencyStore, RecordClaimResult } from './stores/types.js';
 
 /** A record's fingerprint once a webhook's handlers (or its inbox) took the entity. */
@@ -115,18 +115,10 @@ export class EntityRecords {
 
   /** Take `record` for the delivery that holds `held`. */
   claim(record: string, held: HeldKey): MaybePromise<RecordClaimResult> {
-    const answer = this.#methods.claimRecord(record, this.#leaseMs, held);
-    if (isPromiseLike(answer))
-      return Promise.resolve(answer).then((first) => this.#orWait(record, held, first));
-    return answer.state === 'in_flight' ? this.#claimAgain(record, held) : answer;
-  }
-
-  #orWait(
-    record: string,
-    held: HeldKey,
-    answer: RecordClaimResult,
-  ): MaybePromise<RecordClaimResult> {
-    return answer.state === 'in_flight' ? this.#claimAgain(record, held) : answer;
+    return nowOrLater(
+      () => this.#methods.claimRecord(record, this.#leaseMs, held),
+      (answer) => (answer.state === 'in_flight' ? this.#claimAgain(record, held) : answer),
+    );
   }
 
   /**

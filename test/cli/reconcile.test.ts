@@ -13,11 +13,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../src/cli/command.js';
 import { main } from '../../src/cli/main.js';
-import { recordKeyOf } from '../../src/delivery-key.js';
-import { RECORDED_BY_WEBHOOK } from '../../src/entity-records.js';
 import { postgresStore } from '../../src/stores/postgres.js';
 import { redisStore } from '../../src/stores/redis.js';
-import type { IdempotencyStore } from '../../src/stores/types.js';
 import { createMockSchoolApi, type MockSchoolApi } from '../../src/testing/mock-school-api.js';
 import {
   dropTables,
@@ -26,6 +23,7 @@ import {
   type TestPostgres,
 } from '../helpers/postgres.js';
 import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { recordWebhook } from '../reconcile/helpers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'src/cli/index.ts');
@@ -33,7 +31,6 @@ const TSX = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
 
 const API_KEY = 'sk_live_Cl1Rec0nc1le7a9c1e3b5d7f9a1c3e5b7';
 const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 /** A date `ms` before now, as the platform writes it. */
 const ago = (ms: number): string => new Date(Date.now() - ms).toISOString();
 
@@ -98,18 +95,6 @@ async function inProcess(
   };
   const code = await main(['reconcile', ...args], io);
   return { code, stdout, stderr };
-}
-
-/** Record `entity` as a webhook's handlers do once they succeed. */
-async function recordWebhook(
-  store: IdempotencyStore,
-  entity: string,
-  tenant?: string,
-): Promise<void> {
-  const record = recordKeyOf(entity, tenant);
-  const claim = await store.claim(record, 60_000);
-  if (claim.state !== 'claimed') throw new Error(`expected to claim ${record}`);
-  await store.complete(record, claim.token, 30 * DAY, RECORDED_BY_WEBHOOK);
 }
 
 const invoice = (invoiceId: number) => ({
