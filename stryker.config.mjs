@@ -33,10 +33,8 @@ const critical = [
   // The time bounds every store and inbox call runs under, and the wait for a client to connect.
   'src/bounded-calls.ts',
   'src/deadlines.ts',
-  'src/stores/client-readiness.ts',
-  'src/stores/memory.ts',
-  'src/stores/redis.ts',
-  'src/stores/postgres.ts',
+  // Every store and what it is made of: its keys' encoding, scripts, table and claims.
+  'src/stores/*.ts',
   'src/inbox/*.ts',
   'adapters/*.ts',
 ];

@@ -409,3 +409,139 @@ describe("postgresStore's records, in the key's transaction", () => {
     await store.release('delivery-6', key.token);
   });
 });
+
+describe("postgresStore's entities and records: calls that do not match the held claim", () => {
+  const ENTITY = 'invoice:77';
+  const RECORD = '~["record",null,"invoice:77"]';
+
+  /** What another delivery's claim of ENTITY at version 1 finds once the first key committed. */
+  async function laterClaimFinds(store: ReturnType<typeof postgresStore>, key: string) {
+    const next = claimed(await store.claim(key, 5_000));
+    const answer = await store.claimEntity!(ENTITY, 1, 5_000, { key, token: next.token });
+    await store.release(key, next.token);
+    return answer.state;
+  }
+
+  it('refuses a version that is not a finite number of ms, naming versionMs', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const key = claimed(await store.claim('d-nan', 5_000));
+    for (const versionMs of [Number.NaN, Number.POSITIVE_INFINITY]) {
+      const error = await failureOf(
+        store.claimEntity!(ENTITY, versionMs, 5_000, { key: 'd-nan', token: key.token }),
+      );
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toBe('postgresStore: versionMs must be a finite number of milliseconds');
+    }
+    await store.release('d-nan', key.token);
+  });
+
+  it('refuses to take an entity for a key whose claim has ended, naming the entity', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const key = claimed(await store.claim('d-ended', 5_000));
+    await store.release('d-ended', key.token);
+    const error = await failureOf(
+      store.claimEntity!(ENTITY, 2, 5_000, { key: 'd-ended', token: key.token }),
+    );
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect(error.message).toBe(
+      "postgresStore: the key's claim has ended (its lease ran out), so its transaction cannot take the entity",
+    );
+  });
+
+  it('writes no version for an entity let go before its completion', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const key = claimed(await store.claim('d-let-go', 5_000));
+    const held = { key: 'd-let-go', token: key.token };
+    expect(await store.claimEntity!(ENTITY, 2, 5_000, held)).toEqual({
+      state: 'claimed',
+      token: key.token,
+    });
+    await store.releaseEntity!(ENTITY, key.token);
+    await store.completeEntity!(ENTITY, key.token, 2, 60_000);
+    await store.complete('d-let-go', key.token, 60_000, 'fp');
+    // Version 2 was never written, so version 1 is not older than anything recorded.
+    expect(await laterClaimFinds(store, 'd-after')).toBe('claimed');
+  });
+
+  it('keeps the held entity when another entity is let go, and writes its version', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const key = claimed(await store.claim('d-other', 5_000));
+    await store.claimEntity!(ENTITY, 2, 5_000, { key: 'd-other', token: key.token });
+    await store.releaseEntity!('invoice:78', key.token);
+    await store.completeEntity!(ENTITY, key.token, 2, 60_000);
+    await store.complete('d-other', key.token, 60_000, 'fp');
+    expect(await laterClaimFinds(store, 'd-after-2')).toBe('superseded');
+  });
+
+  it('keeps the held record when another record is let go, and writes it', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const key = claimed(await store.claim('d-record', 5_000));
+    await store.claimRecord!(RECORD, 5_000, { key: 'd-record', token: key.token });
+    await store.releaseRecord!('~["record",null,"invoice:78"]', key.token);
+    await store.completeRecord!(RECORD, key.token, 60_000);
+    await store.complete('d-record', key.token, 60_000, 'fp');
+    const run = await store.claim(RECORD, 5_000);
+    expect(run).toEqual({ state: 'done', fingerprint: 'webhook' });
+  });
+
+  it('ignores a completion or a release with a token whose claim has ended', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const key = claimed(await store.claim('d-late', 5_000));
+    await store.complete('d-late', key.token, 60_000, 'fp');
+    await expect(store.completeRecord!(RECORD, key.token, 60_000)).resolves.toBeUndefined();
+    await expect(store.releaseRecord!(RECORD, key.token)).resolves.toBeUndefined();
+    await expect(store.completeEntity!(ENTITY, key.token, 2, 60_000)).resolves.toBeUndefined();
+    await expect(store.releaseEntity!(ENTITY, key.token)).resolves.toBeUndefined();
+    // None of them wrote anything: the record is free for a run.
+    const run = claimed(await store.claim(RECORD, 5_000));
+    await store.release(RECORD, run.token);
+  });
+
+  /** A claim of `key` whose session Postgres has ended, and the store that made it. */
+  async function claimOnDeadSession(key: string) {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const result = claimed(await store.claim(key, 10_000));
+    const pid = (result.transaction!.client as unknown as { processID: number }).processID;
+    await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    return { store, held: { key, token: result.token } };
+  }
+
+  it.each([
+    ['claimEntity', (s: Store, h: Held) => s.claimEntity!(ENTITY, 2, 5_000, h)],
+    ['claimRecord', (s: Store, h: Held) => s.claimRecord!(RECORD, 5_000, h)],
+  ])('names %s in the error of a claim whose connection died', async (name, call) => {
+    const { store, held } = await claimOnDeadSession(`d-dead-${name}`);
+    const failure = await failureOf(call(store, held));
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect(failure.message).toMatch(new RegExp(`^Postgres ${name} failed: `));
+    await store.release(held.key, held.token).catch(() => {});
+  });
+
+  it.each([
+    [
+      'completeEntity',
+      (s: Store, h: Held) => s.claimEntity!(ENTITY, 2, 5_000, h),
+      (s: Store, h: Held) => s.completeEntity!(ENTITY, h.token, 2, 60_000),
+    ],
+    [
+      'completeRecord',
+      (s: Store, h: Held) => s.claimRecord!(RECORD, 5_000, h),
+      (s: Store, h: Held) => s.completeRecord!(RECORD, h.token, 60_000),
+    ],
+  ])('names %s in the error of a completion whose connection died', async (name, take, complete) => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const key = `d-dead-${name}`;
+    const result = claimed(await store.claim(key, 10_000));
+    const held = { key, token: result.token };
+    await take(store, held);
+    const pid = (result.transaction!.client as unknown as { processID: number }).processID;
+    await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    const failure = await failureOf(complete(store, held));
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect(failure.message).toMatch(new RegExp(`^Postgres ${name} failed: `));
+    await store.release(key, result.token).catch(() => {});
+  });
+});
+
+type Store = ReturnType<typeof postgresStore>;
+type Held = { key: string; token: string };
