@@ -143,3 +143,74 @@ describe('readinessOf', () => {
     expect(client.listenerCount('ready')).toBe(0);
   });
 });
+
+describe("readinessOf's error listener and the cause of its refusals", () => {
+  it('listens to connection errors only while a call waits', async () => {
+    const client = new FakeClient();
+    client.status = 'connecting';
+    const waiting = readinessOf(client, notReady)({ aborted: false });
+    expect(client.listenerCount('error')).toBe(1);
+    client.become('ready');
+    expect(await outcomeOf(waiting)).toBe('ready');
+    expect(client.listenerCount('error')).toBe(0);
+  });
+
+  it('gives the connection error seen while waiting as the cause of its refusal', async () => {
+    const client = new FakeClient();
+    client.status = 'connecting';
+    const waiting = readinessOf(client, notReady)({ aborted: false });
+    const refused = new Error('connect ECONNREFUSED 127.0.0.1:6379');
+    client.emit('error', refused);
+    client.become('close');
+    const error = await waiting.then(
+      () => undefined,
+      (reason: unknown) => reason as Error,
+    );
+    expect(error?.message).toBe(NOT_READY);
+    expect(error?.cause).toBe(refused);
+  });
+
+  it("keeps notReady's own cause, and gives none when no error was seen", async () => {
+    const own = new Error('its own cause');
+    const client = new FakeClient();
+    client.status = 'connecting';
+    const withOwn = readinessOf(client, () => new Error(NOT_READY, { cause: own }));
+    const waiting = withOwn({ aborted: false });
+    client.emit('error', new Error('connect ECONNREFUSED'));
+    client.become('close');
+    const error = await waiting.then(
+      () => undefined,
+      (reason: unknown) => reason as Error,
+    );
+    expect(error?.cause).toBe(own);
+
+    const quiet = new FakeClient();
+    quiet.status = 'close';
+    const plain = await readinessOf(
+      quiet,
+      notReady,
+    )({ aborted: false }).then(
+      () => undefined,
+      (reason: unknown) => reason as Error,
+    );
+    expect(plain?.message).toBe(NOT_READY);
+    expect(plain !== undefined && 'cause' in plain).toBe(false);
+  });
+
+  it('forgets an error once the client was ready: a later refusal does not blame it', async () => {
+    const client = new FakeClient();
+    client.status = 'connecting';
+    const whenReady = readinessOf(client, notReady);
+    const waiting = whenReady({ aborted: false });
+    client.emit('error', new Error('connect ECONNREFUSED (a retry then connected)'));
+    client.become('ready');
+    expect(await outcomeOf(waiting)).toBe('ready');
+    client.status = 'reconnecting';
+    const later = await whenReady({ aborted: false }).then(
+      () => undefined,
+      (reason: unknown) => reason as Error,
+    );
+    expect(later?.message).toBe(NOT_READY);
+    expect(later !== undefined && 'cause' in later).toBe(false);
+  });
+});

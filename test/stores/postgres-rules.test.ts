@@ -86,6 +86,9 @@ describe('postgresStore table names', () => {
     }
     expect(postgresStoreSql({ table: a })).toContain(`CREATE TABLE IF NOT EXISTS "${ea}" (`);
     expect(entityTableOf('deliveries')).toBe('deliveries_entities');
+    // A name whose `_entities` table is exactly 63 characters keeps it whole.
+    expect(entityTableOf('f'.repeat(54))).toBe(`${'f'.repeat(54)}_entities`);
+    expect(entityTableOf('f'.repeat(55))).toMatch(/^f{45}_[0-9a-f]{8}_entities$/);
   });
 
   it('creates the expiry index with the table', async () => {
@@ -212,6 +215,23 @@ describe('postgresStore claims', () => {
     expect(b.state).toBe('claimed');
     await first.release('same-key', a.token);
     await second.release('same-key', claimed(b).token);
+  });
+
+  it('keeps the entity locks of two tables apart: one entity claimed in each at once', async () => {
+    const stores = [table(), table()].map((name) =>
+      postgresStore({ pool: postgres.pool, table: name }),
+    );
+    const answers = [];
+    for (const store of stores) {
+      const key = claimed(await store.claim('entity-key', 10_000));
+      answers.push({ store, token: key.token });
+      const entity = await store.claimEntity!('invoice:1', 1, 10_000, {
+        key: 'entity-key',
+        token: key.token,
+      });
+      expect(entity.state).toBe('claimed');
+    }
+    for (const { store, token } of answers) await store.release('entity-key', token);
   });
 
   it('completes only the key a token was given for', async () => {
@@ -430,7 +450,9 @@ describe("postgresStore's entities and records: calls that do not match the held
         store.claimEntity!(ENTITY, versionMs, 5_000, { key: 'd-nan', token: key.token }),
       );
       expect(error).toBeInstanceOf(ConfigError);
-      expect(error.message).toBe('postgresStore: versionMs must be a finite number of milliseconds');
+      expect(error.message).toBe(
+        'postgresStore: versionMs must be a finite number of milliseconds',
+      );
     }
     await store.release('d-nan', key.token);
   });
@@ -528,19 +550,22 @@ describe("postgresStore's entities and records: calls that do not match the held
       (s: Store, h: Held) => s.claimRecord!(RECORD, 5_000, h),
       (s: Store, h: Held) => s.completeRecord!(RECORD, h.token, 60_000),
     ],
-  ])('names %s in the error of a completion whose connection died', async (name, take, complete) => {
-    const store = postgresStore({ pool: postgres.pool, table: table() });
-    const key = `d-dead-${name}`;
-    const result = claimed(await store.claim(key, 10_000));
-    const held = { key, token: result.token };
-    await take(store, held);
-    const pid = (result.transaction!.client as unknown as { processID: number }).processID;
-    await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
-    const failure = await failureOf(complete(store, held));
-    expect(failure).toBeInstanceOf(StoreUnavailableError);
-    expect(failure.message).toMatch(new RegExp(`^Postgres ${name} failed: `));
-    await store.release(key, result.token).catch(() => {});
-  });
+  ])(
+    'names %s in the error of a completion whose connection died',
+    async (name, take, complete) => {
+      const store = postgresStore({ pool: postgres.pool, table: table() });
+      const key = `d-dead-${name}`;
+      const result = claimed(await store.claim(key, 10_000));
+      const held = { key, token: result.token };
+      await take(store, held);
+      const pid = (result.transaction!.client as unknown as { processID: number }).processID;
+      await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+      const failure = await failureOf(complete(store, held));
+      expect(failure).toBeInstanceOf(StoreUnavailableError);
+      expect(failure.message).toMatch(new RegExp(`^Postgres ${name} failed: `));
+      await store.release(key, result.token).catch(() => {});
+    },
+  );
 });
 
 type Store = ReturnType<typeof postgresStore>;
