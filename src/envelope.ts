@@ -85,8 +85,9 @@ const COMMON_FORM_LENGTH = 24;
  * The instant of a timestamp in the platform's own form (`YYYY-MM-DDTHH:MM:SS.sssZ`), read
  * character by character: a quarter of the pattern's cost on every delivery. Undefined for
  * anything else, which {@link patternMsOf} then reads; it accepts nothing the pattern refuses.
+ * Exported for its tests only (not from the package): it must answer that form itself.
  */
-function commonFormMsOf(text: string): number | undefined {
+export function commonFormMsOf(text: string): number | undefined {
   if (text.length !== COMMON_FORM_LENGTH) return undefined;
   if (
     text.charCodeAt(4) !== 45 || // -
