@@ -8,7 +8,7 @@
 // Types only: importing this file never loads ioredis.
 import type { Cluster, Redis } from 'ioredis';
 import type { BoundedCalls } from '../bounded-calls.js';
-import { COMPLETE, type Script } from './redis-scripts.js';
+import type { Script } from './redis-scripts.js';
 import type { ScriptSender } from './redis-script-sender.js';
 
 /** A completion or release to send again: which, its arguments, until when, the retry running. */
@@ -51,7 +51,7 @@ export class UnfinishedCalls {
 
   /** The call kept for `redisKey`, if any. */
   get(redisKey: string): Unfinished | undefined {
-    return this.#byKey.size === 0 ? undefined : this.#byKey.get(redisKey);
+    return this.#byKey.get(redisKey);
   }
 
   /**
@@ -74,9 +74,9 @@ export class UnfinishedCalls {
       this.forget(redisKey, pending);
       return Promise.resolve();
     }
-    const name = pending.script === COMPLETE ? 'complete' : 'release';
+    // Its failure is only noted (the next 'ready' tries again): no error names it to anyone.
     pending.retry ??= this.#calls
-      .run(name, (call) => this.#sender.evalScript(pending.script, redisKey, pending.args, call))
+      .run('resend', (call) => this.#sender.evalScript(pending.script, redisKey, pending.args, call))
       .then(
         () => this.forget(redisKey, pending),
         () => {

@@ -138,7 +138,7 @@ describe('a pg-boss the inbox was given', () => {
     const given = recordedBoss(database.url, schema);
     await given.boss.start();
     // pg-boss answers null for a version table without a row.
-    await given.boss.getDb().executeSql(`DELETE FROM "${schema}".version`);
+    await given.boss.getDb().executeSql(`DELETE FROM "${schema}".version`, []);
     expect(await given.boss.schemaVersion()).toBeNull();
     const starter = starterOf(given.like, () => Promise.reject(new Error('unused')), schema);
     cleanups.push(() => starter.stop());

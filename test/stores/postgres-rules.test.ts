@@ -536,7 +536,9 @@ describe("postgresStore's entities and records: calls that do not match the held
     const failure = await failureOf(call(store, held));
     expect(failure).toBeInstanceOf(StoreUnavailableError);
     expect(failure.message).toMatch(new RegExp(`^Postgres ${name} failed: `));
-    await store.release(held.key, held.token).catch(() => {});
+    await Promise.resolve()
+      .then(() => store.release(held.key, held.token))
+      .catch(() => {});
   });
 
   it.each([
@@ -563,7 +565,9 @@ describe("postgresStore's entities and records: calls that do not match the held
       const failure = await failureOf(complete(store, held));
       expect(failure).toBeInstanceOf(StoreUnavailableError);
       expect(failure.message).toMatch(new RegExp(`^Postgres ${name} failed: `));
-      await store.release(key, result.token).catch(() => {});
+      await Promise.resolve()
+        .then(() => store.release(key, result.token))
+        .catch(() => {});
     },
   );
 });
