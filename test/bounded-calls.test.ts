@@ -75,4 +75,13 @@ describe('BoundedCalls', () => {
     });
     expect(aborted).toBe(true);
   });
+
+  it("gives each call its deadline: the budget from now on this process's clock", async () => {
+    const calls = new BoundedCalls(1500, errors);
+    const before = Date.now();
+    const deadline = await calls.run('read', (call) => Promise.resolve(call.deadline));
+    const after = Date.now();
+    expect(deadline).toBeGreaterThanOrEqual(before + 1500);
+    expect(deadline).toBeLessThanOrEqual(after + 1500);
+  });
 });
