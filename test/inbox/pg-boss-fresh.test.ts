@@ -161,6 +161,25 @@ describe('pgBossInbox, loaded afresh', () => {
     ]);
   }, 30_000);
 
+  it("names a tenant's job by its key under that tenant, never by its id under another", async () => {
+    const { pgBossInbox } = await freshModules();
+    const inbox = pgBossInbox({
+      connectionString: database.url,
+      schema: newSchema(),
+      queueName: `fresh-t-${randomUUID().slice(0, 8)}`,
+    });
+    cleanups.push(() => inbox.close());
+    const stored = { ...storedOf(createTestDelivery()), tenant: 'school-a' };
+    await inbox.enqueue(stored);
+    const job = await inbox.getJob(stored.idempotencyKey, { tenant: 'school-a' });
+    expect(job).toMatchObject({ idempotencyKey: stored.idempotencyKey, tenant: 'school-a' });
+    // Its id names it on its own; under a tenant, a name is a key, and no key is that id.
+    expect(await inbox.getJob(job!.id)).toMatchObject({ id: job!.id, tenant: 'school-a' });
+    expect(await inbox.getJob(job!.id, { tenant: 'school-b' })).toBeUndefined();
+    expect(await inbox.getJob(stored.idempotencyKey)).toBeUndefined();
+    expect(await inbox.jobs()).toMatchObject([{ tenant: 'school-a' }]);
+  }, 30_000);
+
   it('takes only schema and queue names Postgres and pg-boss take', async () => {
     const { pgBossInbox, ConfigError } = await freshModules();
     const PgBoss = (await import('pg-boss')).default;

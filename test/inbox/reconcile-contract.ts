@@ -141,6 +141,10 @@ export function describeReconcileContract(name: string, options: ReconcileContra
       const reconciler = fakeReconciler();
       for (const every of [0, -5, 1.5, '1.5h', '1 h', 'hourly', '25d', Number.NaN]) {
         expect(() => inbox!.reconcile(reconciler, { every, since: '48h' })).toThrow(ConfigError);
+        // Each error names the inbox it comes from.
+        expect(() => inbox!.reconcile(reconciler, { every, since: '48h' })).toThrow(
+          new RegExp(`^${name}: `),
+        );
       }
       type Options = Parameters<ManagedInbox['reconcile']>[1];
       expect(() => inbox!.reconcile(reconciler, { every: '1h' } as Options)).toThrow(/since/);
@@ -154,6 +158,13 @@ export function describeReconcileContract(name: string, options: ReconcileContra
         );
       }
       await worker.close();
+      // Once that one is closed, the inbox takes a reconciler again.
+      await inbox!.reconcile(reconciler, { every: '1h', since: '48h' }).close();
+      // A closed inbox takes none, and says which inbox it is.
+      await inbox!.close();
+      expect(() => inbox!.reconcile(reconciler, { every: '1h', since: '48h' })).toThrow(
+        `${name}: the inbox is closed`,
+      );
     });
   });
 }
