@@ -137,7 +137,7 @@ describe('runReconcile', () => {
 
   it('runs over the window and kinds of the schedule, handing its report to onReport', async () => {
     const seen: unknown[] = [];
-    const run = vi.fn(() => Promise.resolve(report()));
+    const run = vi.fn((_options: object) => Promise.resolve(report()));
     const outcome = await runReconcile(
       { run },
       { ...schedule, kinds: ['access'], onReport: (r) => void seen.push(r) },
@@ -149,7 +149,7 @@ describe('runReconcile', () => {
     expect(run).toHaveBeenCalledWith(expect.objectContaining({ since: '48h', kinds: ['access'] }));
     const quiet = lines();
     await runReconcile({ run }, schedule, new AbortController().signal, log(quiet.logger));
-    expect(Object.keys(run.mock.calls[1]![0] as object)).not.toContain('kinds');
+    expect(Object.keys(run.mock.calls[1]![0])).not.toContain('kinds');
     // Without onReport, a run that succeeded says nothing.
     expect(quiet.kept).toEqual([]);
   });
