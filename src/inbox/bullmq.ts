@@ -253,7 +253,7 @@ class BullmqQueueInbox implements BullmqInbox {
       throw new ConfigError('bullmqInbox: reconcile runs one reconciler per inbox; close it first');
     }
     const settings = this.#settings;
-    this.#reconciling = true;
+    // Marked once started: a BullMQ too old to reconcile throws here and leaves none running.
     const handle = startBullmqReconcile(
       {
         ...settings,
@@ -268,6 +268,7 @@ class BullmqQueueInbox implements BullmqInbox {
         this.#reconciling = false;
       },
     );
+    this.#reconciling = true;
     this.#workers.add(handle);
     return handle;
   }

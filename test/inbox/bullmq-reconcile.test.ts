@@ -93,3 +93,54 @@ it('each run is a job of the reconcile queue, beside the deliveries, that keeps 
   // The scheduler stays for the other processes.
   expect(await queue.getJobSchedulersCount()).toBe(1);
 });
+
+it("schedules one 'reconcile' job every `every`, kept as long as the inbox keeps its jobs", async () => {
+  const [inbox] = inboxes(1);
+  const worker = inbox!.reconcile(fakeReconciler(), { every: '1h', since: '48h' });
+  const queue = reconcileQueue(inbox!.queue.name);
+  const [scheduler] = await vi.waitFor(
+    async () => {
+      const found = await queue.getJobSchedulers();
+      expect(found).toHaveLength(1);
+      return found;
+    },
+    { timeout: 4000, interval: 20 },
+  );
+  await worker.close();
+  expect(scheduler).toMatchObject({ name: 'reconcile', every: 3_600_000 });
+  // The inbox's defaults: completed jobs a day, dead letters 30 days (BullMQ counts seconds).
+  expect(scheduler!.template?.opts).toMatchObject({
+    removeOnComplete: { age: 86_400, count: 100 },
+    removeOnFail: { age: 30 * 86_400, count: 100 },
+  });
+});
+
+it("fails a run's job with the run's error, and the next tick runs again", async () => {
+  const [inbox] = inboxes(1);
+  const reconciler = fakeReconciler({ fails: (call) => call === 1 });
+  const worker = inbox!.reconcile(reconciler, { every: 200, since: '48h', onError: () => {} });
+  await vi.waitFor(() => expect(reconciler.calls.length).toBeGreaterThanOrEqual(2), {
+    timeout: 4000,
+    interval: 20,
+  });
+  await worker.close();
+  const queue = reconcileQueue(inbox!.queue.name);
+  const [failed] = await queue.getJobs(['failed'], 0, 0, true);
+  expect(failed?.failedReason).toBe('run 1 failed');
+});
+
+it('refuses to reconcile on a BullMQ without job schedulers (before 5.16), saying so', () => {
+  const [inbox] = inboxes(1);
+  const prototype = Queue.prototype as unknown as Record<string, unknown>;
+  for (const method of ['upsertJobScheduler', 'setGlobalConcurrency']) {
+    const original = prototype[method];
+    delete prototype[method];
+    try {
+      expect(() => inbox!.reconcile(fakeReconciler(), { every: '1h', since: '48h' })).toThrow(
+        'bullmqInbox: reconcile needs BullMQ 5.16 or later (job schedulers and global concurrency)',
+      );
+    } finally {
+      prototype[method] = original;
+    }
+  }
+});

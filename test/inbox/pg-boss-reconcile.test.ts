@@ -84,3 +84,21 @@ it('each run is a job of the reconcile queue that keeps the counts; a failed one
     },
   ]);
 });
+
+it("refuses a queueName whose '.reconcile' queue pg-boss would refuse, and takes the longest it allows", async () => {
+  schema = uniqueTable('pgb');
+  cleanups.push(() => pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+  const make = (queueName: string) => {
+    const inbox = pgBossInbox({ connectionString: database.url, schema, queueName });
+    cleanups.push(() => inbox.close());
+    return inbox;
+  };
+  // pg-boss takes queue names of up to 100 characters; `.reconcile` adds 10.
+  expect(() =>
+    make('q'.repeat(91)).reconcile(fakeReconciler(), { every: '1h', since: '48h' }),
+  ).toThrow(
+    `pgBossInbox: reconcile's queue "<queueName>.reconcile" must be at most 100 characters`,
+  );
+  const worker = make('q'.repeat(90)).reconcile(fakeReconciler(), { every: '1h', since: '48h' });
+  await worker.close();
+});
