@@ -12,7 +12,7 @@ import type { Logger } from '../../src/index.js';
 import { pgBossInbox, type PgBossInbox } from '../../src/postgres.js';
 import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { describeReconcileContract } from './reconcile-contract.js';
-import { fakeReconciler } from './reconcile-fake.js';
+import { fakeReconciler, recordingLogger } from './reconcile-fake.js';
 
 let database: TestPostgres;
 let pool: pg.Pool;
@@ -101,4 +101,75 @@ it("refuses a queueName whose '.reconcile' queue pg-boss would refuse, and takes
   );
   const worker = make('q'.repeat(90)).reconcile(fakeReconciler(), { every: '1h', since: '48h' });
   await worker.close();
+});
+
+/** An inbox of a schema of its own, with `options`. */
+function inboxWith(options: Partial<Parameters<typeof pgBossInbox>[0]>): PgBossInbox {
+  schema = uniqueTable('pgb');
+  cleanups.push(() => pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+  const inbox = pgBossInbox({
+    connectionString: database.url,
+    schema,
+    queueName: `inbox-${randomUUID().slice(0, 8)}`,
+    ...options,
+  });
+  cleanups.push(() => inbox.close());
+  return inbox;
+}
+
+it('stops a run that outlasts expireInMs, and keeps its job failed with the reason', async () => {
+  const logger = recordingLogger();
+  const inbox = inboxWith({ expireInMs: 1_000, logger });
+  const reconciler = fakeReconciler({ holdMs: 60_000 });
+  const worker = inbox.reconcile(reconciler, { every: '1h', since: '48h' });
+  const reason = 'the reconcile run took longer than 1000 ms (expireInMs)';
+  const jobs = async () =>
+    (
+      await pool.query<{ state: string; retry_limit: number; output: unknown }>(
+        `SELECT state::text, retry_limit, output FROM "${schema}".job WHERE name LIKE '%.reconcile'`,
+      )
+    ).rows;
+  await vi.waitFor(async () => expect(await jobs()).toMatchObject([{ state: 'failed' }]), {
+    timeout: 5_000,
+    interval: 50,
+  });
+  await worker.close();
+  // Run once (the next tick runs anew), stopped after expireInMs, with why.
+  expect(await jobs()).toEqual([{ state: 'failed', retry_limit: 0, output: { reason } }]);
+  expect(logger.lines).toContainEqual(
+    expect.objectContaining({
+      level: 'warn',
+      msg: 'reconcile run stopped',
+      obj: expect.objectContaining({ err: reason }),
+    }),
+  );
+});
+
+it('logs a tick that cannot reach Postgres, and tries again at the next tick', async () => {
+  const logger = recordingLogger();
+  const inbox = pgBossInbox({
+    connectionString: 'postgres://postgres@127.0.0.1:1/none',
+    queueName: `inbox-${randomUUID().slice(0, 8)}`,
+    logger,
+  });
+  cleanups.push(() => inbox.close());
+  const reconciler = fakeReconciler();
+  const worker = inbox.reconcile(reconciler, { every: 200, since: '48h' });
+  const ticks = () =>
+    logger.lines.filter(
+      (line) =>
+        line.level === 'warn' && line.msg === 'reconcile tick failed; the next tick tries again',
+    );
+  await vi.waitFor(() => expect(ticks().length).toBeGreaterThanOrEqual(2), {
+    timeout: 5_000,
+    interval: 20,
+  });
+  await worker.close();
+  expect(ticks()[0]!.obj).toMatchObject({ queue: expect.stringMatching(/\.reconcile$/) });
+  expect(String(ticks()[0]!.obj['err'])).toMatch(/ECONNREFUSED/);
+  expect(reconciler.calls).toEqual([]);
+  // Closed: no tick says anything more.
+  const said = logger.lines.length;
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  expect(logger.lines.length).toBe(said);
 });
