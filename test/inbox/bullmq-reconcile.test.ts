@@ -12,7 +12,7 @@ import type { Logger } from '../../src/index.js';
 import { bullmqInbox, type BullmqInbox } from '../../src/inbox/bullmq.js';
 import { useTestRedis, type TestRedis } from '../helpers/redis.js';
 import { describeReconcileContract } from './reconcile-contract.js';
-import { fakeReconciler } from './reconcile-fake.js';
+import { fakeReconciler, recordingLogger } from './reconcile-fake.js';
 
 let redis: TestRedis;
 const run = randomUUID().slice(0, 8);
@@ -143,4 +143,39 @@ it('refuses to reconcile on a BullMQ without job schedulers (before 5.16), sayin
       prototype[method] = original;
     }
   }
+});
+
+it('logs a scheduler Redis did not take, tries again after `every`, and then runs', async () => {
+  const logger = recordingLogger();
+  const [inbox] = inboxes(1, logger);
+  const prototype = Queue.prototype as unknown as {
+    upsertJobScheduler: (...args: unknown[]) => Promise<unknown>;
+  };
+  const upsert = prototype.upsertJobScheduler;
+  let failures = 1;
+  prototype.upsertJobScheduler = function (this: unknown, ...args: unknown[]) {
+    if (failures-- > 0) return Promise.reject(new Error('READONLY You can not write'));
+    return upsert.apply(this, args);
+  };
+  cleanups.push(async () => {
+    prototype.upsertJobScheduler = upsert;
+  });
+  const reconciler = fakeReconciler();
+  const worker = inbox!.reconcile(reconciler, { every: 200, since: '48h' });
+  await vi.waitFor(() => expect(reconciler.calls.length).toBeGreaterThanOrEqual(1), {
+    timeout: 5_000,
+    interval: 20,
+  });
+  await worker.close();
+  prototype.upsertJobScheduler = upsert;
+  const notSet = logger.lines.filter(
+    (line) => line.msg === 'reconcile schedule not set; trying again',
+  );
+  expect(notSet).toEqual([
+    {
+      level: 'error',
+      obj: { err: 'READONLY You can not write', queue: `${inbox!.queue.name}.reconcile` },
+      msg: 'reconcile schedule not set; trying again',
+    },
+  ]);
 });
