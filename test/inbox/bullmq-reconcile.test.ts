@@ -107,7 +107,12 @@ it("schedules one 'reconcile' job every `every`, kept as long as the inbox keeps
     { timeout: 4000, interval: 20 },
   );
   await worker.close();
-  expect(scheduler).toMatchObject({ name: 'reconcile', every: 3_600_000 });
+  // Its id is the one docs/inbox.md tells to remove it by.
+  expect(scheduler).toMatchObject({
+    key: 'schoolhooks-reconcile',
+    name: 'reconcile',
+    every: 3_600_000,
+  });
   // The inbox's defaults: completed jobs a day, dead letters 30 days (BullMQ counts seconds).
   expect(scheduler!.template?.opts).toMatchObject({
     removeOnComplete: { age: 86_400, count: 100 },
@@ -178,4 +183,45 @@ it('logs a scheduler Redis did not take, tries again after `every`, and then run
       msg: 'reconcile schedule not set; trying again',
     },
   ]);
+});
+
+it('says why a run stopped at close(), and tells connection errors of its queue to the logger', async () => {
+  const logger = recordingLogger();
+  const [inbox] = inboxes(1, logger);
+  const reconciler = fakeReconciler({ holdMs: 60_000 });
+  const worker = inbox!.reconcile(reconciler, { every: '1h', since: '48h' });
+  await vi.waitFor(() => expect(reconciler.running()).toBe(1), { timeout: 4000, interval: 20 });
+  // The inbox's connection fails: every queue on it, the reconcile queue too, says so.
+  const client = inbox!.queue.opts.connection as unknown as Redis;
+  client.emit('error', new Error('ECONNRESET'));
+  expect(
+    logger.lines.filter((line) => line.msg === 'inbox connection error').length,
+  ).toBeGreaterThanOrEqual(2);
+  await worker.close();
+  expect(logger.lines).toContainEqual(
+    expect.objectContaining({
+      level: 'warn',
+      msg: 'reconcile run stopped',
+      obj: expect.objectContaining({ err: 'the reconcile worker was closed' }),
+    }),
+  );
+});
+
+it('closes at once while it waits to set a scheduler Redis refused', async () => {
+  const [inbox] = inboxes(1, recordingLogger());
+  const prototype = Queue.prototype as unknown as {
+    upsertJobScheduler: (...args: unknown[]) => Promise<unknown>;
+  };
+  const upsert = prototype.upsertJobScheduler;
+  prototype.upsertJobScheduler = () => Promise.reject(new Error('READONLY You can not write'));
+  cleanups.push(async () => {
+    prototype.upsertJobScheduler = upsert;
+  });
+  // The next try would be 30 s away.
+  const worker = inbox!.reconcile(fakeReconciler(), { every: '1h', since: '48h' });
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const startedAt = performance.now();
+  await worker.close();
+  expect(performance.now() - startedAt).toBeLessThan(5_000);
+  prototype.upsertJobScheduler = upsert;
 });
