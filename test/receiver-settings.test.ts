@@ -49,7 +49,7 @@ describe('createReceiver start-up checks', () => {
     expect(refusal({ recordEntities: 'no' as unknown as boolean }).message).toBe(
       'recordEntities must be true or false, not string',
     );
-    expect(refusal({ inbox: {} as ReceiverOptions['inbox'] }).message).toBe(
+    expect(refusal({ inbox: {} as NonNullable<ReceiverOptions['inbox']> }).message).toBe(
       'inbox must have an enqueue(delivery) method',
     );
     expect(() =>
