@@ -31,10 +31,13 @@ export function giveBack(client: PoolClient): void {
   client.release();
 }
 
-/** Closed, never reused: a transaction in it is rolled back, and later queries fail. */
-export function destroy(client: PoolClient, reason: string): void {
+/**
+ * Closed, never reused: a transaction in it is rolled back, and later queries fail. (pg reads
+ * only that `release` was given something true: why is said where it is called.)
+ */
+export function destroy(client: PoolClient): void {
   client.off('error', noop);
-  client.release(new Error(reason));
+  client.release(true);
 }
 
 /**
@@ -58,12 +61,14 @@ export class HeldClaims {
     leaseMs: number,
   ): { token: string; transaction: ClaimTransaction } {
     const token = randomToken();
-    const lease = setTimeout(() => this.abandon(token, 'the lease ran out'), leaseMs);
+    // The lease ran out: the claim ends here.
+    const lease = setTimeout(() => this.abandon(token), leaseMs);
     lease.unref?.();
     this.#holders.set(token, { key, client, lease });
     const transaction: ClaimTransaction = {
       client,
-      abandon: () => this.abandon(token, 'the handlers ran past their timeout'),
+      // The handlers ran past their timeout.
+      abandon: () => this.abandon(token),
     };
     return { token, transaction };
   }
@@ -88,7 +93,7 @@ export class HeldClaims {
   }
 
   /** Ends a claim this process no longer keeps: closes its client (Postgres rolls back). */
-  abandon(token: string, reason: string): void {
+  abandon(token: string): void {
     const holder = this.#holders.get(token);
     if (holder === undefined) return;
     this.#holders.delete(token);
@@ -105,6 +110,6 @@ export class HeldClaims {
     void ended.then(() => {
       if (this.#closing.get(key) === ended) this.#closing.delete(key);
     });
-    destroy(client, reason);
+    destroy(client);
   }
 }

@@ -191,7 +191,7 @@ class PostgresStore implements IdempotencyStore {
       });
     } catch (error) {
       // Unanswered or failed: never let the half-done transaction back into the pool.
-      destroy(client, 'the commit failed');
+      destroy(client);
       throw error;
     }
     giveBack(client);
@@ -206,7 +206,7 @@ class PostgresStore implements IdempotencyStore {
       await this.#calls.run('rollback', () => client.query('ROLLBACK'));
     } finally {
       // Closed rather than pooled: a handler that still holds it can write nowhere.
-      destroy(client, 'the claim was released');
+      destroy(client);
     }
   }
 
@@ -349,7 +349,8 @@ class PostgresStore implements IdempotencyStore {
       }
       return { state: 'claimed', ...this.#held.hold(key, client, leaseMs) };
     } catch (error) {
-      destroy(client, 'the claim failed');
+      // The claim failed: its transaction may be half done.
+      destroy(client);
       throw error;
     }
   }
