@@ -7,9 +7,10 @@
 
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import PgBoss from 'pg-boss';
 import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
 import type { Logger } from '../../src/index.js';
-import { pgBossInbox, type PgBossInbox } from '../../src/postgres.js';
+import { pgBossInbox, type PgBossInbox, type PgBossLike } from '../../src/postgres.js';
 import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { describeReconcileContract } from './reconcile-contract.js';
 import { fakeReconciler, recordingLogger } from './reconcile-fake.js';
@@ -172,4 +173,84 @@ it('logs a tick that cannot reach Postgres, and tries again at the next tick', a
   const said = logger.lines.length;
   await new Promise((resolve) => setTimeout(resolve, 400));
   expect(logger.lines.length).toBe(said);
+});
+
+/** A started pg-boss of a schema of its own, as the inbox sees it, with `replaced` methods. */
+async function givenBoss(replaced: (boss: PgBoss) => Partial<PgBossLike> = () => ({})) {
+  schema = uniqueTable('pgb');
+  cleanups.push(() => pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+  const boss = new PgBoss({ connectionString: database.url, schema });
+  boss.on('error', () => {});
+  cleanups.push(() => boss.stop({ graceful: false, wait: true }));
+  await boss.start();
+  // Every method bound to pg-boss itself (its private fields need it as `this`).
+  const like = Object.fromEntries(
+    (
+      [
+        'start',
+        'stop',
+        'send',
+        'fetch',
+        'complete',
+        'createQueue',
+        'schemaVersion',
+        'getDb',
+        'on',
+        'off',
+      ] as const
+    ).map((name) => [name, (boss[name] as (...args: unknown[]) => unknown).bind(boss)]),
+  ) as unknown as PgBossLike;
+  return { ...like, ...replaced(boss) };
+}
+
+it('asks pg-boss 11/12 (not 10) to delete each run after keepCompletedMs', async () => {
+  const sent: Record<string, unknown>[] = [];
+  const boss = await givenBoss((real) => ({
+    send: (name, data, options) => {
+      if (name.endsWith('.reconcile')) sent.push(options as Record<string, unknown>);
+      return real.send(name, data, options);
+    },
+  }));
+  const runOnce = async (queueName: string) => {
+    const inbox = pgBossInbox({ boss, schema, queueName, keepCompletedMs: 2 * 86_400_000 + 1 });
+    cleanups.push(() => inbox.close());
+    const reconciler = fakeReconciler();
+    const worker = inbox.reconcile(reconciler, { every: '1h', since: '48h' });
+    await vi.waitFor(() => expect(reconciler.calls).toHaveLength(1), { timeout: 5_000 });
+    await worker.close();
+  };
+  // pg-boss 10's tables (schema version 24).
+  await runOnce('v24');
+  expect(sent).toEqual([{ id: expect.any(String), retryLimit: 0, expireInSeconds: 900 }]);
+  // The same tables with pg-boss 11/12's deletion_seconds, at schema version 25.
+  await pool.query(`ALTER TABLE "${schema}".job ADD COLUMN deletion_seconds int`);
+  await pool.query(`UPDATE "${schema}".version SET version = 25`);
+  await runOnce('v25');
+  expect(sent[1]).toEqual({
+    id: expect.any(String),
+    retryLimit: 0,
+    expireInSeconds: 900,
+    deleteAfterSeconds: 172_801,
+  });
+});
+
+it('logs a run whose job pg-boss did not take as done', async () => {
+  const logger = recordingLogger();
+  const boss = await givenBoss(() => ({
+    complete: () => Promise.reject(new Error('connection terminated')),
+  }));
+  const inbox = pgBossInbox({ boss, schema, queueName: 'update-fails', logger });
+  cleanups.push(() => inbox.close());
+  const reconciler = fakeReconciler();
+  const worker = inbox.reconcile(reconciler, { every: '1h', since: '48h' });
+  await vi.waitFor(
+    () =>
+      expect(logger.lines).toContainEqual({
+        level: 'warn',
+        obj: { err: 'connection terminated', queue: 'update-fails.reconcile' },
+        msg: 'inbox job update failed',
+      }),
+    { timeout: 5_000 },
+  );
+  await worker.close();
 });
