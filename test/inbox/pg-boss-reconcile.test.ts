@@ -254,3 +254,20 @@ it('logs a run whose job pg-boss did not take as done', async () => {
   );
   await worker.close();
 });
+
+it('runs a tick once even when a second process starts it after the first finished it', async () => {
+  const [first, second] = inboxes(2);
+  const reconciler = fakeReconciler();
+  const every = 4_000;
+  // Start just after a tick begins, so both starts fall in that one tick.
+  await new Promise((resolve) => setTimeout(resolve, every - (Date.now() % every) + 50));
+  const a = first!.reconcile(reconciler, { every, since: '48h' });
+  cleanups.push(() => a.close());
+  await vi.waitFor(() => expect(reconciler.running()).toBe(0), { timeout: 2_000, interval: 10 });
+  await vi.waitFor(() => expect(reconciler.calls).toHaveLength(1), { timeout: 2_000 });
+  const b = second!.reconcile(reconciler, { every, since: '48h' });
+  cleanups.push(() => b.close());
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  expect(Date.now() % every).toBeGreaterThan(1_000);
+  expect(reconciler.calls).toHaveLength(1);
+});
