@@ -222,3 +222,21 @@ export function usePostgresPool(prefix: string, max = 20): TestPostgresPool {
     },
   };
 }
+
+/**
+ * A schema name of the calling test's own (`<prefix>_<random>`), whose schema `cleanups` drops
+ * after the test (pg-boss makes its tables in it).
+ */
+export function testSchema(
+  url: string,
+  cleanups: (() => Promise<unknown>)[],
+  prefix = 'pgb',
+): string {
+  const schema = uniqueTable(prefix);
+  cleanups.push(async () => {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => admin.end());
+  });
+  return schema;
+}

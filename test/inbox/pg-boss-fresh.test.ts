@@ -14,7 +14,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDelivery, SECRET, storedOf } from '../helpers/deliveries.js';
 import { failureOf } from '../helpers/failure-of.js';
-import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { testSchema, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 let database: TestPostgres;
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -41,13 +41,7 @@ async function freshModules() {
 
 /** A pg-boss schema of this test's own, dropped after it. */
 function newSchema(): string {
-  const schema = uniqueTable('pgbf');
-  cleanups.push(async () => {
-    const admin = new pg.Client({ connectionString: database.url });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => admin.end());
-  });
-  return schema;
+  return testSchema(database.url, cleanups, 'pgbf');
 }
 
 function eventually<T>(check: () => Promise<T> | T, timeout = 10_000): Promise<T> {

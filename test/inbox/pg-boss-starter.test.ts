@@ -7,14 +7,13 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import type { PgBossLike } from '../../src/inbox/pg-boss.js';
 import { BossStarter } from '../../src/inbox/pg-boss-starter.js';
 import { failureOf } from '../helpers/failure-of.js';
-import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { testSchema, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 let database: TestPostgres;
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -33,13 +32,7 @@ afterAll(async () => {
 
 /** A pg-boss schema of this test's own, dropped after it. */
 function newSchema(): string {
-  const schema = uniqueTable('pgbs');
-  cleanups.push(async () => {
-    const admin = new pg.Client({ connectionString: database.url });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => admin.end());
-  });
-  return schema;
+  return testSchema(database.url, cleanups, 'pgbs');
 }
 
 /** A real pg-boss that keeps what it was asked to stop with and when it said it stopped. */

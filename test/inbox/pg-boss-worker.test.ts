@@ -5,13 +5,12 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createReceiver, memoryStore } from '../../src/index.js';
 import { pgBossInbox, type PgBossLike } from '../../src/postgres.js';
 import { createTestDelivery, SECRET, storedOf } from '../helpers/deliveries.js';
-import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { testSchema, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 let database: TestPostgres;
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -30,12 +29,7 @@ afterAll(async () => {
 
 describe('a pgBossInbox worker whose fetch fails', () => {
   it('logs the failure, runs nothing for it, and takes the job at the next poll', async () => {
-    const schema = uniqueTable('pgbw');
-    cleanups.push(async () => {
-      const admin = new pg.Client({ connectionString: database.url });
-      await admin.connect();
-      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => admin.end());
-    });
+    const schema = testSchema(database.url, cleanups, 'pgbw');
     const boss = new PgBoss({ connectionString: database.url, schema, schedule: false });
     boss.on('error', () => {});
     cleanups.push(() => boss.stop({ graceful: false, wait: true }));
