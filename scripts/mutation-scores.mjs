@@ -45,7 +45,9 @@ if (process.argv.includes('--survivors')) {
     }
   }
 } else {
-  console.log('| module | mutants | killed | timed out | survived | no coverage | score | run (UTC) |');
+  console.log(
+    '| module | mutants | killed | timed out | survived | no coverage | score | run (UTC) |',
+  );
   console.log('| - | -: | -: | -: | -: | -: | -: | - |');
   for (const [file, { mutants, at }] of rows) {
     const count = (status) => mutants.filter((mutant) => mutant.status === status).length;

@@ -76,7 +76,9 @@ export class UnfinishedCalls {
     }
     // Its failure is only noted (the next 'ready' tries again): no error names it to anyone.
     pending.retry ??= this.#calls
-      .run('resend', (call) => this.#sender.evalScript(pending.script, redisKey, pending.args, call))
+      .run('resend', (call) =>
+        this.#sender.evalScript(pending.script, redisKey, pending.args, call),
+      )
       .then(
         () => this.forget(redisKey, pending),
         () => {
