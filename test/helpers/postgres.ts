@@ -12,7 +12,7 @@ import { chmod, chown, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { entityTableOf } from '../../src/stores/postgres-table.js';
 import { freePort } from './redis.js';
 
@@ -239,4 +239,40 @@ export function testSchema(
     await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => admin.end());
   });
   return schema;
+}
+
+/** The test database of one test file, what each test opened (closed after it), and its schemas. */
+export interface TestDatabase {
+  /** The database's URL (known in beforeAll). */
+  readonly url: string;
+  /** Run after each test, last first, whatever happened. */
+  readonly cleanups: (() => Promise<unknown>)[];
+  /** A schema name of this test's own, dropped after it. */
+  schema(prefix?: string): string;
+}
+
+/** Registers this file's hooks: the test database, and each test's cleanups run after it. */
+export function useTestDatabase(prefix = 'pgb'): TestDatabase {
+  let database: TestPostgres | undefined;
+  const cleanups: (() => Promise<unknown>)[] = [];
+  beforeAll(async () => {
+    database = await useTestPostgres();
+  }, 60_000);
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+  });
+  afterAll(async () => {
+    await database?.close();
+  });
+  const url = (): string => {
+    if (database === undefined) throw new Error('the database is opened in beforeAll');
+    return database.url;
+  };
+  return {
+    get url() {
+      return url();
+    },
+    cleanups,
+    schema: (schemaPrefix = prefix) => testSchema(url(), cleanups, schemaPrefix),
+  };
 }

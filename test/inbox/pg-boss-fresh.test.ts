@@ -11,25 +11,13 @@
 
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createTestDelivery, SECRET, storedOf } from '../helpers/deliveries.js';
 import { failureOf } from '../helpers/failure-of.js';
-import { testSchema, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { useTestDatabase } from '../helpers/postgres.js';
 
-let database: TestPostgres;
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  database = await useTestPostgres();
-}, 60_000);
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-});
-
-afterAll(async () => {
-  await database?.close();
-});
+const database = useTestDatabase('pgbf');
+const { cleanups } = database;
 
 /** The inbox module and the receiver, loaded afresh. */
 async function freshModules() {
@@ -40,9 +28,7 @@ async function freshModules() {
 }
 
 /** A pg-boss schema of this test's own, dropped after it. */
-function newSchema(): string {
-  return testSchema(database.url, cleanups, 'pgbf');
-}
+const newSchema = (): string => database.schema();
 
 function eventually<T>(check: () => Promise<T> | T, timeout = 10_000): Promise<T> {
   return vi.waitFor(check, { timeout, interval: 25 });

@@ -8,32 +8,18 @@
 
 import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import type { PgBossLike } from '../../src/inbox/pg-boss.js';
 import { BossStarter } from '../../src/inbox/pg-boss-starter.js';
 import { failureOf } from '../helpers/failure-of.js';
-import { testSchema, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { useTestDatabase } from '../helpers/postgres.js';
 
-let database: TestPostgres;
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  database = await useTestPostgres();
-}, 60_000);
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-});
-
-afterAll(async () => {
-  await database?.close();
-});
+const database = useTestDatabase('pgbs');
+const { cleanups } = database;
 
 /** A pg-boss schema of this test's own, dropped after it. */
-function newSchema(): string {
-  return testSchema(database.url, cleanups, 'pgbs');
-}
+const newSchema = (): string => database.schema();
 
 /** A real pg-boss that keeps what it was asked to stop with and when it said it stopped. */
 function recordedBoss(connectionString: string, schema: string) {

@@ -6,30 +6,18 @@
 
 import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createReceiver, memoryStore } from '../../src/index.js';
 import { pgBossInbox, type PgBossLike } from '../../src/postgres.js';
 import { createTestDelivery, SECRET, storedOf } from '../helpers/deliveries.js';
-import { testSchema, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { useTestDatabase } from '../helpers/postgres.js';
 
-let database: TestPostgres;
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  database = await useTestPostgres();
-}, 60_000);
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-});
-
-afterAll(async () => {
-  await database?.close();
-});
+const database = useTestDatabase('pgbw');
+const { cleanups } = database;
 
 describe('a pgBossInbox worker whose fetch fails', () => {
   it('logs the failure, runs nothing for it, and takes the job at the next poll', async () => {
-    const schema = testSchema(database.url, cleanups, 'pgbw');
+    const schema = database.schema();
     const boss = new PgBoss({ connectionString: database.url, schema, schedule: false });
     boss.on('error', () => {});
     cleanups.push(() => boss.stop({ graceful: false, wait: true }));
