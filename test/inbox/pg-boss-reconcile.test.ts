@@ -9,11 +9,11 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
-import type { Logger } from '../../src/index.js';
+import type { InboxWorker, Logger } from '../../src/index.js';
 import { pgBossInbox, type PgBossInbox, type PgBossLike } from '../../src/postgres.js';
 import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { describeReconcileContract } from './reconcile-contract.js';
-import { fakeReconciler, recordingLogger } from './reconcile-fake.js';
+import { fakeReconciler, recordingLogger, reportOf } from './reconcile-fake.js';
 
 let database: TestPostgres;
 let pool: pg.Pool;
@@ -68,8 +68,15 @@ it('each run is a job of the reconcile queue that keeps the counts; a failed one
     interval: 20,
   });
   await worker.close();
-  const { rows } = await pool.query<{ name: string; state: string; output: unknown }>(
-    `SELECT name, state::text, output FROM "${schema}".job WHERE name LIKE '%.reconcile' ` +
+  const { rows } = await pool.query<{
+    name: string;
+    state: string;
+    output: unknown;
+    data: { tick: number };
+    created: number;
+  }>(
+    `SELECT name, state::text, output, data, extract(epoch FROM created_on) * 1000 AS created ` +
+      `FROM "${schema}".job WHERE name LIKE '%.reconcile' ` +
       "AND state IN ('completed', 'failed') ORDER BY created_on",
   );
   expect(rows.slice(0, 2)).toEqual([
@@ -77,13 +84,23 @@ it('each run is a job of the reconcile queue that keeps the counts; a failed one
       name: expect.stringMatching(/^inbox-.*\.reconcile$/),
       state: 'completed',
       output: expect.objectContaining({ handled: 1, missing: 0, failed: 0 }),
+      data: { tick: expect.any(Number) },
+      created: expect.anything(),
     },
     {
       name: expect.stringMatching(/\.reconcile$/),
       state: 'failed',
       output: { reason: 'run 2 failed' },
+      data: { tick: expect.any(Number) },
+      created: expect.anything(),
     },
   ]);
+  // Each job names its tick (a whole multiple of `every` since the epoch), for whoever reads the
+  // table: the tick it was stored in.
+  for (const { data, created } of rows) {
+    expect(Number(created) - data.tick * 200).toBeGreaterThanOrEqual(0);
+    expect(Number(created) - data.tick * 200).toBeLessThan(200 + 50);
+  }
 });
 
 it("refuses a queueName whose '.reconcile' queue pg-boss would refuse, and takes the longest it allows", async () => {
@@ -270,4 +287,57 @@ it('runs a tick once even when a second process starts it after the first finish
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   expect(Date.now() % every).toBeGreaterThan(1_000);
   expect(reconciler.calls).toHaveLength(1);
+});
+
+it("closed between a tick's fetch and its run: the run starts aborted, and its job is failed", async () => {
+  let worker: InboxWorker | undefined;
+  let closing: Promise<void> | undefined;
+  const boss = await givenBoss((real) => ({
+    fetch: async (name, options) => {
+      const jobs = await real.fetch(name, options);
+      if (jobs.length > 0) closing ??= worker!.close();
+      return jobs as never;
+    },
+  }));
+  const inbox = pgBossInbox({ boss, schema, queueName: 'closed-at-fetch' });
+  cleanups.push(() => inbox.close());
+  const abortedAtStart: (boolean | undefined)[] = [];
+  worker = inbox.reconcile(
+    {
+      run: async (options) => {
+        abortedAtStart.push(options.signal?.aborted);
+        if (options.signal?.aborted) throw options.signal.reason as Error;
+        return reportOf(1);
+      },
+    },
+    { every: '1h', since: '48h' },
+  );
+  await vi.waitFor(() => expect(closing).toBeDefined(), { timeout: 5_000 });
+  await closing;
+  expect(abortedAtStart).toEqual([true]);
+  const { rows } = await pool.query<{ state: string }>(
+    `SELECT state::text FROM "${schema}".job WHERE name = 'closed-at-fetch.reconcile'`,
+  );
+  // Failed, not left active until pg-boss expires it (which would hold back the next ticks).
+  expect(rows).toEqual([{ state: 'failed' }]);
+});
+
+it('says nothing of a tick that fails because the worker is closing', async () => {
+  const logger = recordingLogger();
+  let worker: InboxWorker | undefined;
+  let closing: Promise<void> | undefined;
+  const boss = await givenBoss(() => ({
+    fetch: () => {
+      closing ??= worker!.close();
+      return Promise.reject(new Error('pg-boss is stopping'));
+    },
+  }));
+  const inbox = pgBossInbox({ boss, schema, queueName: 'closed-in-tick', logger });
+  cleanups.push(() => inbox.close());
+  const reconciler = fakeReconciler();
+  worker = inbox.reconcile(reconciler, { every: '1h', since: '48h' });
+  await vi.waitFor(() => expect(closing).toBeDefined(), { timeout: 5_000 });
+  await closing;
+  expect(reconciler.calls).toEqual([]);
+  expect(logger.lines.filter((line) => line.level !== 'debug')).toEqual([]);
 });
