@@ -134,13 +134,22 @@ async function runHandler<K extends ReconcileKind>(
     if (typeof ended !== 'string') return ended;
     claimed.transaction?.abandon();
     const record = recordKeyOf(entity, tenant);
-    void settled.then((late) =>
-      late.ok
-        ? Promise.resolve(
-            store.complete(record, claimed.token, RECONCILE_DEFAULTS.recordTtlMs, RECOVERED_BY_RUN),
-          ).catch(() => freeQuietly(store, record, claimed))
-        : freeQuietly(store, record, claimed),
-    );
+    void settled.then(async (late) => {
+      try {
+        // A store may throw as well as reject (its operations may be synchronous).
+        if (late.ok) {
+          return await store.complete(
+            record,
+            claimed.token,
+            RECONCILE_DEFAULTS.recordTtlMs,
+            RECOVERED_BY_RUN,
+          );
+        }
+      } catch {
+        // Not recorded: freed below, for the next run.
+      }
+      await freeQuietly(store, record, claimed);
+    });
     return ended;
   } finally {
     clearTimeout(timer);

@@ -59,6 +59,13 @@ function fixture(name: string): { event: string; data: Record<string, { id: numb
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** What `run` rejects with; fails the test when it resolves. */
+const reasonOf = (run: Promise<unknown>): Promise<unknown> =>
+  run.then(
+    () => expect.fail('the run resolved'),
+    (error: unknown) => error,
+  );
+
 describe('a run', () => {
   it('recovers each entity of the four lists once, under the record its webhook would take', async () => {
     const payment = fixture('PaymentCompleted') as unknown as {
@@ -278,7 +285,10 @@ describe('failures', () => {
     expect(report.failed[0]!.error.message).toBe(
       'invoice 1: the invoice handler still ran after 50 ms',
     );
+    // Nothing was thrown: no cause, not even an empty one for a log to print.
+    expect('cause' in report.failed[0]!.error).toBe(false);
     expect(signal?.aborted).toBe(true);
+    expect((signal?.reason as Error).message).toBe('the invoice handler timed out after 50 ms');
     await sleep(10);
     patient = true;
     expect(await reconciler.run({ since: '1d' })).toMatchObject({ recovered: 1, handled: 1 });
@@ -344,6 +354,9 @@ describe('failures', () => {
     const reconciler = createReconciler({ api, store, now }).on('user', () => {});
     const first = await reconciler.run({ since: '1d' });
     expect(first.failed.map(({ error }) => error.code)).toEqual(['store_unavailable']);
+    expect(first.failed[0]!.error.message).toBe(
+      'user 1: the store failed to record the recovery: read-only replica',
+    );
     broken = false;
     expect(await reconciler.run({ since: '1d' })).toMatchObject({ recovered: 1, failed: [] });
   });
@@ -360,7 +373,33 @@ describe('failures', () => {
     expect(report.failed.map(({ kind, id, error }) => [kind, id, error.code])).toEqual([
       ['invoice', '2', 'invalid_payload'],
     ]);
-    expect(report.failed[0]!.error.message).toMatch(/^invoice 2: the list item at position 1 /);
+    expect(report.failed[0]!.error.message).toMatch(
+      /^invoice 2: the list item at position 1 does not match its schema \(user: .+\)$/,
+    );
+  });
+
+  it('names a list item without its id by its position, in a run with a signal as without', async () => {
+    const { invoiceId: _dropped, ...noId } = invoice(2);
+    const api = await apiWith({ invoices: [invoice(1), noId as unknown as MockInvoice] });
+    for (const signal of [undefined, new AbortController().signal]) {
+      const report = await createReconciler({ api, store: memoryStore(), now, take: 1 })
+        .on('invoice', () => {})
+        .run({ since: '1d', ...(signal ? { signal } : {}) });
+      expect(report).toMatchObject({ recovered: 1, checked: { invoice: 2 } });
+      expect(report.failed.map(({ id, error }) => [id, error.code])).toEqual([
+        ['#1', 'invalid_payload'],
+      ]);
+      expect(report.failed[0]!.error.message).toMatch(
+        /^invoice #1: the list item at position 1 does not match its schema \(invoiceId: .+\)$/,
+      );
+    }
+    // A page of `take` items each time, with the signal as without.
+    expect(listQueries(mock!, PATHS.invoice).map((query) => query.get('take'))).toEqual([
+      '1',
+      '1',
+      '1',
+      '1',
+    ]);
   });
 
   it('ends the run with the API client’s error when the platform refuses the list', async () => {
@@ -421,6 +460,92 @@ describe('failures', () => {
   });
 });
 
+describe('aborts and late handlers', () => {
+  it('throws the reason when the abort comes with the last entity, not a report', async () => {
+    const api = await apiWith({ invoices: [invoice(1), invoice(2)] });
+    const store = memoryStore();
+    const controller = new AbortController();
+    const run = createReconciler({ api, store, now })
+      .on('invoice', (item, ctx) => {
+        if (item.invoiceId !== 2) return;
+        controller.abort(new Error('shutting down'));
+        return new Promise((_resolve, reject) =>
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)),
+        );
+      })
+      .run({ since: '1d', signal: controller.signal });
+    expect(await reasonOf(run)).toBe(controller.signal.reason);
+  });
+
+  it('frees a record it claimed when the abort came during the claim, running no handler', async () => {
+    const api = await apiWith({ invoices: [invoice(1)] });
+    const memory = memoryStore();
+    const controller = new AbortController();
+    const store: IdempotencyStore = {
+      ...memory,
+      claim: (...args) => {
+        controller.abort(new Error('shutting down'));
+        return memory.claim(...args);
+      },
+    };
+    let ran = 0;
+    const run = createReconciler({ api, store, now })
+      .on('invoice', () => void ran++)
+      .run({ since: '1d', signal: controller.signal });
+    expect(await reasonOf(run)).toBe(controller.signal.reason);
+    expect(ran).toBe(0);
+    expect(memory.claim(recordKeyOf('invoice:1', undefined), 1000)).toMatchObject({
+      state: 'claimed',
+    });
+  });
+
+  it('stops waiting out a 429 when the run is aborted', async () => {
+    const api = await apiWith({ invoices: [invoice(1)] });
+    mock!.rateLimitNext(1, 5_000);
+    const controller = new AbortController();
+    const started = performance.now();
+    const run = createReconciler({ api, store: memoryStore(), now })
+      .on('invoice', () => {})
+      .run({ since: '1d', signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('shutting down')), 100);
+    expect(await reasonOf(run)).toBe(controller.signal.reason);
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it('frees the record of a handler that ends after its timeout when the store cannot record it', async () => {
+    const api = await apiWith({ invoices: [invoice(1)] });
+    const memory = memoryStore();
+    const store: IdempotencyStore = {
+      ...memory,
+      complete: () => {
+        throw new Error('read-only replica');
+      },
+    };
+    const report = await createReconciler({ api, store, now, handlerTimeoutMs: 30 })
+      .on('invoice', () => sleep(60))
+      .run({ since: '1d' });
+    expect(report.failed.map(({ error }) => error.code)).toEqual(['timeout']);
+    const record = recordKeyOf('invoice:1', undefined);
+    // Held while the handler runs; freed when it ends, not at the end of its lease.
+    expect(memory.claim(record, 1000)).toMatchObject({ state: 'in_flight' });
+    await sleep(100);
+    expect(memory.claim(record, 1000)).toMatchObject({ state: 'claimed' });
+  });
+
+  it("leaves a finished handler's signal alone: neither its timeout nor the run's abort reaches it later", async () => {
+    const api = await apiWith({ invoices: [invoice(1)] });
+    const controller = new AbortController();
+    let signal: AbortSignal | undefined;
+    const report = await createReconciler({ api, store: memoryStore(), now, handlerTimeoutMs: 30 })
+      .on('invoice', (_item, ctx) => void (signal = ctx.signal))
+      .run({ since: '1d', signal: controller.signal });
+    expect(report.recovered).toBe(1);
+    await sleep(60);
+    controller.abort(new Error('shutting down'));
+    expect(signal?.aborted).toBe(false);
+  });
+});
+
 describe('the window', () => {
   it('leaves entities younger than minAgeMs to their webhooks', async () => {
     const api = await apiWith({
@@ -472,6 +597,7 @@ describe('the window', () => {
     expect(invoices!.get('payment[actualStatuses]')).toBe('Completed');
     const [accesses] = listQueries(mock!, PATHS.access);
     expect(accesses!.get('createdAtDateRange[from]')).toBe(ago(2 * DAY));
+    expect(accesses!.get('createdAtDateRange[to]')).toBe(ago(5 * HOUR));
 
     mock!.addListItems({ certificates: [certificate(5, ago(3 * DAY))] });
     const narrow = createReconciler({ api, store: memoryStore(), now, lookbackMs: 0 });
@@ -482,6 +608,24 @@ describe('the window', () => {
         since: '5d',
       });
     expect(found).toEqual(['1', '3']);
+  });
+
+  it('lists certificates by issue date and users by sign-up date, over the window', async () => {
+    const api = await apiWith({
+      certificates: [certificate(1, ago(3 * DAY)), certificate(2, ago(10 * HOUR))],
+      users: [user(1, ago(3 * DAY)), user(2, ago(10 * HOUR))],
+    });
+    const report = await createReconciler({ api, store: memoryStore(), now })
+      .on('certificate', () => {})
+      .on('user', () => {})
+      .run({ since: '2d' });
+    expect(report).toMatchObject({ recovered: 2, checked: { certificate: 1, user: 1 } });
+    const [certificates] = listQueries(mock!, PATHS.certificate);
+    expect(certificates!.get('issuedAtDateRange[from]')).toBe(ago(2 * DAY));
+    expect(certificates!.get('issuedAtDateRange[to]')).toBe(ago(5 * HOUR));
+    const [users] = listQueries(mock!, PATHS.user);
+    expect(users!.get('createdAtDateRange[from]')).toBe(ago(2 * DAY));
+    expect(users!.get('createdAtDateRange[to]')).toBe(ago(5 * HOUR));
   });
 
   it('refuses a window reaching past the 35 days records are kept', async () => {
@@ -585,6 +729,51 @@ describe('configuration', () => {
     // @ts-expect-error: 'payment' is no kind
     expect(() => reconciler.on('payment', () => {})).toThrow(/unknown kind "payment"/);
     expect(() => reconciler.on('invoice', () => {})).toThrow(/invoice has a handler already/);
+  });
+
+  it('names what it refuses: a kind, a handler, the options of a run, its kinds', async () => {
+    const reconciler = createReconciler({
+      api: api as unknown as ReconcilerOptions['api'],
+      store,
+      now,
+    });
+    const kinds = 'invoice, access, certificate, user';
+    const refused = (make: () => unknown) => {
+      try {
+        make();
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigError);
+        return (error as ConfigError).message;
+      }
+      return 'nothing thrown';
+    };
+    expect(refused(() => reconciler.on('payment' as 'invoice', () => {}))).toBe(
+      `unknown kind "payment": a reconciler recovers ${kinds}`,
+    );
+    expect(refused(() => reconciler.on('invoice', 'grant' as unknown as () => void))).toBe(
+      'the handler of invoice must be a function',
+    );
+    reconciler.on('invoice', () => {});
+    const runRefused = (options: unknown) =>
+      reconciler.run(options as Parameters<typeof reconciler.run>[0]).then(
+        () => 'nothing thrown',
+        (error: unknown) => {
+          expect(error).toBeInstanceOf(ConfigError);
+          return (error as ConfigError).message;
+        },
+      );
+    for (const options of [undefined, null, '48h']) {
+      expect(await runRefused(options)).toBe("run takes an options object: { since: '48h' }");
+    }
+    expect(await runRefused({ since: '1d', kinds: 'invoice' })).toBe(
+      `kinds must be an array of ${kinds}`,
+    );
+    expect(await runRefused({ since: '1d', kinds: ['invoice', 'payment'] })).toBe(
+      `unknown kind "payment" in kinds: ${kinds}`,
+    );
+    expect(await runRefused({ since: '1d', kinds: ['user', 'invoice', 'certificate'] })).toBe(
+      'no handler for certificate, user: register one with on(), or run with dryRun',
+    );
   });
 
   it('refuses a run of a kind without a handler, and a run with none at all', async () => {
