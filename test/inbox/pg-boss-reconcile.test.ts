@@ -290,19 +290,19 @@ it('runs a tick once even when a second process starts it after the first finish
 });
 
 it("closed between a tick's fetch and its run: the run starts aborted, and its job is failed", async () => {
-  let worker: InboxWorker | undefined;
   let closing: Promise<void> | undefined;
   const boss = await givenBoss((real) => ({
     fetch: async (name, options) => {
       const jobs = await real.fetch(name, options);
-      if (jobs.length > 0) closing ??= worker!.close();
+      if (jobs.length > 0) closing ??= worker.close();
       return jobs as never;
     },
   }));
   const inbox = pgBossInbox({ boss, schema, queueName: 'closed-at-fetch' });
   cleanups.push(() => inbox.close());
   const abortedAtStart: (boolean | undefined)[] = [];
-  worker = inbox.reconcile(
+  // Read by the fetch above, which runs once the tick has started, after this line.
+  const worker: InboxWorker = inbox.reconcile(
     {
       run: async (options) => {
         abortedAtStart.push(options.signal?.aborted);
@@ -324,18 +324,18 @@ it("closed between a tick's fetch and its run: the run starts aborted, and its j
 
 it('says nothing of a tick that fails because the worker is closing', async () => {
   const logger = recordingLogger();
-  let worker: InboxWorker | undefined;
   let closing: Promise<void> | undefined;
   const boss = await givenBoss(() => ({
     fetch: () => {
-      closing ??= worker!.close();
+      closing ??= worker.close();
       return Promise.reject(new Error('pg-boss is stopping'));
     },
   }));
   const inbox = pgBossInbox({ boss, schema, queueName: 'closed-in-tick', logger });
   cleanups.push(() => inbox.close());
   const reconciler = fakeReconciler();
-  worker = inbox.reconcile(reconciler, { every: '1h', since: '48h' });
+  // Read by the fetch above, which runs once the tick has started, after this line.
+  const worker: InboxWorker = inbox.reconcile(reconciler, { every: '1h', since: '48h' });
   await vi.waitFor(() => expect(closing).toBeDefined(), { timeout: 5_000 });
   await closing;
   expect(reconciler.calls).toEqual([]);
