@@ -380,7 +380,8 @@ describe('failures', () => {
 
   it('names a list item without its id by its position, in a run with a signal as without', async () => {
     const { invoiceId: _dropped, ...noId } = invoice(2);
-    const api = await apiWith({ invoices: [invoice(1), noId as unknown as MockInvoice] });
+    const broken = { ...noId, user: null } as unknown as MockInvoice;
+    const api = await apiWith({ invoices: [invoice(1), broken] });
     for (const signal of [undefined, new AbortController().signal]) {
       const report = await createReconciler({ api, store: memoryStore(), now, take: 1 })
         .on('invoice', () => {})
@@ -390,7 +391,7 @@ describe('failures', () => {
         ['#1', 'invalid_payload'],
       ]);
       expect(report.failed[0]!.error.message).toMatch(
-        /^invoice #1: the list item at position 1 does not match its schema \(invoiceId: .+\)$/,
+        /^invoice #1: the list item at position 1 does not match its schema \(invoiceId: .+, user: .+\)$/,
       );
     }
     // A page of `take` items each time, with the signal as without.
