@@ -341,3 +341,22 @@ it('says nothing of a tick that fails because the worker is closing', async () =
   expect(reconciler.calls).toEqual([]);
   expect(logger.lines.filter((line) => line.level !== 'debug')).toEqual([]);
 });
+
+it('leaves the signal of a run that ended alone: neither expireInMs nor close() aborts it later', async () => {
+  const inbox = inboxWith({ expireInMs: 1_000 });
+  const signals: AbortSignal[] = [];
+  const worker = inbox.reconcile(
+    {
+      run: async (options) => {
+        signals.push(options.signal!);
+        return reportOf(1);
+      },
+    },
+    { every: '1h', since: '48h' },
+  );
+  await vi.waitFor(() => expect(signals).toHaveLength(1), { timeout: 5_000 });
+  await new Promise((resolve) => setTimeout(resolve, 1_300));
+  expect(signals[0]!.aborted).toBe(false);
+  await worker.close();
+  expect(signals[0]!.aborted).toBe(false);
+});
