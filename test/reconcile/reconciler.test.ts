@@ -513,25 +513,32 @@ describe('aborts and late handlers', () => {
     expect(performance.now() - started).toBeLessThan(2_000);
   });
 
-  it('frees the record of a handler that ends after its timeout when the store cannot record it', async () => {
-    const api = await apiWith({ invoices: [invoice(1)] });
-    const memory = memoryStore();
-    const store: IdempotencyStore = {
-      ...memory,
-      complete: () => {
+  it.each<[string, () => Promise<void>]>([
+    // A synchronous store may throw; a store on a server rejects.
+    [
+      'throws',
+      () => {
         throw new Error('read-only replica');
       },
-    };
-    const report = await createReconciler({ api, store, now, handlerTimeoutMs: 30 })
-      .on('invoice', () => sleep(60))
-      .run({ since: '1d' });
-    expect(report.failed.map(({ error }) => error.code)).toEqual(['timeout']);
-    const record = recordKeyOf('invoice:1', undefined);
-    // Held while the handler runs; freed when it ends, not at the end of its lease.
-    expect(memory.claim(record, 1000)).toMatchObject({ state: 'in_flight' });
-    await sleep(100);
-    expect(memory.claim(record, 1000)).toMatchObject({ state: 'claimed' });
-  });
+    ],
+    ['rejects', () => Promise.reject(new Error('read-only replica'))],
+  ])(
+    'frees the record of a handler that ends after its timeout when the store %s on complete',
+    async (_how, complete) => {
+      const api = await apiWith({ invoices: [invoice(1)] });
+      const memory = memoryStore();
+      const store: IdempotencyStore = { ...memory, complete };
+      const report = await createReconciler({ api, store, now, handlerTimeoutMs: 30 })
+        .on('invoice', () => sleep(60))
+        .run({ since: '1d' });
+      expect(report.failed.map(({ error }) => error.code)).toEqual(['timeout']);
+      const record = recordKeyOf('invoice:1', undefined);
+      // Held while the handler runs; freed when it ends, not at the end of its lease.
+      expect(memory.claim(record, 1000)).toMatchObject({ state: 'in_flight' });
+      await sleep(100);
+      expect(memory.claim(record, 1000)).toMatchObject({ state: 'claimed' });
+    },
+  );
 
   it("leaves a finished handler's signal alone: neither its timeout nor the run's abort reaches it later", async () => {
     const api = await apiWith({ invoices: [invoice(1)] });
