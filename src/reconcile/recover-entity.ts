@@ -79,18 +79,33 @@ export async function recoverEntity<K extends ReconcileKind>(
     await freeQuietly(store, record, claimed);
     return failed('handler_failed', `the ${kind} handler failed`, ended.error);
   }
-  try {
-    await store.complete(record, claimed.token, RECONCILE_DEFAULTS.recordTtlMs, RECOVERED_BY_RUN);
-    return RECOVERED;
-  } catch (cause) {
-    // With a claim's transaction the handler's writes are gone too: the next run tries again.
-    await freeQuietly(store, record, claimed);
-    return failed('store_unavailable', 'the store failed to record the recovery', cause);
-  }
+  const recorded = await recordRecovery(store, record, claimed);
+  return recorded.ok
+    ? RECOVERED
+    : failed('store_unavailable', 'the store failed to record the recovery', recorded.error);
 }
 
-/** How a handler ended in time. */
+/** How a handler, or the recording of its recovery, ended. */
 type Settled = { readonly ok: true } | { readonly ok: false; readonly error: unknown };
+
+/**
+ * Record a recovery whose handler succeeded, or, when the store cannot (it rejects, or throws:
+ * a store's operations may be synchronous), free its record for the next run. With a claim's
+ * transaction the handler's writes are then gone too.
+ */
+async function recordRecovery(
+  store: IdempotencyStore,
+  record: string,
+  claimed: ClaimedKey,
+): Promise<Settled> {
+  try {
+    await store.complete(record, claimed.token, RECONCILE_DEFAULTS.recordTtlMs, RECOVERED_BY_RUN);
+    return { ok: true };
+  } catch (error) {
+    await freeQuietly(store, record, claimed);
+    return { ok: false, error };
+  }
+}
 
 /**
  * Run `handler` until it settles, `handlerTimeoutMs` passes or the run is aborted. In the last
@@ -134,22 +149,9 @@ async function runHandler<K extends ReconcileKind>(
     if (typeof ended !== 'string') return ended;
     claimed.transaction?.abandon();
     const record = recordKeyOf(entity, tenant);
-    void settled.then(async (late) => {
-      try {
-        // A store may throw as well as reject (its operations may be synchronous).
-        if (late.ok) {
-          return await store.complete(
-            record,
-            claimed.token,
-            RECONCILE_DEFAULTS.recordTtlMs,
-            RECOVERED_BY_RUN,
-          );
-        }
-      } catch {
-        // Not recorded: freed below, for the next run.
-      }
-      await freeQuietly(store, record, claimed);
-    });
+    void settled.then((late) =>
+      late.ok ? recordRecovery(store, record, claimed) : freeQuietly(store, record, claimed),
+    );
     return ended;
   } finally {
     clearTimeout(timer);
