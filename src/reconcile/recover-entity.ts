@@ -149,7 +149,7 @@ async function runHandler<K extends ReconcileKind>(
     if (typeof ended !== 'string') return ended;
     claimed.transaction?.abandon();
     const record = recordKeyOf(entity, tenant);
-    void settled.then((late) =>
+    void settled.then((late): Promise<unknown> =>
       late.ok ? recordRecovery(store, record, claimed) : freeQuietly(store, record, claimed),
     );
     return ended;
