@@ -5,18 +5,16 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { ConfigError, createReceiver, type Logger, type ReceiverOptions } from '../src/index.js';
+import type { ConfigError } from '../src/index.js';
+import { createReceiver, type Logger, type ReceiverOptions } from '../src/index.js';
+import { configRefusal } from './helpers/failure-of.js';
 
 const SECRET = 'test-secret';
 
 function refusal(options: Partial<ReceiverOptions>): ConfigError {
-  try {
-    createReceiver({ secret: SECRET, logger: false, ...options } as ReceiverOptions);
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
+  return configRefusal(() =>
+    createReceiver({ secret: SECRET, logger: false, ...options } as ReceiverOptions),
+  );
 }
 
 /** A logger that keeps each line's level and message. */

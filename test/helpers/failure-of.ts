@@ -1,7 +1,9 @@
 /**
- * What a promise rejects with, read as an Error.
+ * What a promise rejects with, read as an Error, and the ConfigError a call throws.
  * @module
  */
+
+import { ConfigError } from '../../src/errors.js';
 
 /**
  * What `work` rejects with, required to be an `Error`: `rejects.toThrow(pattern)` also passes
@@ -16,4 +18,18 @@ export async function failureOf(work: unknown): Promise<Error> {
     throw new Error(`rejected with a non-Error: ${String(error)}`);
   }
   throw new Error('expected a rejection');
+}
+
+/**
+ * The `ConfigError` `make` throws at once, with its stable code. Fails the test when `make`
+ * returns, or throws anything else (which is rethrown as it is).
+ */
+export function configRefusal(make: () => unknown): ConfigError {
+  try {
+    make();
+  } catch (error) {
+    if (error instanceof ConfigError && error.code === 'config') return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError, and nothing was thrown');
 }

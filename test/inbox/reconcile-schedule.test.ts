@@ -6,7 +6,6 @@
  */
 
 import { describe, expect, it, vi } from 'vitest';
-import { ConfigError } from '../../src/errors.js';
 import {
   checkReconcileOptions,
   durationMs,
@@ -15,6 +14,7 @@ import {
   untilNextTick,
 } from '../../src/inbox/reconcile-schedule.js';
 import type { ReconcileReport } from '../../src/reconcile/index.js';
+import { configRefusal as refusal } from '../helpers/failure-of.js';
 
 const reconciler = { run: () => Promise.resolve(report()) };
 const DAY = 86_400_000;
@@ -28,16 +28,6 @@ function report(): ReconcileReport {
     missing: [],
     failed: [],
   } as unknown as ReconcileReport;
-}
-
-function refusal(work: () => unknown): Error {
-  try {
-    work();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
 }
 
 /** A logger that keeps its lines. */

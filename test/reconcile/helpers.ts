@@ -11,6 +11,7 @@ import type { MockInvoice, MockListItems } from '../../src/testing/mock-lists.js
 import { createMockSchoolApi, type MockSchoolApi } from '../../src/testing/mock-school-api.js';
 import type { IdempotencyStore } from '../../src/stores/types.js';
 
+export const MINUTE = 60_000;
 export const HOUR = 3_600_000;
 export const DAY = 24 * HOUR;
 /** The reconcilers' clock: every date of the tests is relative to it. */

@@ -23,6 +23,7 @@ import { memoryStore } from '../../src/stores/memory.js';
 import type { IdempotencyStore } from '../../src/stores/types.js';
 import type { MockInvoice } from '../../src/testing/mock-lists.js';
 import type { MockSchoolApi } from '../../src/testing/mock-school-api.js';
+import { configRefusal, failureOf } from '../helpers/failure-of.js';
 import {
   access,
   ago,
@@ -58,13 +59,6 @@ function fixture(name: string): { event: string; data: Record<string, { id: numb
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** What `run` rejects with; fails the test when it resolves. */
-const reasonOf = (run: Promise<unknown>): Promise<unknown> =>
-  run.then(
-    () => expect.fail('the run resolved'),
-    (error: unknown) => error,
-  );
 
 describe('a run', () => {
   it('recovers each entity of the four lists once, under the record its webhook would take', async () => {
@@ -444,13 +438,9 @@ describe('failures', () => {
       })
       .run({ since: '1d', signal: controller.signal });
     // The run throws the signal's own reason, not an error of its own.
-    const reason = await run.then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    expect(reason).toBeInstanceOf(Error);
+    const reason = await failureOf(run);
     expect(reason).toBe(controller.signal.reason);
-    expect((reason as Error).message).toBe('shutting down');
+    expect(reason.message).toBe('shutting down');
     expect(handlerSignal?.aborted).toBe(true);
     expect(store.claim(recordKeyOf('invoice:1', undefined), 1000)).toMatchObject({
       state: 'done',
@@ -475,7 +465,7 @@ describe('aborts and late handlers', () => {
         );
       })
       .run({ since: '1d', signal: controller.signal });
-    expect(await reasonOf(run)).toBe(controller.signal.reason);
+    expect(await failureOf(run)).toBe(controller.signal.reason);
   });
 
   it('frees a record it claimed when the abort came during the claim, running no handler', async () => {
@@ -493,7 +483,7 @@ describe('aborts and late handlers', () => {
     const run = createReconciler({ api, store, now })
       .on('invoice', () => void ran++)
       .run({ since: '1d', signal: controller.signal });
-    expect(await reasonOf(run)).toBe(controller.signal.reason);
+    expect(await failureOf(run)).toBe(controller.signal.reason);
     expect(ran).toBe(0);
     expect(memory.claim(recordKeyOf('invoice:1', undefined), 1000)).toMatchObject({
       state: 'claimed',
@@ -509,7 +499,7 @@ describe('aborts and late handlers', () => {
       .on('invoice', () => {})
       .run({ since: '1d', signal: controller.signal });
     setTimeout(() => controller.abort(new Error('shutting down')), 100);
-    expect(await reasonOf(run)).toBe(controller.signal.reason);
+    expect(await failureOf(run)).toBe(controller.signal.reason);
     expect(performance.now() - started).toBeLessThan(2_000);
   });
 
@@ -746,15 +736,7 @@ describe('configuration', () => {
       now,
     });
     const kinds = 'invoice, access, certificate, user';
-    const refused = (make: () => unknown) => {
-      try {
-        make();
-      } catch (error) {
-        expect(error).toBeInstanceOf(ConfigError);
-        return (error as ConfigError).message;
-      }
-      return 'nothing thrown';
-    };
+    const refused = (make: () => unknown) => configRefusal(make).message;
     expect(refused(() => reconciler.on('payment' as 'invoice', () => {}))).toBe(
       `unknown kind "payment": a reconciler recovers ${kinds}`,
     );
@@ -762,14 +744,13 @@ describe('configuration', () => {
       'the handler of invoice must be a function',
     );
     reconciler.on('invoice', () => {});
-    const runRefused = (options: unknown) =>
-      reconciler.run(options as Parameters<typeof reconciler.run>[0]).then(
-        () => 'nothing thrown',
-        (error: unknown) => {
-          expect(error).toBeInstanceOf(ConfigError);
-          return (error as ConfigError).message;
-        },
+    const runRefused = async (options: unknown) => {
+      const error = await failureOf(
+        reconciler.run(options as Parameters<typeof reconciler.run>[0]),
       );
+      expect(error).toBeInstanceOf(ConfigError);
+      return error.message;
+    };
     for (const options of [undefined, null, '48h']) {
       expect(await runRefused(options)).toBe("run takes an options object: { since: '48h' }");
     }

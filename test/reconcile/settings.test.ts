@@ -5,14 +5,13 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/errors.js';
 import { createReceiver } from '../../src/index.js';
 import { checkReconcilerOptions } from '../../src/reconcile/settings.js';
 import type { ReconcilerOptions } from '../../src/reconcile/types.js';
 import { memoryStore } from '../../src/stores/memory.js';
-import { DAY, HOUR } from './helpers.js';
+import { configRefusal } from '../helpers/failure-of.js';
+import { DAY, HOUR, MINUTE } from './helpers.js';
 
-const MINUTE = 60_000;
 const api = {
   invoices() {},
   productAccesses() {},
@@ -27,16 +26,7 @@ function check(options: Partial<Record<keyof ReconcilerOptions, unknown>>) {
 }
 
 /** The message of the ConfigError `make` throws. */
-function refusal(make: () => unknown): string {
-  try {
-    make();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    expect(error).toMatchObject({ code: 'config' });
-    return (error as ConfigError).message;
-  }
-  throw new Error('expected a ConfigError, and nothing was thrown');
-}
+const refusal = (make: () => unknown): string => configRefusal(make).message;
 
 describe('defaults', () => {
   it('leaves out entities younger than 5 hours, lists invoices 7 days further back, 1000 a page', () => {

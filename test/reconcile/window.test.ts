@@ -6,11 +6,10 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/errors.js';
 import { sinceMs, untilMs, windowOf, type WindowSettings } from '../../src/reconcile/window.js';
-import { DAY, HOUR, NOW } from './helpers.js';
+import { configRefusal as refusal } from '../helpers/failure-of.js';
+import { DAY, HOUR, MINUTE, NOW } from './helpers.js';
 
-const MINUTE = 60_000;
 /** The defaults of createReconciler: entities younger than 5 hours left out, invoices 7 days more. */
 const settings: WindowSettings = {
   now: NOW,
@@ -18,18 +17,6 @@ const settings: WindowSettings = {
   lookbackMs: 7 * DAY,
   listsInvoices: true,
 };
-
-/** The ConfigError `make` throws. */
-function refusal(make: () => unknown): ConfigError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    expect(error).toMatchObject({ code: 'config' });
-    return error as ConfigError;
-  }
-  throw new Error('expected a ConfigError, and nothing was thrown');
-}
 
 describe('sinceMs', () => {
   it.each<[unknown, number]>([
