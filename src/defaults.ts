@@ -5,7 +5,7 @@
  * @module
  */
 
-import { constants, DAY, HOUR, MINUTE, SECOND } from './platform-contract.js';
+import { constants, DAY, HOUR, MINUTE, PLATFORM_LIMITS, SECOND } from './platform-contract.js';
 
 /** One mebibyte, in bytes. */
 const MIB = 1_048_576;
@@ -39,14 +39,20 @@ export const RECEIVER_DEFAULTS = /* @__PURE__ */ constants(
 export const RECONCILE_DEFAULTS = /* @__PURE__ */ constants(
   () =>
     ({
-      /** Entities younger than this are left to their webhooks: the platform's retry span and a margin. */
-      minAgeMs: 5 * HOUR,
+      /**
+       * Entities younger than this are left to their webhooks: the platform's retry span (its last
+       * attempt comes 4h 46m after the first), and a quarter of an hour for that attempt's answer
+       * and for clocks that disagree.
+       */
+      minAgeMs: PLATFORM_LIMITS.retrySpanMs + 15 * MINUTE,
       /** How much further back than `since` paid invoices are listed (listed by issue date). */
       lookbackMs: 7 * DAY,
       /** How long one reconcile handler may run. */
       handlerTimeoutMs: MINUTE,
       /** How long one recovery holds its entity's record: past its handler's timeout. */
       leaseMs: 2 * MINUTE,
+      /** How long a run waits for entities another claim holds before it reports them in flight. */
+      inFlightWaitMs: 30 * SECOND,
       /**
        * How long a store keeps the record of a handled entity (by a webhook or a run): a run's
        * window may not reach back further.
@@ -132,7 +138,7 @@ export const API_CLIENT_DEFAULTS = /* @__PURE__ */ constants(
       /** Retries of a call the platform did not serve (a 429, a 5xx, a network error). */
       retries: 2,
       /** Items per page of a list: the platform's most, so the fewest calls against its rate limit. */
-      listTake: 1000,
+      listTake: PLATFORM_LIMITS.maxListTake,
       /** How long one page of a list may wait out `429 Rate` answers, in all. */
       listRateLimitWaitMs: 10 * MINUTE,
     }) as const,

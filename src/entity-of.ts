@@ -130,6 +130,17 @@ export function entityKeyFor(
   return part === undefined ? undefined : `${kind}:${part}`;
 }
 
+/**
+ * The key an enrollment without `access` is recorded under, for reconciliation
+ * (src/entity-records.ts): `enrollment:<user>:<product>`, its ids escaped as every entity's are;
+ * undefined when either id is unusable.
+ */
+export function enrollmentKeyOf(userId: unknown, productId: unknown): string | undefined {
+  const user = idPart(userId);
+  const product = idPart(productId);
+  return user === undefined || product === undefined ? undefined : `enrollment:${user}:${product}`;
+}
+
 /** Whether events named `name` are about an entity (when their payload names it). */
 export function hasEntity(name: string): name is EntityEventName {
   return ENTITY_TABLE.has(name);

@@ -15,7 +15,7 @@ export interface HandlerOptions {
    * Run the handlers of this event only for a state newer (by the event's `timestamp`) than the
    * newest already processed for the same entity (`entityOf`): an older one is answered
    * `200 superseded`, and two deliveries of one entity never run at once. For the events of the
-   * entity table only; the store must keep entity versions (every bundled store does).
+   * entity table only.
    */
   latestOnly?: boolean;
 }
@@ -26,18 +26,11 @@ export class HandlerRegistry {
   readonly #any: AnyHandler[] = [];
   /** The events one of whose handlers asked for `latestOnly`. */
   readonly #latestOnly = new Set<string>();
-  /** Whether the receiver's store keeps entity versions (what `latestOnly` needs). */
-  readonly #storeKeepsEntities: boolean;
-
-  constructor(storeKeepsEntities: boolean) {
-    this.#storeKeepsEntities = storeKeepsEntities;
-  }
 
   /**
    * Register `handler` for each of `names`, every name checked before any is registered: a
    * misspelt name would answer every real event `200 ignored`, which the platform never sends
-   * again; `latestOnly` for an event of no entity, or on a store that cannot keep its version,
-   * would guard nothing.
+   * again; `latestOnly` for an event of no entity would guard nothing.
    */
   on(names: readonly unknown[], handler: AnyHandler, options?: HandlerOptions | null): void {
     names.forEach(assertKnownEvent);
@@ -58,17 +51,12 @@ export class HandlerRegistry {
   latestOnly = (event: string): boolean =>
     this.#latestOnly.size !== 0 && this.#latestOnly.has(event);
 
-  /** Refuse `latestOnly` where it would guard nothing: an event of no entity, or a store without versions. */
+  /** Refuse `latestOnly` where it would guard nothing: an event of no entity. */
   #assertGuardable(names: readonly string[]): void {
     const without = names.find((name) => !hasEntity(name));
     if (without !== undefined) {
       throw new ConfigError(
         `latestOnly needs an event about an entity (entityOf); ${without} is about none, so no state of it is newer than another`,
-      );
-    }
-    if (!this.#storeKeepsEntities) {
-      throw new ConfigError(
-        "latestOnly needs a store that keeps entities' versions (claimEntity, completeEntity and releaseEntity, as memoryStore, redisStore and postgresStore do); the receiver's store has none",
       );
     }
   }

@@ -48,15 +48,17 @@ export type { SignatureFailure, SignatureFailureReason } from './signature-failu
 export { memoryStore } from './stores/memory.js';
 export type { MemoryStoreOptions } from './stores/memory.js';
 export type {
-  AsyncIdempotencyStore,
-  ClaimedKey,
-  ClaimResult,
+  Claim,
+  ClaimRequest,
   ClaimTransaction,
-  EntityClaimResult,
-  EntityVersionStore,
-  HeldKey,
+  Completion,
+  HeldClaim,
   IdempotencyStore,
-  RecordClaimResult,
+  InFlight,
+  KeyState,
+  RecordClaim,
+  Settlement,
+  VersionRequest,
 } from './stores/types.js';
 
 // The inbox (bullmqInbox lives in `schoolhooks/bullmq`, so the core never loads BullMQ)

@@ -1,9 +1,9 @@
 /**
  * The steps of a delivery, each named for what it checks (docs/receiving.md), and the three runs
  * they make: an HTTP delivery whose handlers run now (request, body, secrets, verify, parse, age,
- * validate, claim, record, order, dispatch), one handed to an inbox (… age, claim, record, hand
- * off), and a worker's run of a stored delivery (secrets, verify, parse, validate, its run's key,
- * claim, order, dispatch: its entity was recorded when it was stored).
+ * validate, claim, dispatch), one handed to an inbox (… age, claim, hand off), and a worker's run
+ * of a stored delivery (secrets, verify, parse, validate, its run's key, claim, dispatch: its
+ * entity was recorded when it was stored).
  *
  * Each step takes what the step before it gave and gives what the next one takes (the request,
  * then the raw body, then {@link Keyed}, {@link Verified}, {@link Parsed}, {@link Validated}, {@link Claimed}),
@@ -53,12 +53,11 @@ import {
   type HandlersSettled,
 } from './run-handlers.js';
 import { isPromiseLike, nowOrLater, Stages, type MaybePromise } from './run-steps.js';
-import { OrderingGuard, type HeldEntity } from './ordering-guard.js';
-import { EntityRecords, recordOf, type HeldRecord } from './entity-records.js';
+import { DeliveryClaims, type Claimed } from './delivery-claims.js';
 import type { SecretSource } from './secret-source.js';
 import type { Fingerprint, RawBody, Verifier } from './signature.js';
 import { signatureFailureOf } from './signature-failure.js';
-import type { ClaimResult, ClaimTransaction, IdempotencyStore } from './stores/types.js';
+import type { IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, TraceCarrier } from './telemetry.js';
 
 /** The `body_unavailable` fix that holds whatever the framework, for a caller that names none. */
@@ -120,18 +119,7 @@ export interface Validated extends Parsed {
   readonly event: WebhookEvent<string>;
 }
 
-/** What `claim` gives: a delivery whose key it holds. */
-export interface Claimed<T extends Parsed> {
-  readonly delivery: T;
-  /** The lease token. */
-  readonly token: string;
-  /** The transaction the store opened with the claim, if it opened one. */
-  readonly transaction: ClaimTransaction | undefined;
-  /** The entity it holds too, when its handlers run for the newest state only (`order`). */
-  readonly entity?: HeldEntity | undefined;
-  /** The record of its entity it holds, for reconciliation (`record`). */
-  readonly record?: HeldRecord | undefined;
-}
+export type { Claimed } from './delivery-claims.js';
 
 /** A run of steps over one delivery, from `In` to its {@link Ending}. */
 export type DeliveryRun<In> = Stages<In, never, Ending, Arrival>;
@@ -171,10 +159,10 @@ export class DeliveryPipeline {
   readonly #config: PipelineConfig;
   /** One timer for every delivery whose handlers are still running: they share handlerTimeoutMs. */
   readonly #handlerDeadlines: DeadlineQueue;
-  /** The entity a `latestOnly` event's delivery holds beside its key. */
-  readonly #guard: OrderingGuard;
-  /** Where deliveries record the entities they handle, for reconciliation (if they do). */
-  readonly #records: EntityRecords | undefined;
+  /** Each delivery's one claim and one settle. */
+  readonly #claims: DeliveryClaims;
+  /** Whether deliveries record the entities they handle, for reconciliation. */
+  readonly #recordsEntities: boolean;
 
   /** An HTTP delivery whose handlers run before the answer. */
   readonly dispatchNow: DeliveryRun<PipelineRequest>;
@@ -186,12 +174,9 @@ export class DeliveryPipeline {
   constructor(config: PipelineConfig) {
     this.#config = config;
     this.#handlerDeadlines = new DeadlineQueue(config.handlerTimeoutMs);
-    this.#guard = new OrderingGuard(config);
-    const { recordTtlMs } = config;
-    this.#records =
-      recordTtlMs === undefined ? undefined : new EntityRecords({ ...config, recordTtlMs });
-    const { checkRequest, readBody, findSecrets, verify, parse, checkAge, validate, claim } = this;
-    const { record, order } = this;
+    this.#claims = new DeliveryClaims(config);
+    this.#recordsEntities = config.recordTtlMs !== undefined;
+    const { checkRequest, readBody, findSecrets, verify, parse, checkAge, validate } = this;
     const checked = Stages.start<PipelineRequest, Arrival, Ending>(Ending.is)
       .then(checkRequest)
       .then(readBody)
@@ -199,24 +184,15 @@ export class DeliveryPipeline {
       .then(verify)
       .then(parse)
       .then(checkAge);
-    this.dispatchNow = checked
-      .then(validate)
-      .then(claim<Validated>)
-      .then(record<Validated>)
-      .then(order)
-      .then(this.dispatch);
-    this.handToInbox = checked
-      .then(claim<Parsed>)
-      .then(record<Parsed>)
-      .then(this.handOff);
+    this.dispatchNow = checked.then(validate).then(this.claim).then(this.dispatch);
+    this.handToInbox = checked.then(this.claimToStore).then(this.handOff);
     this.runStored = Stages.start<RawBody, Arrival, Ending>(Ending.is)
       .then(findSecrets)
       .then(verify)
       .then(parse)
       .then(validate)
       .then(useRunKey)
-      .then(claim<Validated>)
-      .then(order)
+      .then(this.claimRun)
       .then(this.dispatch);
   }
 
@@ -344,124 +320,36 @@ export class DeliveryPipeline {
   };
 
   /**
-   * Step 8, claim: the claimed key (its lease token, and a transaction if the store opened one),
-   * or the ending of a key already taken: 200 `duplicate` (done with this body), 409 `conflict`
-   * (done with another body), 409 `in_flight`, 503 when the store fails.
+   * Step 8, claim (src/delivery-claims.ts): the delivery's key, with its entity's record
+   * (reconciliation) and its entity's version (`latestOnly`), in one store call; or the ending of
+   * a key or an entity already taken: 200 `duplicate` (done with this body, or its entity
+   * recovered by a reconcile run), 409 `conflict` (done with another body), 409 `in_flight`, 200
+   * `superseded` (an older state than the newest applied), 503 when the store fails.
    */
-  claim = <T extends Parsed>(delivery: T): MaybePromise<Claimed<T> | Ending> => {
-    const { store, leaseMs } = this.#config;
-    return nowOrLater(
-      () => store.claim(delivery.key, leaseMs),
-      (claim) => this.#claimed(claim, delivery),
-      (cause) =>
-        Ending.failed(
-          'store_unavailable',
-          delivery.envelope,
-          this.#storeFailed('claim the key', cause),
-        ),
-    );
-  };
+  claim = (delivery: Validated, { tenant }: Arrival): Promise<Claimed<Validated> | Ending> =>
+    this.#claims.take(delivery, tenant, { records: this.#recordsEntities, event: delivery.event });
 
-  #claimed<T extends Parsed>(claim: ClaimResult, delivery: T): MaybePromise<Claimed<T> | Ending> {
-    if (claim.state === 'claimed') {
-      return { delivery, token: claim.token, transaction: claim.transaction };
-    }
-    const { envelope, fingerprint } = delivery;
-    if (claim.state === 'in_flight') return Ending.quiet('in_flight', envelope);
-    const remembered = claim.fingerprint;
-    if (remembered === undefined || remembered === fingerprint) {
-      return Ending.quiet('duplicate', envelope);
-    }
-    // Remembered under another secret (the list was reordered since, as in a rotation)?
-    return nowOrLater(
-      () => delivery.verifier.otherFingerprints(delivery.body),
-      (others) =>
-        others.includes(remembered)
-          ? Ending.quiet('duplicate', envelope)
-          : Ending.failed(
-              'conflict',
-              envelope,
-              new IdempotencyConflictError(envelope.idempotencyKey),
-            ),
-    );
-  }
+  /** Step 8 before an inbox: the key and the entity's record (its version is a worker run's). */
+  claimToStore = (delivery: Parsed, { tenant }: Arrival): Promise<Claimed<Parsed> | Ending> =>
+    this.#claims.take(delivery, tenant, { records: this.#recordsEntities, event: undefined });
+
+  /** Step 8 of a stored run: its run's key and its entity's version (its record was taken when it was stored). */
+  claimRun = (delivery: Validated, { tenant }: Arrival): Promise<Claimed<Validated> | Ending> =>
+    this.#claims.take(delivery, tenant, { records: false, event: delivery.event });
 
   /**
-   * Step 9, record (an event about an entity the platform lists: an invoice, an access, a
-   * certificate, a user): take the entity's record after the key, so no reconcile run recovers
-   * it while the handlers run (entity-records.ts). 200 `duplicate` when a reconcile run already
-   * recovered it (the key completed, no handler run), 409 `in_flight` while a run recovers it,
-   * 503 when the store fails (the key released for a retry). Before an inbox, the same.
-   */
-  record = <T extends Parsed>(
-    claimed: Claimed<T>,
-    { tenant }: Arrival,
-  ): MaybePromise<Claimed<T> | Ending> => {
-    const records = this.#records;
-    if (records === undefined) return claimed;
-    const { delivery, token } = claimed;
-    const { envelope, key } = delivery;
-    const record = recordOf(envelope, tenant);
-    if (record === undefined) return claimed;
-    return nowOrLater(
-      () => records.claim(record, { key, token }),
-      (answer): MaybePromise<Claimed<T> | Ending> => {
-        if (answer.state === 'claimed')
-          return { ...claimed, record: { key: record, token: answer.token } };
-        if (answer.state === 'recorded') return claimed;
-        return answer.state === 'recovered'
-          ? this.#completeThen(claimed, Ending.quiet('duplicate', envelope))
-          : this.#releaseThen(claimed, Ending.quiet('in_flight', envelope));
-      },
-      (cause) => {
-        const error = this.#storeFailed("take the entity's record", cause);
-        return this.#releaseThen(claimed, Ending.failed('store_unavailable', envelope, error));
-      },
-    );
-  };
-
-  /**
-   * Step 10, order (an event about an entity, one of whose handlers is `latestOnly`): claim the
-   * entity after the key. 200 `superseded` for an older state than the newest processed (the key
-   * completed, no handler run), 409 `in_flight` while another delivery of the entity is in
-   * flight, 503 when the store fails (the key released for a retry).
-   */
-  order = (
-    claimed: Claimed<Validated>,
-    { tenant }: Arrival,
-  ): MaybePromise<Claimed<Validated> | Ending> => {
-    const { delivery, token } = claimed;
-    const { event, key, timestampMs: versionMs } = delivery;
-    const entity = this.#guard.entityToHold(event, tenant);
-    if (entity === undefined) return claimed;
-    return nowOrLater(
-      () => this.#guard.claim(entity, versionMs, { key, token }),
-      (answer): MaybePromise<Claimed<Validated> | Ending> => {
-        if (answer.state === 'claimed') {
-          return { ...claimed, entity: { key: entity, token: answer.token, versionMs } };
-        }
-        return answer.state === 'superseded'
-          ? this.#completeThen(claimed, Ending.quiet('superseded', event))
-          : this.#releaseThen(claimed, Ending.quiet('in_flight', event));
-      },
-      (cause) => {
-        const error = this.#storeFailed('claim the entity', cause);
-        return this.#releaseThen(claimed, Ending.failed('store_unavailable', event, error));
-      },
-    );
-  };
-
-  /**
-   * Step 11, dispatch: run the handlers (every one at once) against handlerTimeoutMs. 200
-   * `processed` (the key completed), `ignored` when none is registered, 500 `handler_failed`
-   * (the key released for a retry), 503 `timeout` (they go on; their end completes or releases).
+   * Step 9, dispatch: run the handlers (every one at once) against handlerTimeoutMs. 200
+   * `processed` (the claim completed), `ignored` when none is registered, 500 `handler_failed`
+   * (the claim released for a retry), 503 `timeout` (they go on; their end completes or releases).
    * With a claim's transaction, the handlers write through it (`ctx.transaction`): completing
    * commits it, so a completion that fails is 503 `store_unavailable`, and a timeout abandons it.
    */
   dispatch = (claimed: Claimed<Validated>, arrival: Arrival): MaybePromise<Ending> => {
     const { event } = claimed.delivery;
     const handlers = this.#config.handlersOf(event.event);
-    if (handlers.length === 0) return this.#completeThen(claimed, Ending.quiet('ignored', event));
+    if (handlers.length === 0) {
+      return this.#claims.completeThen(claimed, Ending.quiet('ignored', event));
+    }
     const { observation } = arrival;
     const startedAt = observation ? performance.now() : 0;
     const run = () =>
@@ -471,7 +359,7 @@ export class DeliveryPipeline {
         this.#handlerDeadlines,
         arrival.attempt,
         arrival.tenant,
-        claimed.transaction?.client,
+        claimed.claim.transaction?.client,
       );
     const running = observation ? observation.runHandlers(run) : run();
     const observed = (settled: HandlersSettled, timedOut: boolean): HandlersSettled => {
@@ -493,14 +381,14 @@ export class DeliveryPipeline {
     );
   };
 
-  /** The handlers ended in time: the key completed (committed) on success, released on failure. */
-  #handlersEnded(claimed: Claimed<Validated>, settled: HandlersSettled): MaybePromise<Ending> {
+  /** The handlers ended in time: the claim completed (committed) on success, released on failure. */
+  #handlersEnded(claimed: Claimed<Validated>, settled: HandlersSettled): Promise<Ending> {
     const { event } = claimed.delivery;
     if (settled.ok) {
       const processed = Ending.quiet('processed', event);
-      return claimed.transaction
-        ? this.#commitThen(claimed, processed)
-        : this.#completeThen(claimed, processed);
+      return claimed.claim.transaction
+        ? this.#claims.commitThen(claimed, processed)
+        : this.#claims.completeThen(claimed, processed);
     }
     const error = new HandlerError(
       event.event,
@@ -508,22 +396,22 @@ export class DeliveryPipeline {
       settled.error,
       claimed.delivery.verifier.secrets,
     );
-    return this.#releaseThen(claimed, Ending.failed('handler_failed', event, error));
+    return this.#claims.releaseThen(claimed, Ending.failed('handler_failed', event, error));
   }
 
-  /** The handlers are still running at handlerTimeoutMs: 503 now; their end completes or releases the key. */
+  /** The handlers are still running at handlerTimeoutMs: 503 now; their end completes or releases the claim. */
   #handlersTimedOut(claimed: Claimed<Validated>, stillRunning: Promise<HandlersSettled>): Ending {
-    const { delivery, transaction } = claimed;
+    const { delivery, claim } = claimed;
     const { event } = delivery;
     // Their transaction ends now, rolled back: nothing they write from here on commits.
-    transaction?.abandon();
+    claim.transaction?.abandon();
     void stillRunning.then((settled) => {
-      if (settled.ok) return this.#complete(claimed);
+      if (settled.ok) return this.#claims.complete(claimed);
       const { secrets } = delivery.verifier;
       this.#config.reportError(
         new HandlerError(event.event, event.idempotencyKey, settled.error, secrets),
       );
-      return this.#release(claimed);
+      return this.#claims.release(claimed);
     });
     const { handlerTimeoutMs } = this.#config;
     const error = new HandlerTimeoutError(event.event, event.idempotencyKey, handlerTimeoutMs);
@@ -531,9 +419,9 @@ export class DeliveryPipeline {
   }
 
   /**
-   * Step 10 with an inbox, hand off: store the raw body (its text, which gives back its bytes
-   * exactly) and its signature in the inbox, then complete the key: 202 `queued`. When the
-   * inbox fails, the key is released: 503.
+   * Step 9 with an inbox, hand off: store the raw body (its text, which gives back its bytes
+   * exactly) and its signature in the inbox, then complete the claim: 202 `queued`. When the
+   * inbox fails, the claim is released: 503.
    */
   handOff = (
     claimed: Claimed<Parsed>,
@@ -554,7 +442,7 @@ export class DeliveryPipeline {
     const inbox = this.#config.inbox!;
     return nowOrLater(
       () => inbox.enqueue(stored),
-      () => this.#completeThen(claimed, Ending.quiet('queued', envelope)),
+      () => this.#claims.completeThen(claimed, Ending.quiet('queued', envelope)),
       (cause: unknown) => {
         const why = withCauses(
           'the inbox failed to store the delivery',
@@ -562,160 +450,13 @@ export class DeliveryPipeline {
           this.#config.secrets,
         );
         const error = new InboxUnavailableError(why, { cause });
-        return this.#releaseThen(claimed, Ending.failed('inbox_unavailable', envelope, error));
+        return this.#claims.releaseThen(
+          claimed,
+          Ending.failed('inbox_unavailable', envelope, error),
+        );
       },
     );
   };
-
-  /** Complete the key, then end with `ending` (a failure to complete is reported, not answered). */
-  #completeThen(claimed: Claimed<Parsed>, ending: Ending): MaybePromise<Ending> {
-    return nowOrLater(
-      () => this.#complete(claimed),
-      () => ending,
-    );
-  }
-
-  /**
-   * Complete a key whose claim holds the handlers' transaction: the completion is their commit,
-   * so unlike {@link #complete} a failure is not acknowledged but answered 503 for a retry.
-   */
-  #commitThen(claimed: Claimed<Validated>, ending: Ending): MaybePromise<Ending> {
-    const { store, dedupTtlMs } = this.#config;
-    const { token, delivery, entity } = claimed;
-    const { key, fingerprint, event } = delivery;
-    const commit = () =>
-      nowOrLater(
-        () => store.complete(key, token, dedupTtlMs, fingerprint),
-        () => ending,
-        (cause: unknown) =>
-          Ending.failed(
-            'store_unavailable',
-            event,
-            this.#storeFailed("commit the handlers' transaction", cause),
-          ),
-      );
-    // The entity's record and version are written in the transaction first, to commit with it;
-    // if one cannot be, nothing commits: the handlers' writes are rolled back for the retry.
-    const { record } = claimed;
-    const writeVersion = () =>
-      entity === undefined
-        ? commit()
-        : this.#inTransaction(
-            claimed,
-            () => this.#guard.complete(entity),
-            "record the entity's version",
-            commit,
-          );
-    return record === undefined
-      ? writeVersion()
-      : this.#inTransaction(
-          claimed,
-          () => this.#records!.complete(record),
-          'record the entity as handled',
-          writeVersion,
-        );
-  }
-
-  /** `write` in the claim's transaction, then `next`; if it fails, nothing commits: 503. */
-  #inTransaction(
-    claimed: Claimed<Validated>,
-    write: () => MaybePromise<void>,
-    what: string,
-    next: () => MaybePromise<Ending>,
-  ): MaybePromise<Ending> {
-    return nowOrLater(write, next, (cause: unknown) => {
-      const error = this.#storeFailed(what, cause);
-      return this.#releaseThen(
-        claimed,
-        Ending.failed('store_unavailable', claimed.delivery.event, error),
-      );
-    });
-  }
-
-  #releaseThen(claimed: Claimed<Parsed>, ending: Ending): MaybePromise<Ending> {
-    return nowOrLater(
-      () => this.#release(claimed),
-      () => ending,
-    );
-  }
-
-  /**
-   * Record the entity's version (if it holds one), then mark the key done; at once on a store
-   * that answers at once. A failure is reported, never thrown: the handlers succeeded, so the
-   * delivery is still acknowledged.
-   */
-  #complete(claimed: Claimed<Parsed>): MaybePromise<void> {
-    const { record } = claimed;
-    return this.#recordThen(
-      record && (() => this.#records!.complete(record)),
-      'record the entity as handled',
-      () =>
-        this.#guard.completeThen(
-          claimed.entity,
-          () => this.#completeKey(claimed),
-          (cause) =>
-            this.#config.reportError(this.#storeFailed("record the entity's version", cause)),
-        ),
-    );
-  }
-
-  /**
-   * `write` the entity's record (when the delivery holds one), then `next`: a failure is
-   * reported, never thrown (the record's lease runs out by itself).
-   */
-  #recordThen(
-    write: (() => MaybePromise<void>) | undefined,
-    what: string,
-    next: () => MaybePromise<void>,
-  ): MaybePromise<void> {
-    if (write === undefined) return next();
-    return nowOrLater(write, next, (cause) => {
-      this.#config.reportError(this.#storeFailed(what, cause));
-      return next();
-    });
-  }
-
-  /** Mark the key done; a failure is reported. */
-  #completeKey({ delivery, token }: Claimed<Parsed>): MaybePromise<void> {
-    const { store, dedupTtlMs } = this.#config;
-    const { key, fingerprint } = delivery;
-    return nowOrLater(
-      () => store.complete(key, token, dedupTtlMs, fingerprint),
-      () => undefined,
-      (cause) => this.#config.reportError(this.#storeFailed('record completion', cause)),
-    );
-  }
-
-  /** Free the entity (if it holds one), then give the key back; at once on a store that answers at once. */
-  #release(claimed: Claimed<Parsed>): MaybePromise<void> {
-    const { record } = claimed;
-    return this.#recordThen(
-      record && (() => this.#records!.release(record)),
-      "release the entity's record",
-      () =>
-        this.#guard.releaseThen(
-          claimed.entity,
-          () => this.#releaseKey(claimed),
-          (cause) => this.#config.reportError(this.#storeFailed('release the entity', cause)),
-        ),
-    );
-  }
-
-  /** Give the key back; a failure is reported (its lease runs out by itself). */
-  #releaseKey({ delivery, token }: Claimed<Parsed>): MaybePromise<void> {
-    return nowOrLater(
-      () => this.#config.store.release(delivery.key, token),
-      () => undefined,
-      // The lease still runs out by itself, so the next retry gets the key after leaseMs.
-      (cause) => this.#config.reportError(this.#storeFailed('release the key', cause)),
-    );
-  }
-
-  /** The store failed to `what`: the error says so, and what its cause chain says. */
-  #storeFailed(what: string, cause: unknown): StoreUnavailableError {
-    const why = withCauses(`the idempotency store failed to ${what}`, cause, this.#config.secrets);
-    return new StoreUnavailableError(why, { cause });
-  }
 }
 
 /**

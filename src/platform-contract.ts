@@ -61,6 +61,8 @@ export const PLATFORM_LIMITS = /* @__PURE__ */ constants(() => {
     retrySpanMs: retryDelaysMs.reduce((sum, delay) => sum + delay, 0),
     /** An endpoint with no successful delivery for this long is disabled. */
     autoDisableAfterMs: 14 * DAY,
+    /** The most items one page of a list operation holds (its `take`, 1 to this). */
+    maxListTake: 1000,
   } as const;
 });
 

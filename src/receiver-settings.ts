@@ -18,6 +18,7 @@ import {
 } from './secret-source.js';
 import { createVerifier, paddedSecrets, secretsOf } from './signature.js';
 import { memoryStore } from './stores/memory.js';
+import { checkStore } from './stores/check-store.js';
 import type { IdempotencyStore } from './stores/types.js';
 import type { Telemetry } from './telemetry.js';
 
@@ -160,7 +161,7 @@ export function checkOptions({
   return {
     secretSource,
     secrets,
-    store,
+    store: checkStore(store, 'store'),
     maxBodyBytes,
     maxEventAgeMs,
     dedupTtlMs,

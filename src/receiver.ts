@@ -21,7 +21,7 @@ import { checkOptions, type ReceiverOptions } from './receiver-settings.js';
 import { Reporting, type ErrorHandler } from './reporting.js';
 import type { AnyHandler, HandlerContext } from './run-handlers.js';
 import type { RawBody } from './signature.js';
-import { keepsEntityVersions, type IdempotencyStore } from './stores/types.js';
+import type { IdempotencyStore } from './stores/types.js';
 import type { DeliveryObservation, TelemetryStart } from './telemetry.js';
 
 export type { WebhookResponseBody, WebhookResult } from './answer.js';
@@ -160,7 +160,7 @@ const DELIVERY: TelemetryStart = { kind: 'delivery' };
 export function createReceiver(options: ReceiverOptions): Receiver {
   const settings = checkOptions(options);
   const { maxBodyBytes, inbox, secrets } = settings;
-  const registry = new HandlerRegistry(keepsEntityVersions(settings.store));
+  const registry = new HandlerRegistry();
   const reporting = new Reporting(settings);
   const pipeline = new DeliveryPipeline({
     ...settings,

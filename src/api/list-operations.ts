@@ -104,6 +104,11 @@ export interface ListOperation<S extends z.ZodType, O extends ListOptions> {
   readonly path: string;
   /** The field that holds an item's id. */
   readonly idField: string;
+  /**
+   * The filter of its date range (`createdAtDateRange`, `issuedAtDateRange`): a listing with both
+   * ends of it is read by splitting the range, never by offsets over a list that may change.
+   */
+  readonly rangeFilter: string;
   readonly schema: S;
   /** The caller's options under the platform's parameter names; a TypeError for a bad one. */
   readonly filters: (options: O) => QueryFilters;
@@ -114,6 +119,7 @@ export const INVOICES: ListOperation<typeof invoiceListItemSchema, InvoiceListOp
   kind: 'invoice',
   path: '/saas/v2/invoice/list/raw',
   idField: 'invoiceId',
+  rangeFilter: 'createdAtDateRange',
   schema: invoiceListItemSchema,
   filters: (options) => {
     if (options.paid !== undefined && options.paid !== true) {
@@ -139,6 +145,7 @@ export const PRODUCT_ACCESSES: ListOperation<
   kind: 'access',
   path: '/saas/v2/product-access/list/raw',
   idField: 'accessId',
+  rangeFilter: 'createdAtDateRange',
   schema: productAccessListItemSchema,
   filters: (options) => ({
     createdAtDateRange: dateRange(options.createdAt, 'createdAt'),
@@ -155,6 +162,7 @@ export const CERTIFICATES: ListOperation<typeof certificateListItemSchema, Certi
     kind: 'certificate',
     path: '/saas/v2/certificate/list/raw',
     idField: 'certificateId',
+    rangeFilter: 'issuedAtDateRange',
     schema: certificateListItemSchema,
     filters: (options) => ({
       issuedAtDateRange: dateRange(options.issuedAt, 'issuedAt'),
@@ -169,6 +177,7 @@ export const USERS: ListOperation<typeof userListItemSchema, UserListOptions> = 
   kind: 'user',
   path: '/saas/v2/user/list',
   idField: 'id',
+  rangeFilter: 'createdAtDateRange',
   schema: userListItemSchema,
   filters: (options) => ({
     createdAtDateRange: dateRange(options.createdAt, 'createdAt'),

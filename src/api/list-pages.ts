@@ -6,16 +6,21 @@
 
 import type { z } from 'zod';
 import { API_CLIENT_DEFAULTS } from '../defaults.js';
+import { PLATFORM_LIMITS } from '../platform-contract.js';
 import type { KnownOutput } from '../events/known-output.js';
 import { InvalidListItemsError, RateLimitError, type InvalidListItem } from './errors.js';
 import type { ListKind, ListOperation, ListOptions } from './list-operations.js';
-import { isPositiveInteger, listQuery, matchesNothing, type QueryFilters } from './list-query.js';
+import {
+  isPositiveInteger,
+  listQuery,
+  matchesNothing,
+  type QueryFilters,
+  type QueryValue,
+} from './list-query.js';
 import { listPageResponseSchema, type ListPage } from './list-schemas.js';
 import { rateLimitDelay, retryDelay, sleep } from './retry-delay.js';
 import { issueMessages, readBody, request, type Client } from './transport.js';
 
-/** The most items a page may hold (docs/platform.md#list-operations). */
-const MAX_TAKE = 1000;
 /** How many invalid items an {@link InvalidListItemsError}'s message names; `items` has them all. */
 const NAMED_IN_MESSAGE = 5;
 
@@ -31,6 +36,7 @@ interface Paging {
  * Every item of `operation` that matches `options`. The options are checked now (a TypeError);
  * nothing is sent until the iteration starts. Each page is fetched when the one before is used
  * up; an item seen on an earlier page (the list moved while it was read) is not yielded again.
+ * A listing with both ends of its date range is read range by range, never by offset.
  */
 export function listItems<S extends z.ZodType, O extends ListOptions>(
   client: Client,
@@ -47,8 +53,8 @@ export function listItems<S extends z.ZodType, O extends ListOptions>(
 
 function paging({ take, signal, maxRateLimitWaitMs, onInvalidItem }: ListOptions): Paging {
   const pageSize = take ?? API_CLIENT_DEFAULTS.listTake;
-  if (!isPositiveInteger(pageSize) || pageSize > MAX_TAKE) {
-    throw new TypeError(`take must be an integer from 1 to ${MAX_TAKE}`);
+  if (!isPositiveInteger(pageSize) || pageSize > PLATFORM_LIMITS.maxListTake) {
+    throw new TypeError(`take must be an integer from 1 to ${PLATFORM_LIMITS.maxListTake}`);
   }
   const maxWait = maxRateLimitWaitMs ?? API_CLIENT_DEFAULTS.listRateLimitWaitMs;
   if (typeof maxWait !== 'number' || !(maxWait >= 0)) {
@@ -67,16 +73,91 @@ async function* readAll<S extends z.ZodType, O extends ListOptions>(
   settings: Paging,
 ): AsyncGenerator<KnownOutput<S>, void, undefined> {
   if (matchesNothing(filters)) return;
-  const invalid = new InvalidItems(operation.kind, settings.onInvalidItem);
-  const seen = new Set<unknown>();
-  for (let skip = 0; ;) {
-    const path = `${operation.path}?${listQuery(filters, skip, settings.take)}`;
-    const page = await fetchPage(client, path, settings);
+  const reader = new PageReader(client, operation, settings);
+  const range = closedRange(filters[operation.rangeFilter]);
+  if (range === undefined) yield* reader.byOffset(filters);
+  else yield* reader.byRange(filters, range);
+  reader.invalid.throwIfAny();
+}
+
+/**
+ * The pages of one listing, each item checked against its schema and yielded once (an item seen
+ * on an earlier page, or in an overlapping range, is not yielded again).
+ */
+class PageReader<S extends z.ZodType, O extends ListOptions> {
+  readonly invalid: InvalidItems;
+  readonly #client: Client;
+  readonly #operation: ListOperation<S, O>;
+  readonly #settings: Paging;
+  readonly #seen = new Set<unknown>();
+
+  constructor(client: Client, operation: ListOperation<S, O>, settings: Paging) {
+    this.#client = client;
+    this.#operation = operation;
+    this.#settings = settings;
+    this.invalid = new InvalidItems(operation.kind, settings.onInvalidItem);
+  }
+
+  /**
+   * Every item, by `skip` over the list: what a listing without a date range can do. An item that
+   * leaves the list while it is read shifts every later one back, and the one at the next page
+   * boundary is not read; {@link byRange} has no such hole.
+   */
+  async *byOffset(filters: QueryFilters): AsyncGenerator<KnownOutput<S>, void, undefined> {
+    for (let skip = 0; ;) {
+      const page = await this.#page(filters, skip);
+      yield* this.#items(page, skip);
+      skip += page.items.length;
+      if (isLastPage(page, skip, this.#settings.take)) return;
+    }
+  }
+
+  /**
+   * Every item of a date range, oldest part first, without offsets: a range whose page says it
+   * holds more than one page (its `count`), or comes back full, is split in two halves that share
+   * their middle instant, until each fits one page. An item that leaves or enters the list
+   * meanwhile moves no other past a page boundary. A range one millisecond wide that still holds
+   * more than a page is read by offset, the best the list allows.
+   */
+  async *byRange(
+    filters: QueryFilters,
+    whole: readonly [number, number],
+  ): AsyncGenerator<KnownOutput<S>, void, undefined> {
+    const { rangeFilter } = this.#operation;
+    const { take } = this.#settings;
+    const pending: (readonly [number, number])[] = [whole];
+    for (let range = pending.pop(); range !== undefined; range = pending.pop()) {
+      const [from, to] = range;
+      const narrowed = { ...filters, [rangeFilter]: { from: iso(from), to: iso(to) } };
+      const page = await this.#page(narrowed, 0);
+      const more =
+        page.items.length >= take || (typeof page.count === 'number' && page.count > take);
+      if (!more) {
+        yield* this.#items(page, 0);
+      } else if (to - from >= 2) {
+        const middle = Math.floor((from + to) / 2);
+        // The later half first onto the stack: the earlier one is read next.
+        pending.push([middle, to], [from, middle]);
+      } else {
+        yield* this.byOffset(narrowed);
+      }
+    }
+  }
+
+  /** The page at `skip` of the listing with `filters`. */
+  #page(filters: QueryFilters, skip: number): Promise<ListPage> {
+    const path = `${this.#operation.path}?${listQuery(filters, skip, this.#settings.take)}`;
+    return fetchPage(this.#client, path, this.#settings);
+  }
+
+  /** The page's items that match their schema and were not yielded before. */
+  *#items(page: ListPage, skip: number): Generator<KnownOutput<S>, void, undefined> {
+    const operation = this.#operation;
     for (const [index, raw] of page.items.entries()) {
       const result = operation.schema.safeParse(raw);
       if (!result.success) {
         const id = idOf(raw, operation.idField);
-        invalid.add({
+        this.invalid.add({
           kind: operation.kind,
           id,
           position: skip + index,
@@ -86,14 +167,23 @@ async function* readAll<S extends z.ZodType, O extends ListOptions>(
       }
       const item = result.data as KnownOutput<S>;
       const id = (item as Record<string, unknown>)[operation.idField];
-      if (seen.has(id)) continue;
-      seen.add(id);
+      if (this.#seen.has(id)) continue;
+      this.#seen.add(id);
       yield item;
     }
-    skip += page.items.length;
-    if (isLastPage(page, skip, settings.take)) break;
   }
-  invalid.throwIfAny();
+}
+
+/** A date range filter with both ends, in ms since the epoch; undefined for any other. */
+function closedRange(filter: QueryValue): readonly [number, number] | undefined {
+  if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) return undefined;
+  const { from, to } = filter as { readonly from?: QueryValue; readonly to?: QueryValue };
+  if (typeof from !== 'string' || typeof to !== 'string') return undefined;
+  return [Date.parse(from), Date.parse(to)];
+}
+
+function iso(time: number): string {
+  return new Date(time).toISOString();
 }
 
 /**

@@ -7,7 +7,14 @@
 
 import type { InvalidListItem } from '../api/errors.js';
 import { ConfigError } from '../errors.js';
-import { listEntities, RECONCILE_KINDS, type ListingOptions } from './listings.js';
+import type { KeyState } from '../stores/types.js';
+import { sleep } from '../api/retry-delay.js';
+import {
+  listEntities,
+  RECONCILE_KINDS,
+  type ListedEntity,
+  type ListingOptions,
+} from './listings.js';
 import { recoverEntity, type RecoveryConfig } from './recover-entity.js';
 import { RecoveryError } from './recovery-error.js';
 import { checkReconcilerOptions, type ReconcilerSettings } from './settings.js';
@@ -121,6 +128,8 @@ interface Tally {
   recovered: number;
   readonly missing: ReconciledEntity[];
   readonly failed: FailedEntity[];
+  readonly inFlight: ReconciledEntity[];
+  readonly unrecorded: FailedEntity[];
 }
 
 async function runReconcile(
@@ -146,51 +155,167 @@ async function runReconcile(
     recovered: 0,
     missing: [],
     failed: [],
+    inFlight: [],
+    unrecorded: [],
   };
-  const config: RecoveryConfig = { ...settings, dryRun, signal };
-  for (const kind of kinds) await reconcileKind(kind, window, handlers, settings, config, tally);
+  const config: RecoveryConfig = { ...settings, signal };
+  for (const kind of kinds) {
+    const run = new KindRun(
+      kind,
+      handlers[kind] as ReconcileHandler<typeof kind>,
+      settings,
+      config,
+      tally,
+    );
+    await run.reconcile(window, dryRun);
+  }
+  const { failed, inFlight, unrecorded } = tally;
   return Object.freeze({
     window: { from: new Date(window.from).toISOString(), to: new Date(window.to).toISOString() },
     checked: Object.freeze(tally.checked),
     handled: tally.handled,
     recovered: tally.recovered,
     missing: Object.freeze(tally.missing),
-    failed: Object.freeze(tally.failed),
+    failed: Object.freeze(failed),
+    inFlight: Object.freeze(inFlight),
+    unrecorded: Object.freeze(unrecorded),
+    complete: failed.length === 0 && inFlight.length === 0 && unrecorded.length === 0,
   });
 }
 
+/** How long a run waits between two tries of the entities another claim holds. */
+const IN_FLIGHT_RETRY_MS = 1000;
+
 /**
- * Every item of `kind` over the window, one at a time. An item that fails its schema is `failed`
- * (`invalid_payload`); an error of the API client ends the run.
+ * One kind of a run: its items read page by page, each page's records looked at in one store
+ * call, every entity none of whose records is done claimed and recovered one at a time, and those
+ * another claim holds tried again at the end for up to `inFlightWaitMs`.
  */
-async function reconcileKind<K extends ReconcileKind>(
-  kind: K,
-  window: ReconcileWindow,
-  handlers: Handlers,
-  { api, take }: ReconcilerSettings,
-  config: RecoveryConfig,
-  tally: Tally,
-): Promise<void> {
-  const onInvalidItem = ({ id, position, issues }: InvalidListItem) => {
-    tally.checked[kind] += 1;
-    const named = id === undefined ? `#${position}` : String(id);
-    const what = `the list item at position ${position} does not match its schema (${issues.join(', ')})`;
-    const error = new RecoveryError('invalid_payload', kind, named, what);
-    tally.failed.push(Object.freeze({ kind, id: named, error }));
-  };
-  const { signal } = config;
-  const options: ListingOptions = signal
-    ? { take, signal, onInvalidItem }
-    : { take, onInvalidItem };
-  const handler = handlers[kind] as ReconcileHandler<K> | undefined;
-  for await (const listed of listEntities(kind, api, window, options)) {
-    tally.checked[kind] += 1;
+class KindRun<K extends ReconcileKind> {
+  readonly #kind: K;
+  readonly #handler: ReconcileHandler<K> | undefined;
+  readonly #settings: ReconcilerSettings;
+  readonly #config: RecoveryConfig;
+  readonly #tally: Tally;
+  /** Entities another claim held when they were checked: tried again at the end. */
+  readonly #held: ListedEntity<K>[] = [];
+
+  constructor(
+    kind: K,
+    handler: ReconcileHandler<K> | undefined,
+    settings: ReconcilerSettings,
+    config: RecoveryConfig,
+    tally: Tally,
+  ) {
+    this.#kind = kind;
+    this.#handler = handler;
+    this.#settings = settings;
+    this.#config = config;
+    this.#tally = tally;
+  }
+
+  /**
+   * Every item of the kind over the window. An item that fails its schema is `failed`
+   * (`invalid_payload`); an error of the API client ends the run.
+   */
+  async reconcile(window: ReconcileWindow, dryRun: boolean): Promise<void> {
+    const kind = this.#kind;
+    const tally = this.#tally;
+    const onInvalidItem = ({ id, position, issues }: InvalidListItem) => {
+      tally.checked[kind] += 1;
+      const named = id === undefined ? `#${position}` : String(id);
+      const what = `the list item at position ${position} does not match its schema (${issues.join(', ')})`;
+      const error = new RecoveryError('invalid_payload', kind, named, what);
+      tally.failed.push(Object.freeze({ kind, id: named, error }));
+    };
+    const { api, take, tenant } = this.#settings;
+    const { signal } = this.#config;
+    const options: ListingOptions = signal
+      ? { take, signal, onInvalidItem }
+      : { take, onInvalidItem };
+    let page: ListedEntity<K>[] = [];
+    for await (const listed of listEntities(kind, api, window, options, tenant)) {
+      tally.checked[kind] += 1;
+      page.push(listed);
+      if (page.length < take) continue;
+      await this.#check(page, dryRun);
+      page = [];
+    }
+    if (page.length > 0) await this.#check(page, dryRun);
+    await this.#waitForHeld();
+  }
+
+  /** One page: its records looked at in one call; what no record names done is recovered. */
+  async #check(page: readonly ListedEntity<K>[], dryRun: boolean): Promise<void> {
+    const { signal, store } = this.#config;
     signal?.throwIfAborted();
-    const recovery = await recoverEntity(kind, listed, handler, config);
+    let states: readonly KeyState[];
+    try {
+      states = await store.peek(page.flatMap((listed) => listed.records));
+    } catch (cause) {
+      for (const listed of page) {
+        this.#failed(
+          listed,
+          new RecoveryError(
+            'store_unavailable',
+            this.#kind,
+            listed.id,
+            "the store failed to read the entities' records",
+            cause,
+          ),
+        );
+      }
+      return;
+    }
+    let at = 0;
+    for (const listed of page) {
+      const mine = states.slice(at, (at += listed.records.length));
+      if (mine.some((state) => state.state === 'done')) this.#tally.handled += 1;
+      else if (mine.some((state) => state.state === 'in_flight')) {
+        if (dryRun) this.#entity(this.#tally.inFlight, listed);
+        else this.#held.push(listed);
+      } else if (dryRun) this.#entity(this.#tally.missing, listed);
+      else await this.#recover(listed, this.#held);
+    }
+  }
+
+  /** Recover one entity and count what became of it; one another claim holds goes to `held`. */
+  async #recover(listed: ListedEntity<K>, held: ListedEntity<K>[]): Promise<void> {
+    this.#config.signal?.throwIfAborted();
+    const recovery = await recoverEntity(this.#kind, listed, this.#handler!, this.#config);
+    const tally = this.#tally;
     if (recovery.state === 'handled') tally.handled += 1;
     else if (recovery.state === 'recovered') tally.recovered += 1;
-    else if (recovery.state === 'missing')
-      tally.missing.push(Object.freeze({ kind, id: listed.id }));
-    else tally.failed.push(Object.freeze({ kind, id: listed.id, error: recovery.error }));
+    else if (recovery.state === 'in_flight') held.push(listed);
+    else if (recovery.state === 'unrecorded') {
+      tally.unrecorded.push(
+        Object.freeze({ kind: this.#kind, id: listed.id, error: recovery.error }),
+      );
+    } else this.#failed(listed, recovery.error);
+  }
+
+  /**
+   * The entities another claim held, tried again every second for up to `inFlightWaitMs` (a
+   * webhook's handlers end in seconds); those still held then are `inFlight`, never `handled`:
+   * the claim may be of a process that died, and its entity not handled at all.
+   */
+  async #waitForHeld(): Promise<void> {
+    const deadline = Date.now() + this.#settings.inFlightWaitMs;
+    let held = this.#held.splice(0);
+    while (held.length > 0 && Date.now() < deadline) {
+      await sleep(Math.min(IN_FLIGHT_RETRY_MS, deadline - Date.now()), this.#config.signal);
+      const still: ListedEntity<K>[] = [];
+      for (const listed of held) await this.#recover(listed, still);
+      held = still;
+    }
+    for (const listed of held) this.#entity(this.#tally.inFlight, listed);
+  }
+
+  #failed(listed: ListedEntity<K>, error: RecoveryError): void {
+    this.#tally.failed.push(Object.freeze({ kind: this.#kind, id: listed.id, error }));
+  }
+
+  #entity(list: ReconciledEntity[], listed: ListedEntity<K>): void {
+    list.push(Object.freeze({ kind: this.#kind, id: listed.id }));
   }
 }

@@ -5,6 +5,8 @@
  */
 
 import type { InvalidListItem } from '../api/errors.js';
+import { recordKeyOf } from '../delivery-key.js';
+import { enrollmentRecordOf } from '../entity-records.js';
 import { entityKeyFor } from '../entity-of.js';
 import type { ReconcileApi, ReconcileItems, ReconcileKind } from './types.js';
 import type { ReconcileWindow } from './window.js';
@@ -32,6 +34,11 @@ interface Listing<K extends ReconcileKind> {
     options: ListingOptions,
   ) => AsyncIterable<ReconcileItems[K]>;
   readonly idOf: (item: ReconcileItems[K]) => number;
+  /** The item's second record, if its kind has one (an access: its enrollment's). */
+  readonly alsoRecordedAs?: (
+    item: ReconcileItems[K],
+    tenant: string | undefined,
+  ) => string | undefined;
 }
 
 /** A date of a window as the lists take it. */
@@ -48,6 +55,9 @@ const LISTINGS: { readonly [K in ReconcileKind]: Listing<K> } = {
     list: (api, { from, to }, options) =>
       api.productAccesses({ createdAt: { from: at(from), to: at(to) }, ...options }),
     idOf: (access) => access.accessId,
+    // An enrollment webhook without `access` recorded its user and product (entity-records.ts).
+    alsoRecordedAs: (access, tenant) =>
+      enrollmentRecordOf(access.user.id, access.productId, tenant),
   },
   certificate: {
     list: (api, { from, to }, options) =>
@@ -68,19 +78,28 @@ export interface ListedEntity<K extends ReconcileKind> {
   readonly id: string;
   /** Its entity's key (`invoice:877051`), as `entityOf` gives it for the webhook about it. */
   readonly entity: string;
+  /**
+   * Its records in the store (`recordKeyOf`): its entity's first, then any other a webhook about
+   * it may have taken instead (an access's enrollment). Any of them done: it was handled.
+   */
+  readonly records: readonly string[];
 }
 
-/** Every item of `kind` listed over `window`, with its id and entity key. */
+/** Every item of `kind` listed over `window`, with its id, entity key and records. */
 export async function* listEntities<K extends ReconcileKind>(
   kind: K,
   api: ReconcileApi,
   window: ReconcileWindow,
   options: ListingOptions,
+  tenant: string | undefined,
 ): AsyncGenerator<ListedEntity<K>, void, undefined> {
   const listing = LISTINGS[kind] as Listing<K>;
   for await (const item of listing.list(api, window, options)) {
     const id = listing.idOf(item);
     // The schemas make every id an integer: an entity key always exists for it.
-    yield { item, id: String(id), entity: entityKeyFor(kind, id)! };
+    const entity = entityKeyFor(kind, id)!;
+    const also = listing.alsoRecordedAs?.(item, tenant);
+    const records = [recordKeyOf(entity, tenant), ...(also === undefined ? [] : [also])];
+    yield { item, id: String(id), entity, records };
   }
 }

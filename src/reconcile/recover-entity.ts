@@ -1,13 +1,12 @@
 /**
- * One listed entity, recovered at most once across every run and every webhook: its record
- * (`recordKeyOf`) claimed as a delivery claims its key, its handler run against
- * `handlerTimeoutMs`, the record completed `reconciled` on success and freed on failure.
+ * One listed entity, recovered at most once across every run and every webhook: its records
+ * claimed in one store call as a delivery claims its key, its handler run against
+ * `handlerTimeoutMs`, the records completed `reconciled` on success and freed on failure.
  * @module
  */
 
-import { recordKeyOf } from '../delivery-key.js';
 import { RECOVERED_BY_RUN } from '../entity-records.js';
-import type { ClaimedKey, IdempotencyStore } from '../stores/types.js';
+import type { ClaimRequest, HeldClaim, IdempotencyStore } from '../stores/types.js';
 import { RECONCILE_DEFAULTS } from '../defaults.js';
 import type { ListedEntity } from './listings.js';
 import { RecoveryError } from './recovery-error.js';
@@ -15,12 +14,14 @@ import type { ReconcileContext, ReconcileHandler, ReconcileKind } from './types.
 
 /** What became of one entity. */
 export type Recovery =
-  /** A webhook or a run handled it, or is handling it now. */
+  /** A webhook or a run handled it (one of its records is done). */
   | { readonly state: 'handled' }
-  /** Its handler ran and its record says so. */
+  /** Its handler ran and its records say so. */
   | { readonly state: 'recovered' }
-  /** Nobody handled it (a dry run: nothing was run or recorded). */
-  | { readonly state: 'missing' }
+  /** Another claim holds one of its records (a webhook's or a run's, live or dead): not yet known. */
+  | { readonly state: 'in_flight' }
+  /** Its handler succeeded, but its records could not be written: it may run again. */
+  | { readonly state: 'unrecorded'; readonly error: RecoveryError }
   | { readonly state: 'failed'; readonly error: RecoveryError };
 
 /** What every recovery of a run shares. */
@@ -29,88 +30,109 @@ export interface RecoveryConfig {
   readonly tenant: string | undefined;
   readonly leaseMs: number;
   readonly handlerTimeoutMs: number;
-  readonly dryRun: boolean;
   /** The run's signal: its abort stops the handler running and the run. */
   readonly signal: AbortSignal | undefined;
 }
 
 const HANDLED: Recovery = { state: 'handled' };
 const RECOVERED: Recovery = { state: 'recovered' };
-const MISSING: Recovery = { state: 'missing' };
+const IN_FLIGHT: Recovery = { state: 'in_flight' };
 
 /**
- * Recover `listed` with `handler` (none with `dryRun`). A failure of the handler or of the store
- * is the entity's, in the answer; only the run's abort is thrown (its reason).
+ * The waits before each new try to record a recovery whose handler succeeded (a store that is
+ * briefly unreachable, as a Redis restarting): 3.5 s in all, then it is `unrecorded`.
+ */
+const RECORD_RETRY_DELAYS_MS = [250, 1000, 2250] as const;
+
+/** What a recovery asks the store for: the entity's records, completed `reconciled`. */
+function requestOf({ records }: ListedEntity<ReconcileKind>, leaseMs: number): ClaimRequest {
+  const [key, ...others] = records;
+  return {
+    key: key!,
+    leaseMs,
+    completion: { fingerprint: RECOVERED_BY_RUN, ttlMs: RECONCILE_DEFAULTS.recordTtlMs },
+    records: others.length === 0 ? undefined : others,
+  };
+}
+
+/**
+ * Recover `listed` with `handler`. A failure of the handler or of the store is the entity's, in
+ * the answer; only the run's abort is thrown (its reason).
  */
 export async function recoverEntity<K extends ReconcileKind>(
   kind: K,
   listed: ListedEntity<K>,
-  handler: ReconcileHandler<K> | undefined,
+  handler: ReconcileHandler<K>,
   config: RecoveryConfig,
 ): Promise<Recovery> {
-  const { store, leaseMs, dryRun } = config;
-  const record = recordKeyOf(listed.entity, config.tenant);
+  const { store, leaseMs } = config;
   const failed = (code: RecoveryError['code'], what: string, cause?: unknown): Recovery => ({
     state: 'failed',
     error: new RecoveryError(code, kind, listed.id, what, cause),
   });
-  let claimed;
+  let claim;
   try {
-    claimed = await store.claim(record, leaseMs);
+    claim = await store.claim(requestOf(listed, leaseMs));
   } catch (cause) {
-    return failed('store_unavailable', "the store failed to claim the entity's record", cause);
+    return failed('store_unavailable', "the store failed to claim the entity's records", cause);
   }
-  // `done`: a webhook (`webhook`) or a run (`reconciled`) recorded it; `in_flight`: one is at it.
-  if (claimed.state !== 'claimed') return HANDLED;
+  if (claim.state === 'done') return HANDLED;
+  if (claim.state === 'in_flight') return IN_FLIGHT;
+  // A webhook recorded it under its other record (an enrollment without `access`).
+  if (claim.records.some((record) => record.state === 'done')) {
+    await freeQuietly(store, claim);
+    return HANDLED;
+  }
   if (config.signal?.aborted) {
-    await freeQuietly(store, record, claimed);
+    await freeQuietly(store, claim);
     throw config.signal.reason;
   }
-  if (dryRun || handler === undefined) {
-    await freeQuietly(store, record, claimed);
-    return MISSING;
-  }
-  const ended = await runHandler(kind, listed, handler, config, claimed);
+  const ended = await runHandler(kind, listed, handler, config, claim);
   if (ended === 'aborted') throw config.signal?.reason;
   if (ended === 'timeout') {
     return failed('timeout', `the ${kind} handler still ran after ${config.handlerTimeoutMs} ms`);
   }
   if (!ended.ok) {
-    await freeQuietly(store, record, claimed);
+    await freeQuietly(store, claim);
     return failed('handler_failed', `the ${kind} handler failed`, ended.error);
   }
-  const recorded = await recordRecovery(store, record, claimed);
-  return recorded.ok
-    ? RECOVERED
-    : failed('store_unavailable', 'the store failed to record the recovery', recorded.error);
+  const recorded = await recordRecovery(store, claim);
+  if (recorded.ok) return RECOVERED;
+  const what = 'the store failed to record the recovery';
+  // With a transaction the record is the commit: the handler's writes are gone with it.
+  if (claim.transaction !== undefined) return failed('store_unavailable', what, recorded.error);
+  return {
+    state: 'unrecorded',
+    error: new RecoveryError('store_unavailable', kind, listed.id, what, recorded.error),
+  };
 }
 
 /** How a handler, or the recording of its recovery, ended. */
 type Settled = { readonly ok: true } | { readonly ok: false; readonly error: unknown };
 
 /**
- * Record a recovery whose handler succeeded, or, when the store cannot (it rejects, or throws:
- * a store's operations may be synchronous), free its record for the next run. With a claim's
- * transaction the handler's writes are then gone too.
+ * Record a recovery whose handler succeeded, trying again while the store fails (a transaction's
+ * commit is tried once: once it failed there is nothing left to commit). A recording that never
+ * succeeds is left to the claim's lease.
  */
-async function recordRecovery(
-  store: IdempotencyStore,
-  record: string,
-  claimed: ClaimedKey,
-): Promise<Settled> {
-  try {
-    await store.complete(record, claimed.token, RECONCILE_DEFAULTS.recordTtlMs, RECOVERED_BY_RUN);
-    return { ok: true };
-  } catch (error) {
-    await freeQuietly(store, record, claimed);
-    return { ok: false, error };
+async function recordRecovery(store: IdempotencyStore, claim: HeldClaim): Promise<Settled> {
+  const retries = claim.transaction === undefined ? RECORD_RETRY_DELAYS_MS : [];
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await store.settle(claim, 'complete');
+      return { ok: true };
+    } catch (error) {
+      const delayMs = retries[attempt];
+      if (delayMs === undefined) return { ok: false, error };
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
   }
 }
 
 /**
  * Run `handler` until it settles, `handlerTimeoutMs` passes or the run is aborted. In the last
  * two cases its signal is aborted and its claim's transaction abandoned (nothing it writes later
- * commits); its record stays held until it ends, then is completed or freed by how it ended (or
+ * commits); its records stay held until it ends, then are completed or freed by how it ended (or
  * freed by the lease), so no other run starts the same recovery while it still runs.
  */
 async function runHandler<K extends ReconcileKind>(
@@ -118,55 +140,43 @@ async function runHandler<K extends ReconcileKind>(
   { item, id, entity }: ListedEntity<K>,
   handler: ReconcileHandler<K>,
   { store, tenant, handlerTimeoutMs, signal: runSignal }: RecoveryConfig,
-  claimed: ClaimedKey,
+  claim: HeldClaim,
 ): Promise<Settled | 'timeout' | 'aborted'> {
-  const controller = new AbortController();
+  const timeout = AbortSignal.timeout(handlerTimeoutMs);
+  const signal = runSignal === undefined ? timeout : AbortSignal.any([runSignal, timeout]);
   const ctx: ReconcileContext = {
     kind,
     id,
     entity,
     tenant,
-    transaction: claimed.transaction?.client,
-    signal: controller.signal,
+    transaction: claim.transaction?.client,
+    signal,
   };
-  let stopped: (why: 'timeout' | 'aborted') => void = () => {};
-  const stop = new Promise<'timeout' | 'aborted'>((resolve) => (stopped = resolve));
-  const onAbort = () => {
-    controller.abort(runSignal?.reason);
-    stopped('aborted');
-  };
-  runSignal?.addEventListener('abort', onAbort, { once: true });
-  const timer = setTimeout(() => {
-    controller.abort(new Error(`the ${kind} handler timed out after ${handlerTimeoutMs} ms`));
-    stopped('timeout');
-  }, handlerTimeoutMs);
+  let stop = (): void => {};
+  const stopped = new Promise<'timeout' | 'aborted'>((resolve) => {
+    stop = () => resolve(runSignal?.aborted === true ? 'aborted' : 'timeout');
+    if (signal.aborted) stop();
+    else signal.addEventListener('abort', stop, { once: true });
+  });
   const settled = new Promise((resolve) => resolve(handler(item, ctx))).then(
     (): Settled => ({ ok: true }),
     (error: unknown): Settled => ({ ok: false, error }),
   );
-  try {
-    const ended = await Promise.race([settled, stop]);
-    if (typeof ended !== 'string') return ended;
-    claimed.transaction?.abandon();
-    const record = recordKeyOf(entity, tenant);
-    void settled.then((late): Promise<unknown> =>
-      late.ok ? recordRecovery(store, record, claimed) : freeQuietly(store, record, claimed),
-    );
-    return ended;
-  } finally {
-    clearTimeout(timer);
-    runSignal?.removeEventListener('abort', onAbort);
-  }
+  const ended = await Promise.race([settled, stopped]);
+  signal.removeEventListener('abort', stop);
+  if (typeof ended !== 'string') return ended;
+  claim.transaction?.abandon();
+  void settled.then(async (late) => {
+    if (late.ok) await recordRecovery(store, claim);
+    else await freeQuietly(store, claim);
+  });
+  return ended;
 }
 
-/** Free a record this run holds; a failure leaves it to its lease. */
-async function freeQuietly(
-  store: IdempotencyStore,
-  record: string,
-  { token }: ClaimedKey,
-): Promise<void> {
+/** Free a claim this run holds; a failure leaves it to its lease. */
+async function freeQuietly(store: IdempotencyStore, claim: HeldClaim): Promise<void> {
   try {
-    await store.release(record, token);
+    await store.settle(claim, 'release');
   } catch {
     // The lease frees it.
   }

@@ -7,11 +7,13 @@
 import { RECONCILE_DEFAULTS } from '../defaults.js';
 import { isTenantName, quotedTenant } from '../delivery-key.js';
 import { ConfigError } from '../errors.js';
+import { PLATFORM_LIMITS } from '../platform-contract.js';
+import { checkStore } from '../stores/check-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { ReconcileApi, ReconcilerOptions } from './types.js';
 
 /** The most items a list page holds (docs/platform.md#list-operations). */
-const MAX_TAKE = 1000;
+const MAX_TAKE = PLATFORM_LIMITS.maxListTake;
 
 /** A reconciler's options, checked, with their defaults. */
 export interface ReconcilerSettings {
@@ -21,6 +23,8 @@ export interface ReconcilerSettings {
   readonly minAgeMs: number;
   readonly lookbackMs: number;
   readonly handlerTimeoutMs: number;
+  /** How long a run waits for entities another claim holds. */
+  readonly inFlightWaitMs: number;
   /** How long a recovery holds its entity's record: past its handler's timeout. */
   readonly leaseMs: number;
   readonly take: number;
@@ -38,6 +42,7 @@ export function checkReconcilerOptions(options: ReconcilerOptions): ReconcilerSe
     minAgeMs = RECONCILE_DEFAULTS.minAgeMs,
     lookbackMs = RECONCILE_DEFAULTS.lookbackMs,
     handlerTimeoutMs = RECONCILE_DEFAULTS.handlerTimeoutMs,
+    inFlightWaitMs = RECONCILE_DEFAULTS.inFlightWaitMs,
     take = MAX_TAKE,
     now = Date.now,
   } = options;
@@ -50,7 +55,7 @@ export function checkReconcilerOptions(options: ReconcilerOptions): ReconcilerSe
         : 'tenant must be a string: the tenant the receiver names the school by',
     );
   }
-  checkMs({ minAgeMs, lookbackMs }, 0);
+  checkMs({ minAgeMs, lookbackMs, inFlightWaitMs }, 0);
   checkMs({ handlerTimeoutMs }, 1);
   if (!Number.isInteger(take) || take < 1 || take > MAX_TAKE) {
     throw new ConfigError(`take must be an integer from 1 to ${MAX_TAKE}`);
@@ -63,6 +68,7 @@ export function checkReconcilerOptions(options: ReconcilerOptions): ReconcilerSe
     minAgeMs,
     lookbackMs,
     handlerTimeoutMs,
+    inFlightWaitMs,
     // A recovery whose handler timed out keeps its record until the handler ends (or the lease):
     // the lease must outlast the timeout, or a second run could start the same recovery.
     leaseMs: Math.max(RECONCILE_DEFAULTS.leaseMs, 2 * handlerTimeoutMs),
@@ -104,16 +110,7 @@ function storeOf({ store, receiver }: ReconcilerOptions): IdempotencyStore {
         'pass store (the receiver\u2019s) or receiver',
     );
   }
-  if (
-    typeof chosen !== 'object' ||
-    chosen === null ||
-    typeof chosen.claim !== 'function' ||
-    typeof chosen.complete !== 'function' ||
-    typeof chosen.release !== 'function'
-  ) {
-    throw new ConfigError('store must be an idempotency store (claim, complete and release)');
-  }
-  return chosen;
+  return checkStore(chosen, 'store');
 }
 
 /** Every duration a finite number of ms, at least `least`. */

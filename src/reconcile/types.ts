@@ -87,6 +87,12 @@ export interface ReconcilerOptions {
   lookbackMs?: number;
   /** How long one handler may run before its recovery counts as failed. Default 60 s. */
   handlerTimeoutMs?: number;
+  /**
+   * How long a run waits, at the end of each kind, for entities another claim holds (a webhook
+   * being handled, or a run that died with them claimed) before it reports them in `inFlight`.
+   * Default 30 s.
+   */
+  inFlightWaitMs?: number;
   /** Items per page, 1 to 1000. Default 1000. */
   take?: number;
   /** The clock, in ms since the epoch. Default `Date.now`. */
@@ -116,7 +122,7 @@ export interface ReconciledEntity {
   readonly id: string;
 }
 
-/** An entity whose handler failed (or whose record the store could not write). */
+/** An entity whose handler failed, or whose records the store could not claim or write. */
 export interface FailedEntity extends ReconciledEntity {
   /** Why, by its `code`, with the handler's (or the store's) error as its `cause`. */
   readonly error: RecoveryError;
@@ -128,14 +134,26 @@ export interface ReconcileReport {
   readonly window: { readonly from: string; readonly to: string };
   /** The items listed, by kind. */
   readonly checked: Readonly<Record<ReconcileKind, number>>;
-  /** Items some webhook or an earlier run handled (or is handling right now). */
+  /** Items a webhook or an earlier run handled: done, and recorded so. */
   readonly handled: number;
   /** Items this run's handlers recovered. */
   readonly recovered: number;
   /** With `dryRun`: the items no webhook and no run handled. */
   readonly missing: readonly ReconciledEntity[];
-  /** Items whose handler failed: the next run tries them again. */
+  /** Items whose handler failed (or whose records the store could not claim): the next run tries them again. */
   readonly failed: readonly FailedEntity[];
+  /**
+   * Items another claim still held after `inFlightWaitMs`: a webhook's handlers still running, or
+   * a claim of a process that died, until its lease ends. Not done: the next run checks them again.
+   */
+  readonly inFlight: readonly ReconciledEntity[];
+  /**
+   * Items whose handler succeeded but whose records the store could not write (it was
+   * unreachable): recovered, but not recorded, so a later run may recover them again.
+   */
+  readonly unrecorded: readonly FailedEntity[];
+  /** True only when nothing is left: `failed`, `inFlight` and `unrecorded` are all empty. */
+  readonly complete: boolean;
 }
 
 /** A reconciler: handlers per kind, and runs over a window. */

@@ -4,7 +4,15 @@
  */
 
 import { ConfigError } from '../errors.js';
-import type { IdempotencyStore } from './types.js';
+import type {
+  Claim,
+  ClaimRequest,
+  HeldClaim,
+  IdempotencyStore,
+  KeyState,
+  RecordClaim,
+  Settlement,
+} from './types.js';
 import { MEMORY_STORE_DEFAULTS } from '../defaults.js';
 import { Generations } from './generations.js';
 
@@ -20,8 +28,8 @@ export interface MemoryStoreOptions {
 }
 
 /**
- * A key's state: its lease number while in flight, its fingerprint once complete, and the
- * `performance.now()` at which that ends.
+ * A key's state (an idempotency key or an entity's record): its lease number while in flight,
+ * its fingerprint once complete, and the `performance.now()` at which that ends.
  */
 interface Entry {
   value: number | string;
@@ -29,13 +37,26 @@ interface Entry {
 }
 
 /**
- * An idempotency store for one process. Keys expire on their own (the lease, or dedupTtlMs once
- * complete). It keeps at most `max` keys, in two generations: a key claimed or looked up goes
- * into the newer one, and when that one holds half of `max` (or both hold `max`) the older one
- * is dropped whole. A key is thus kept for at least the next `max / 2` keys. It keeps the newest
- * version of each entity of the ordering guard (`latestOnly`) too, apart from the keys. It answers
- * at once, without a promise (check and set in one synchronous step is what makes a claim atomic
- * here), and arms no timer.
+ * An entity's state: the newest version possibly applied and when it is forgotten, the lease of
+ * the claim that holds it (and when that ends), the version it held before that claim (given
+ * back by a release), and the later of all these (when the entry goes).
+ */
+interface EntityEntry {
+  version: number | undefined;
+  versionExpires: number;
+  lease: number | undefined;
+  leaseExpires: number;
+  before: { version: number | undefined; versionExpires: number };
+  expires: number;
+}
+
+/**
+ * An idempotency store for one process. Keys expire on their own (the lease, or the completion's
+ * ttl). It keeps at most `max` keys, in two generations: a key claimed or looked up goes into the
+ * newer one, and when that one holds half of `max` (or both hold `max`) the older one is dropped
+ * whole. A key is thus kept for at least the next `max / 2` keys. The entities of the ordering
+ * guard (`latestOnly`) are kept apart, by the same rule. Each call checks and sets in one
+ * synchronous step (atomic in this process) and answers with a settled promise; it arms no timer.
  *
  * @example
  * ```ts
@@ -49,110 +70,125 @@ export function memoryStore({
     throw new ConfigError(`memoryStore max must be a positive integer, not ${String(max)}`);
   }
   const keys = new Generations<Entry>(max);
+  const entities = new Generations<EntityEntry>(max);
   // Lease tokens only tell this store's own claims apart, so a counter does (no randomness).
-  const leases = { last: 0 };
+  let lastLease = 0;
 
-  /** The key's entry while `token`'s lease still holds it. */
-  function owned(key: string, token: string): Entry | undefined {
+  /** The claim `request` answered now: taken whole, or nothing taken. */
+  function claimNow(request: ClaimRequest): Claim {
+    const { key, leaseMs, version } = request;
+    const now = performance.now();
     const entry = keys.find(key);
-    return typeof entry?.value === 'number' && String(entry.value) === token ? entry : undefined;
+    if (entry !== undefined) {
+      return typeof entry.value === 'string'
+        ? { state: 'done', fingerprint: entry.value }
+        : { state: 'in_flight', held: 'key' };
+    }
+    const records: RecordClaim[] = [];
+    for (const record of request.records ?? []) {
+      const held = keys.find(record);
+      if (held === undefined) records.push(HELD);
+      else if (typeof held.value === 'string') {
+        records.push({ state: 'done', fingerprint: held.value });
+      } else return { state: 'in_flight', held: 'record' };
+    }
+    let superseded = false;
+    let entity: EntityEntry | undefined;
+    if (version !== undefined) {
+      entity = entities.find(version.entity);
+      const leased = entity?.lease !== undefined && entity.leaseExpires > now;
+      // While a claim holds the entity, what counts is what was applied before it.
+      const newest = leased ? entity!.before : entity;
+      if (newest?.version !== undefined && newest.versionExpires > now) {
+        superseded = newest.version > version.versionMs;
+      }
+      if (leased && !superseded) return { state: 'in_flight', held: 'entity' };
+    }
+    // Everything is free: take it all.
+    const lease = ++lastLease;
+    const leaseExpires = now + leaseMs;
+    keys.keep(key, { value: lease, expires: leaseExpires });
+    request.records?.forEach((record, index) => {
+      if (records[index] === HELD) keys.keep(record, { value: lease, expires: leaseExpires });
+    });
+    if (version !== undefined && !superseded) {
+      takeEntity(version.entity, entity, lease, leaseExpires, version, now);
+    }
+    return { state: 'claimed', request, token: String(lease), records, superseded };
   }
 
-  const store: IdempotencyStore = {
-    claim(key, leaseMs) {
-      // Check and set in one synchronous step: atomic in this process.
-      const entry = keys.find(key);
-      if (entry !== undefined) {
-        return typeof entry.value === 'string'
-          ? { state: 'done', fingerprint: entry.value }
-          : { state: 'in_flight' };
-      }
-      const lease = ++leases.last;
-      keys.keep(key, { value: lease, expires: performance.now() + leaseMs });
-      return { state: 'claimed', token: String(lease) };
-    },
-    complete(key, token, ttlMs, fingerprint) {
-      const entry = owned(key, token);
-      if (entry === undefined) return;
-      entry.value = fingerprint;
-      entry.expires = performance.now() + ttlMs;
-    },
-    release(key, token) {
-      if (owned(key, token) !== undefined) keys.drop(key);
-    },
-    ...entityMethods(new Generations<EntityEntry>(max), leases),
-  };
-  return store;
-}
+  /** The entity taken at `version` (recorded now as possibly applied), by lease `lease`. */
+  function takeEntity(
+    name: string,
+    found: EntityEntry | undefined,
+    lease: number,
+    leaseExpires: number,
+    { versionMs, ttlMs }: NonNullable<ClaimRequest['version']>,
+    now: number,
+  ): void {
+    const current = found?.version !== undefined && found.versionExpires > now ? found : undefined;
+    const before = {
+      version: current?.version,
+      versionExpires: current?.versionExpires ?? 0,
+    };
+    const versionExpires = now + ttlMs;
+    const expires = Math.max(versionExpires, leaseExpires);
+    const entry = { version: versionMs, versionExpires, lease, leaseExpires, before, expires };
+    if (found === undefined) entities.keep(name, entry);
+    else Object.assign(found, entry);
+  }
 
-/**
- * An entity's state: the newest version completed and when it is forgotten, the lease of the
- * delivery that holds it and when that ends, and the later of the two (when the entry goes).
- */
-interface EntityEntry {
-  version: number | undefined;
-  versionExpires: number;
-  lease: number | undefined;
-  leaseExpires: number;
-  expires: number;
-}
-
-/** The entity methods of a memory store, on entities kept apart from its keys. */
-function entityMethods(
-  entities: Generations<EntityEntry>,
-  leases: { last: number },
-): Required<Pick<IdempotencyStore, 'claimEntity' | 'completeEntity' | 'releaseEntity'>> {
-  /** The entity's entry while `token`'s lease still holds it. */
-  function holding(entity: string, token: string): EntityEntry | undefined {
-    const entry = entities.find(entity);
+  /** Settles what `claim` holds, if its lease still holds it. */
+  function settleNow(claim: HeldClaim, how: Settlement): void {
+    const { request, token } = claim;
+    const { completion } = request;
     const now = performance.now();
-    return entry?.lease !== undefined && entry.leaseExpires > now && String(entry.lease) === token
-      ? entry
-      : undefined;
+    const endKey = (key: string, fingerprint: string, ttlMs: number): void => {
+      const entry = keys.find(key);
+      if (typeof entry?.value !== 'number' || String(entry.value) !== token) return;
+      if (how === 'release') keys.drop(key);
+      else {
+        entry.value = fingerprint;
+        entry.expires = now + ttlMs;
+      }
+    };
+    endKey(request.key, completion.fingerprint, completion.ttlMs);
+    const { fingerprint, ttlMs } = completion.records ?? completion;
+    request.records?.forEach((record, index) => {
+      if (claim.records[index]?.state === 'held') endKey(record, fingerprint, ttlMs);
+    });
+    const { version } = request;
+    if (version === undefined || claim.superseded) return;
+    const entity = entities.find(version.entity);
+    if (entity?.lease === undefined || entity.leaseExpires <= now) return;
+    if (String(entity.lease) !== token) return;
+    entity.lease = undefined;
+    // A release gives the entity back the version it had; a completion keeps its own.
+    if (how === 'release') Object.assign(entity, entity.before);
+    entity.expires = entity.versionExpires;
+    if (entity.version === undefined) entities.drop(version.entity);
+  }
+
+  /** What `key` holds now. */
+  function peekNow(key: string): KeyState {
+    const entry = keys.find(key);
+    if (entry === undefined) return FREE;
+    return typeof entry.value === 'string'
+      ? { state: 'done', fingerprint: entry.value }
+      : IN_FLIGHT;
   }
 
   return {
-    claimEntity(entity, versionMs, leaseMs) {
-      // Check and set in one synchronous step, as a key's claim.
-      const now = performance.now();
-      const entry = entities.find(entity);
-      if (entry?.version !== undefined && entry.versionExpires > now && entry.version > versionMs) {
-        return { state: 'superseded' };
-      }
-      if (entry?.lease !== undefined && entry.leaseExpires > now) return { state: 'in_flight' };
-      const lease = ++leases.last;
-      const leaseExpires = now + leaseMs;
-      if (entry === undefined) {
-        const fresh = { version: undefined, versionExpires: 0, lease, leaseExpires };
-        entities.keep(entity, { ...fresh, expires: leaseExpires });
-      } else {
-        entry.lease = lease;
-        entry.leaseExpires = leaseExpires;
-        entry.expires = Math.max(entry.expires, leaseExpires);
-      }
-      return { state: 'claimed', token: String(lease) };
+    claim: (request) => Promise.resolve(claimNow(request)),
+    settle(claim, how) {
+      settleNow(claim, how);
+      return DONE;
     },
-    completeEntity(entity, token, versionMs, ttlMs) {
-      const entry = holding(entity, token);
-      if (entry === undefined) return;
-      const now = performance.now();
-      entry.lease = undefined;
-      if (
-        entry.version === undefined ||
-        entry.versionExpires <= now ||
-        versionMs >= entry.version
-      ) {
-        entry.version = versionMs;
-        entry.versionExpires = now + ttlMs;
-      }
-      entry.expires = entry.versionExpires;
-    },
-    releaseEntity(entity, token) {
-      const entry = holding(entity, token);
-      if (entry === undefined) return;
-      entry.lease = undefined;
-      if (entry.version === undefined) entities.drop(entity);
-      else entry.expires = entry.versionExpires;
-    },
+    peek: (list) => Promise.resolve(list.map(peekNow)),
   };
 }
+
+const HELD: RecordClaim = Object.freeze({ state: 'held' });
+const FREE: KeyState = Object.freeze({ state: 'free' });
+const IN_FLIGHT: KeyState = Object.freeze({ state: 'in_flight' });
+const DONE: Promise<void> = Promise.resolve();

@@ -16,13 +16,6 @@ export interface Holder {
   readonly key: string;
   readonly client: PoolClient;
   readonly lease: ReturnType<typeof setTimeout>;
-  /**
-   * The storageKey of the entity this claim took in its transaction (the ordering guard), until
-   * it is recorded or released; its lock goes with the transaction.
-   */
-  entity?: string | undefined;
-  /** The storageKey of the entity's record this claim took in its transaction (reconciliation). */
-  record?: string | undefined;
 }
 
 /** Back to the pool, for the next claim. */

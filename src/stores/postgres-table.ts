@@ -94,49 +94,99 @@ export function tableDdl({ quoted, index, entities }: StoreTables): string {
   );
 }
 
-/** The statements a claim and a completion run on the tables. */
+/** The statements a claim and a peek run on the tables. */
 export interface KeyStatements {
-  /** The text of a key's advisory lock is this prefix and the key. */
-  readonly lockPrefix: string;
-  /** $1 the key: its fingerprint, while it has not expired. */
-  readonly selectDone: string;
-  /** $1 the key, $2 its fingerprint, $3 how long it is kept in ms. */
-  readonly upsertDone: string;
-  /** The text of an entity's advisory lock is this prefix and the entity. */
-  readonly entityLockPrefix: string;
-  /** $1 the entity, $2 a version: `superseded`, true while a newer one is recorded. */
-  readonly selectSuperseded: string;
-  /** $1 the entity, $2 its version, $3 how long it is kept in ms; a newer one recorded stays. */
-  readonly upsertEntity: string;
+  /**
+   * A claim's one statement, once its locks are held: what is done and the newest version
+   * (`done`, `records`, `superseded`), and, in the claim's transaction, the rows its completion
+   * commits: the key, each record not done yet, and the version when the entity is taken.
+   * $1 the key, $2 its records (text[] or null), $3 the key's fingerprint and $4 its ttl in ms,
+   * $5 the records' fingerprint and $6 their ttl, $7 the entity (or null), $8 its version,
+   * $9 the version's ttl, $10 whether the claim holds the entity's lock.
+   */
+  readonly claimState: string;
+  /** $1 keys (text[]): those done, with their fingerprints. */
+  readonly peekDone: string;
+  /**
+   * A claim's first round trip: `BEGIN`, then one lock tried per key (its own, then its
+   * records'), and the entity's, unless a version newer than the claim's is applied (a claim
+   * that is superseded takes no entity), each a column `l0`, `l1`… Written with literals, as
+   * `escape` (pg's `escapeLiteral`) quotes them: a simple query of two statements is one round
+   * trip, and it takes no parameters.
+   */
+  locks(
+    keys: readonly string[],
+    entity: { readonly key: string; readonly versionMs: number } | undefined,
+    escape: (text: string) => string,
+  ): string;
 }
+
+/** `clock_timestamp()` plus `$n` milliseconds. */
+const expiresIn = (n: number): string => `clock_timestamp() + $${n} * interval '1 millisecond'`;
 
 /** The statements on the tables `name`. */
 export function keyStatements(name: StoreTables): KeyStatements {
   const { entities } = name;
+  const live = 'expires_at > clock_timestamp()';
+  const keys = name.quoted;
+  // Read committed: this statement runs after the one that took the locks, so it sees what the
+  // transaction that held them before committed. Its writes commit with the handlers' (or roll
+  // back with them): a key already done, or an entity held, rolls the whole claim back.
+  const claimState =
+    'WITH key_done AS (' +
+    `SELECT fingerprint FROM ${keys} WHERE key = $1 AND ${live}), ` +
+    'records AS (' +
+    'SELECT r.key, r.n, d.fingerprint ' +
+    'FROM unnest($2::text[]) WITH ORDINALITY AS r(key, n) ' +
+    `LEFT JOIN ${keys} d ON d.key = r.key AND d.${live}), ` +
+    `newest AS (SELECT version_ms FROM ${entities.quoted} WHERE key = $7 AND ${live}), ` +
+    'write_key AS (' +
+    `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
+    `SELECT $1, $3, ${expiresIn(4)} WHERE NOT EXISTS (SELECT 1 FROM key_done) ` +
+    'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
+    'expires_at = excluded.expires_at), ' +
+    'write_records AS (' +
+    `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
+    `SELECT key, $5, ${expiresIn(6)} FROM records ` +
+    'WHERE fingerprint IS NULL AND NOT EXISTS (SELECT 1 FROM key_done) ' +
+    'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
+    'expires_at = excluded.expires_at), ' +
+    'write_version AS (' +
+    `INSERT INTO ${entities.quoted} AS t (key, version_ms, expires_at) ` +
+    `SELECT $7, $8, ${expiresIn(9)} ` +
+    'WHERE $10 AND NOT EXISTS (SELECT 1 FROM key_done) ' +
+    'AND NOT EXISTS (SELECT 1 FROM newest WHERE version_ms > $8) ' +
+    'ON CONFLICT (key) DO UPDATE SET version_ms = excluded.version_ms, ' +
+    'expires_at = excluded.expires_at ' +
+    'WHERE t.version_ms <= excluded.version_ms OR t.expires_at <= clock_timestamp()) ' +
+    'SELECT (SELECT fingerprint FROM key_done) AS done, ' +
+    "(SELECT array_agg(coalesce(fingerprint, '') ORDER BY n) FROM records) AS records, " +
+    'coalesce((SELECT version_ms > $8 FROM newest), false) AS superseded';
   return {
-    // The lock's key is a 64-bit hash of the table and the idempotency key, so two tables never
-    // share locks. The table name has no ':' (tableName checks it), so the text is unambiguous.
-    lockPrefix: `schoolhooks:${name.plain}:`,
-    selectDone:
-      `SELECT fingerprint FROM ${name.quoted} ` +
-      'WHERE key = $1 AND expires_at > clock_timestamp()',
-    upsertDone:
-      `INSERT INTO ${name.quoted} (key, fingerprint, expires_at) ` +
-      "VALUES ($1, $2, clock_timestamp() + $3 * interval '1 millisecond') " +
-      'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
-      'expires_at = excluded.expires_at',
-    // The entities' table name has no ':' either, and its own prefix: a key never shares a lock
-    // with an entity.
-    entityLockPrefix: `schoolhooks:${entities.plain}:`,
-    selectSuperseded:
-      `SELECT version_ms > $2 AS superseded FROM ${entities.quoted} ` +
-      'WHERE key = $1 AND expires_at > clock_timestamp()',
-    upsertEntity:
-      `INSERT INTO ${entities.quoted} AS t (key, version_ms, expires_at) ` +
-      "VALUES ($1, $2, clock_timestamp() + $3 * interval '1 millisecond') " +
-      'ON CONFLICT (key) DO UPDATE SET version_ms = excluded.version_ms, ' +
-      'expires_at = excluded.expires_at ' +
-      'WHERE t.version_ms <= excluded.version_ms OR t.expires_at <= clock_timestamp()',
+    claimState,
+    peekDone: `SELECT key, fingerprint FROM ${keys} WHERE key = ANY($1::text[]) AND ${live}`,
+    locks(keyList, entity, escape) {
+      // A lock's key is a 64-bit hash of its table and its key, so two tables never share locks,
+      // and a key never shares one with an entity (the entities' table has a name of its own).
+      // The table names have no ':' (tableName checks it), so the text is unambiguous.
+      const lock = (text: string) =>
+        `pg_try_advisory_xact_lock(hashtextextended(${escape(text)}, 0))`;
+      const columns = keyList.map(
+        (key, i) => `${lock(`schoolhooks:${name.plain}:${key}`)} AS l${i}`,
+      );
+      if (entity !== undefined) {
+        const newer =
+          `SELECT 1 FROM ${entities.quoted} WHERE key = ${escape(entity.key)} ` +
+          `AND version_ms > ${entity.versionMs} AND ${live}`;
+        const entityLock = lock(`schoolhooks:${entities.plain}:${entity.key}`);
+        columns.push(
+          `CASE WHEN EXISTS (${newer}) THEN false ELSE ${entityLock} END AS l${keyList.length}`,
+        );
+      }
+      // Read committed: each statement sees what was committed before it began, so the claim's
+      // statement after this one sees the commit of the transaction that held the locks before.
+      return `BEGIN ISOLATION LEVEL READ COMMITTED; SELECT ${columns.join(', ')}`;
+    },
   };
 }
 

@@ -10,7 +10,6 @@ import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { noop } from '../noop.js';
 import { destroy, giveBack, HeldClaims, type Holder } from './postgres-claims.js';
-import { RECORDED_BY_WEBHOOK, RECOVERED_BY_RUN } from '../entity-records.js';
 import { storageKey } from './storage-key.js';
 import {
   keyStatements,
@@ -21,11 +20,13 @@ import {
 } from './postgres-table.js';
 import { storeUnavailable } from './unavailable.js';
 import type {
-  ClaimResult,
-  EntityClaimResult,
-  HeldKey,
+  Claim,
+  ClaimRequest,
+  HeldClaim,
   IdempotencyStore,
-  RecordClaimResult,
+  KeyState,
+  RecordClaim,
+  Settlement,
 } from './types.js';
 import { POSTGRES_STORE_DEFAULTS } from '../defaults.js';
 
@@ -84,21 +85,26 @@ export function postgresStoreSql({
  * An idempotency store on PostgreSQL in which a claim is a transaction: the handlers get it as
  * `ctx.transaction`, and the completion commits their writes and the key as one commit.
  *
- * - `claim` takes a client from the pool, opens a transaction and takes the key's lock without
- *   waiting: a key another delivery holds is `in_flight` at once, a completed one is `done` with
- *   its fingerprint; otherwise the transaction stays open for the handlers.
+ * - `claim` takes a client from the pool, opens a transaction and takes the locks of the key, its
+ *   records and its entity without waiting (one round trip), then reads what is done and writes,
+ *   in the transaction, what its completion will commit: the key done, the records `webhook` (or
+ *   `reconciled`), the entity's version (one statement). A key another delivery holds is
+ *   `in_flight` at once, a completed one is `done` with its fingerprint; otherwise the
+ *   transaction stays open for the handlers.
  * - Keys are stored as they are, except one with a lone surrogate or U+0000, or over 2 kB, which
  *   is its `storageKey` (src/stores/storage-key.ts): Postgres text holds neither, and a btree
  *   entry holds about 2.7 kB.
- * - `complete` records the key (fingerprint and expiry) and commits: the handlers' writes
- *   through `ctx.transaction` and the completion are one atomic commit. `release` rolls back.
- *   A timeout (handlers still running at handlerTimeoutMs) or the end of the lease closes the
- *   client at once, so whatever the handlers write later fails instead of committing.
+ * - `settle` commits (`complete`: the handlers' writes through `ctx.transaction` and the
+ *   completion are one atomic commit) or rolls back (`release`). A timeout (handlers still running
+ *   at handlerTimeoutMs) or the end of the lease closes the client at once, so whatever the
+ *   handlers write later fails instead of committing.
  * - A process that dies mid-delivery leaves nothing: Postgres rolls back the transaction of a
- *   dropped connection and frees its lock, so the retry is processed at once, with no lease to
- *   wait out.
+ *   dropped connection and frees its locks, so the retry is processed at once, with no lease to
+ *   wait out; an entity's version rolls back with the handlers' writes.
+ * - `peek` reads which keys are done in one statement, writing and creating nothing (a key in
+ *   flight is seen as free: its claim then answers `in_flight`).
  * - Every call fails with `StoreUnavailableError` within `connectTimeoutMs`, never hangs. The
- *   table is created on first use; expired keys are deleted in small batches, at most once a
+ *   table is created on first claim; expired keys are deleted in small batches, at most once a
  *   minute.
  *
  * Effects outside `ctx.transaction` (an e-mail, an HTTP call, another database) stay
@@ -125,22 +131,17 @@ export function postgresStore(options: PostgresStoreOptions): IdempotencyStore {
   const store = new PostgresStore(options);
   // A plain object of the store's methods, so a copy or a wrapper ({ ...store }) keeps them.
   return {
-    claim: (key, leaseMs) => store.claim(key, leaseMs),
-    complete: (key, token, ttlMs, fingerprint) => store.complete(key, token, ttlMs, fingerprint),
-    release: (key, token) => store.release(key, token),
-    claimEntity: (entity, versionMs, leaseMs, held) =>
-      store.claimEntity(entity, versionMs, leaseMs, held),
-    completeEntity: (entity, token, versionMs, ttlMs) =>
-      store.completeEntity(entity, token, versionMs, ttlMs),
-    releaseEntity: (entity, token) => store.releaseEntity(entity, token),
-    claimRecord: (record, leaseMs, held) => store.claimRecord(record, leaseMs, held),
-    completeRecord: (record, token, ttlMs) => store.completeRecord(record, token, ttlMs),
-    releaseRecord: (record, token) => store.releaseRecord(record, token),
+    claim: (request) => store.claim(request),
+    settle: (claim, how) => store.settle(claim, how),
+    peek: (keys) => store.peek(keys),
   };
 }
 
+/** What the claim's locks found: all held, or which one another transaction holds. */
+type Locked = { readonly entity: boolean } | { readonly held: 'key' | 'record' };
+
 /** {@link postgresStore}'s state: its table, its bounded calls and the claims it holds. */
-class PostgresStore implements IdempotencyStore {
+class PostgresStore {
   readonly #pool: Pool;
   readonly #calls: BoundedCalls;
   readonly #table: TableUpkeep;
@@ -169,26 +170,35 @@ class PostgresStore implements IdempotencyStore {
     this.#held = new HeldClaims(connectTimeoutMs / 2);
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimResult> {
+  async claim(request: ClaimRequest): Promise<Claim> {
+    const { leaseMs, version } = request;
     if (!(leaseMs > 0) || !Number.isFinite(leaseMs)) {
       throw new ConfigError('postgresStore: leaseMs must be a positive number of milliseconds');
     }
+    if (version !== undefined && !Number.isFinite(version.versionMs)) {
+      throw new ConfigError('postgresStore: versionMs must be a finite number of milliseconds');
+    }
     // No handler for a late claim: #claimWith checks the deadline after its last await and
     // returns a claim in that same tick, and only a timer aborts a call, so none comes late.
-    // Its storageKey from here on: pg sends UTF-8 text, which holds no lone surrogate and
-    // no U+0000, to a btree of entries under 2.7 kB.
-    return this.#calls.run('claim', (call) => this.#claimWith(storageKey(key), leaseMs, call));
+    return this.#calls.run('claim', (call) => this.#claimWith(request, call));
   }
 
-  async complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void> {
-    const holder = this.#held.take(storageKey(key), token);
+  async settle(claim: HeldClaim, how: Settlement): Promise<void> {
+    const holder = this.#held.take(storageKey(claim.request.key), claim.token);
     if (holder === undefined) return;
     const { client } = holder;
+    if (how === 'release') {
+      try {
+        // Awaited, so the key is free again once release resolves (a retry gets it at once).
+        await this.#calls.run('rollback', () => client.query('ROLLBACK'));
+      } finally {
+        // Closed rather than pooled: a handler that still holds it can write nowhere.
+        destroy(client);
+      }
+      return;
+    }
     try {
-      await this.#calls.run('commit', async () => {
-        await client.query(this.#statements.upsertDone, [holder.key, fingerprint, ttlMs]);
-        await client.query('COMMIT');
-      });
+      await this.#calls.run('commit', () => client.query('COMMIT'));
     } catch (error) {
       // Unanswered or failed: never let the half-done transaction back into the pool.
       destroy(client);
@@ -197,141 +207,29 @@ class PostgresStore implements IdempotencyStore {
     giveBack(client);
   }
 
-  async release(key: string, token: string): Promise<void> {
-    const holder = this.#held.take(storageKey(key), token);
-    if (holder === undefined) return;
-    const { client } = holder;
-    try {
-      // Awaited, so the key is free again once release resolves (a retry gets it at once).
-      await this.#calls.run('rollback', () => client.query('ROLLBACK'));
-    } finally {
-      // Closed rather than pooled: a handler that still holds it can write nowhere.
-      destroy(client);
-    }
-  }
-
-  /**
-   * The ordering guard's claim of an entity, in the transaction of the key `held` (so its
-   * version commits with the handlers' writes): the entity's lock taken without waiting, then
-   * `superseded` if a newer version is recorded, else `in_flight` if another transaction has the
-   * lock. The lock is the transaction's: its lease is the key's, and it goes when the key's
-   * claim ends, whatever the answer.
-   */
-  async claimEntity(
-    entity: string,
-    versionMs: number,
-    _leaseMs: number,
-    held: HeldKey,
-  ): Promise<EntityClaimResult> {
-    if (!Number.isFinite(versionMs)) {
-      throw new ConfigError('postgresStore: versionMs must be a finite number of milliseconds');
-    }
-    const holder = this.#holderOf(held, 'the entity');
-    const key = storageKey(entity);
-    const { client } = holder;
-    const { entityLockPrefix, selectSuperseded } = this.#statements;
-    return this.#calls.run('claimEntity', async (call): Promise<EntityClaimResult> => {
-      const locked = await client.query<{ locked: boolean }>(LOCK, [entityLockPrefix + key]);
-      step(call);
-      // Read after the lock, in a statement of its own: it sees the version the transaction
-      // that held the lock before committed (read committed). Read without it too: an older
-      // version is superseded at once even while a newer one is in flight.
-      const newer = await client.query<{ superseded: boolean }>(selectSuperseded, [key, versionMs]);
-      step(call);
-      if (newer.rows[0]?.superseded === true) return { state: 'superseded' };
-      if (locked.rows[0]?.locked !== true) return { state: 'in_flight' };
-      holder.entity = key;
-      return { state: 'claimed', token: held.token };
+  async peek(keys: readonly string[]): Promise<readonly KeyState[]> {
+    if (keys.length === 0) return [];
+    const stored = keys.map(storageKey);
+    const { rows } = await this.#calls.run('peek', () =>
+      this.#pool.query<{ key: string; fingerprint: string }>(this.#statements.peekDone, [stored]),
+    );
+    const done = new Map(rows.map((row) => [row.key, row.fingerprint]));
+    return stored.map((key): KeyState => {
+      const fingerprint = done.get(key);
+      return fingerprint === undefined ? FREE : { state: 'done', fingerprint };
     });
   }
 
-  /** Writes the entity's version in its claim's transaction; the key's `complete` commits it. */
-  async completeEntity(
-    entity: string,
-    token: string,
-    versionMs: number,
-    ttlMs: number,
-  ): Promise<void> {
-    const holder = this.#held.find(token);
-    const key = storageKey(entity);
-    if (holder?.entity !== key) return;
-    holder.entity = undefined;
-    const { upsertEntity } = this.#statements;
-    await this.#calls.run('completeEntity', () =>
-      holder.client.query(upsertEntity, [key, versionMs, ttlMs]),
-    );
-  }
-
-  /** Lets go of the entity: its lock goes with the key's transaction, rolled back by `release`. */
-  releaseEntity(entity: string, token: string): Promise<void> {
-    const holder = this.#held.find(token);
-    if (holder?.entity === storageKey(entity)) holder.entity = undefined;
-    return Promise.resolve();
-  }
-
-  /**
-   * Reconciliation's record of an entity (src/entity-records.ts), in the transaction of the key
-   * `held`: the record key's lock taken without waiting (`in_flight` when a reconcile run or
-   * another delivery holds it), then `recovered` or `recorded` when its row says so. The lock
-   * is the transaction's, as the entity's is.
-   */
-  async claimRecord(record: string, _leaseMs: number, held: HeldKey): Promise<RecordClaimResult> {
-    const holder = this.#holderOf(held, "the entity's record");
-    const key = storageKey(record);
-    const { client } = holder;
-    const { lockPrefix, selectDone } = this.#statements;
-    return this.#calls.run('claimRecord', async (call): Promise<RecordClaimResult> => {
-      const locked = await client.query<{ locked: boolean }>(LOCK, [lockPrefix + key]);
-      step(call);
-      if (locked.rows[0]?.locked !== true) return { state: 'in_flight' };
-      const done = await client.query<{ fingerprint: string }>(selectDone, [key]);
-      step(call);
-      const row = done.rows[0];
-      if (row !== undefined) {
-        return { state: row.fingerprint === RECOVERED_BY_RUN ? 'recovered' : 'recorded' };
-      }
-      holder.record = key;
-      return { state: 'claimed', token: held.token };
-    });
-  }
-
-  /** Writes the record in its claim's transaction; the key's `complete` commits it. */
-  async completeRecord(record: string, token: string, ttlMs: number): Promise<void> {
-    const holder = this.#held.find(token);
-    const key = storageKey(record);
-    if (holder?.record !== key) return;
-    holder.record = undefined;
-    const { upsertDone } = this.#statements;
-    await this.#calls.run('completeRecord', () =>
-      holder.client.query(upsertDone, [key, RECORDED_BY_WEBHOOK, ttlMs]),
-    );
-  }
-
-  /** Lets go of the record: its lock goes with the key's transaction. */
-  releaseRecord(record: string, token: string): Promise<void> {
-    const holder = this.#held.find(token);
-    if (holder?.record === storageKey(record)) holder.record = undefined;
-    return Promise.resolve();
-  }
-
-  /** The claim of the key `held`, still open, whose transaction takes `what`. */
-  #holderOf(held: HeldKey, what: string): Holder {
-    const holder = this.#held.find(held.token);
-    if (holder === undefined || holder.key !== storageKey(held.key)) {
-      throw new StoreUnavailableError(
-        `postgresStore: the key's claim has ended (its lease ran out), so its transaction cannot take ${what}`,
-      );
-    }
-    return holder;
-  }
-
-  /** A claim within `call`: the table made, a client in a transaction, the key's lock taken. */
-  async #claimWith(key: string, leaseMs: number, call: BoundedCall): Promise<ClaimResult> {
+  /** A claim within `call`: the table made, a client in a transaction, the locks taken. */
+  async #claimWith(request: ClaimRequest, call: BoundedCall): Promise<Claim> {
     if (!this.#table.made) {
       await this.#table.ensure();
       step(call);
     }
     this.#table.sweep();
+    // Its storageKey from here on: pg sends UTF-8 text, which holds no lone surrogate and no
+    // U+0000, to a btree of entries under 2.7 kB.
+    const key = storageKey(request.key);
     const abandoned = this.#held.closingOf(key);
     if (abandoned !== undefined) {
       await abandoned;
@@ -342,12 +240,18 @@ class PostgresStore implements IdempotencyStore {
     client.on('error', noop);
     try {
       step(call);
-      const answer = await this.#lock(client, key, call);
-      if (answer !== undefined) {
-        giveBack(client);
-        return answer;
+      const claim = await this.#lockAndRead(client, key, request, call);
+      if (claim.state !== 'claimed') {
+        // Nothing taken: the transaction's writes and locks go with its rollback, which this
+        // claim's caller need not wait for (the client is pooled again once it is done).
+        void client.query('ROLLBACK').then(
+          () => giveBack(client),
+          () => destroy(client),
+        );
+        return claim;
       }
-      return { state: 'claimed', ...this.#held.hold(key, client, leaseMs) };
+      const held = this.#held.hold(key, client, request.leaseMs);
+      return { ...claim, token: held.token, transaction: held.transaction };
     } catch (error) {
       // The claim failed: its transaction may be half done.
       destroy(client);
@@ -356,41 +260,85 @@ class PostgresStore implements IdempotencyStore {
   }
 
   /**
-   * Opens the transaction and takes the key's lock: undefined once held (the transaction stays
-   * open), or, rolled back, `in_flight` (another delivery holds it) or `done`.
+   * Opens the transaction, takes the locks of the key, its records and its entity without
+   * waiting, then reads (and writes, to commit with the handlers) in one statement: the claim, or
+   * why not (the caller rolls back).
+   */
+  async #lockAndRead(
+    client: PoolClient,
+    key: string,
+    request: ClaimRequest,
+    call: BoundedCall,
+  ): Promise<Claim | (Omit<HeldClaim, 'token'> & { token?: undefined })> {
+    const records = request.records?.map(storageKey) ?? [];
+    const { completion, version } = request;
+    const entity = version === undefined ? undefined : storageKey(version.entity);
+    const locked = await this.#lock(
+      client,
+      [key, ...records],
+      entity === undefined ? undefined : { key: entity, versionMs: version!.versionMs },
+    );
+    step(call);
+    if ('held' in locked) return { state: 'in_flight', held: locked.held };
+    const recordsDone = completion.records ?? completion;
+    const { rows } = await client.query<{
+      done: string | null;
+      records: string[] | null;
+      superseded: boolean;
+    }>(this.#statements.claimState, [
+      key,
+      records.length === 0 ? null : records,
+      completion.fingerprint,
+      completion.ttlMs,
+      recordsDone.fingerprint,
+      recordsDone.ttlMs,
+      entity ?? null,
+      version?.versionMs ?? null,
+      version?.ttlMs ?? null,
+      locked.entity,
+    ]);
+    step(call);
+    const row = rows[0]!;
+    if (row.done !== null) return { state: 'done', fingerprint: row.done };
+    if (entity !== undefined && !row.superseded && !locked.entity) {
+      return { state: 'in_flight', held: 'entity' };
+    }
+    const found = row.records ?? [];
+    return {
+      state: 'claimed',
+      request,
+      records: records.map((_, i): RecordClaim =>
+        found[i] ? { state: 'done', fingerprint: found[i] } : HELD,
+      ),
+      superseded: entity !== undefined && row.superseded,
+    };
+  }
+
+  /**
+   * `BEGIN` and every lock of the claim in one round trip (`KeyStatements.locks`).
+   * Transaction-level advisory locks rather than row locks: the row of a key in flight does not
+   * exist yet, and inserting it would wait on another transaction's uncommitted insert of the
+   * same key. pg_try_advisory_xact_lock never waits, and Postgres frees it with the transaction,
+   * at commit, at rollback, or when the connection drops.
    */
   async #lock(
     client: PoolClient,
-    key: string,
-    call: BoundedCall,
-  ): Promise<ClaimResult | undefined> {
-    // Read committed: each statement sees what was committed before it began, so the SELECT
-    // after the lock sees the commit of the delivery that held the lock before us.
-    await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
-    step(call);
-    // A transaction-level advisory lock rather than a row lock: the row of a key in flight
-    // does not exist yet, and inserting it would wait on another transaction's uncommitted
-    // insert of the same key. pg_try_advisory_xact_lock never waits, and Postgres frees it
-    // with the transaction, at commit, at rollback, or when the connection drops.
-    const locked = await client.query<{ locked: boolean }>(LOCK, [
-      this.#statements.lockPrefix + key,
-    ]);
-    step(call);
-    if (locked.rows[0]?.locked !== true) {
-      await client.query('ROLLBACK');
-      return { state: 'in_flight' };
-    }
-    const done = await client.query<{ fingerprint: string }>(this.#statements.selectDone, [key]);
-    step(call);
-    const row = done.rows[0];
-    if (row === undefined) return undefined;
-    await client.query('ROLLBACK');
-    return { state: 'done', fingerprint: row.fingerprint };
+    keys: readonly string[],
+    entity: { readonly key: string; readonly versionMs: number } | undefined,
+  ): Promise<Locked> {
+    const text = this.#statements.locks(keys, entity, (literal) => client.escapeLiteral(literal));
+    const results = (await client.query(text)) as unknown as readonly {
+      rows: Record<string, boolean>[];
+    }[];
+    const row = results[1]!.rows[0]!;
+    if (row['l0'] !== true) return { held: 'key' };
+    for (let i = 1; i < keys.length; i++) if (row[`l${i}`] !== true) return { held: 'record' };
+    return { entity: entity !== undefined && row[`l${keys.length}`] === true };
   }
 }
 
-/** $1 the text of a lock: true once this transaction holds it, false if another one does. */
-const LOCK = 'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked';
+const HELD: RecordClaim = Object.freeze({ state: 'held' });
+const FREE: KeyState = Object.freeze({ state: 'free' });
 
 /** Throws once the call's deadline has passed: the caller was told it failed, so stop here. */
 function step(call: BoundedCall): void {

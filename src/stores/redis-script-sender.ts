@@ -44,7 +44,7 @@ export class ScriptSender {
     const client = this.#client;
     const connecting = this.whenReady(call);
     if (connecting !== undefined) await connecting;
-    // One key (a delivery's), or the keys of one slot (an entity's version and lease).
+    // One key, or the keys of one slot (on one Redis, a claim's keys are one "slot").
     const keys: [number, ...string[]] = typeof key === 'string' ? [1, key] : [key.length, ...key];
     try {
       return await this.#sendNow(() => client.evalsha(sha, ...keys, ...args), call);
@@ -52,6 +52,16 @@ export class ScriptSender {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
       return this.#sendNow(() => client.eval(lua, ...keys, ...args), call);
     }
+  }
+
+  /**
+   * `command` on the client, sent as {@link evalScript} sends a script: once the client is ready
+   * (waited for within `call`) and only while the call is live.
+   */
+  async send<T>(command: (client: Redis | Cluster) => Promise<T>, call: Call): Promise<T> {
+    const connecting = this.whenReady(call);
+    if (connecting !== undefined) await connecting;
+    return this.#sendNow(() => command(this.#client), call) as Promise<T>;
   }
 
   /** The error of a call made while the client is not ready, naming its status. */

@@ -1,12 +1,16 @@
 /**
- * What `redisStore` writes to Redis: the values at a key, the Lua scripts of claim, complete and
- * release (of a key, and of an entity), and how a claim's reply reads.
+ * What `redisStore` writes to Redis: the values at a key, the two Lua scripts of a claim and its
+ * settle, and how a claim's reply reads.
+ *
+ * One script takes everything a claim asks for (its key, its records, its entity's version) or
+ * nothing; one more ends all of it. On one Redis a claim is one script whatever it holds; on a
+ * Cluster, where a script may touch one hash slot only, it is one script per slot its keys fall in
+ * (docs/stores.md#redis).
  * @module
  */
 
 import { createHash } from 'node:crypto';
 import { StoreUnavailableError } from '../errors.js';
-import type { ClaimResult, EntityClaimResult } from './types.js';
 
 /**
  * A Lua script run with EVALSHA, falling back to EVAL when Redis does not know it yet. Sent
@@ -21,124 +25,171 @@ function script(lua: string): Script {
   return { lua, sha: createHash('sha1').update(lua).digest('hex') };
 }
 
-/** The value at a key while a delivery holds the lease: `L:<token>`. */
+/** The value at a key (or a record) while a claim holds it: `L:<token>`. */
 export const LEASE = 'L:';
-/** The value at a key once done: `D:<fingerprint>`. */
+/** The value at a key (or a record) once done: `D:<fingerprint>`. */
 export const DONE = 'D:';
 
 /**
- * KEYS[1] the key; ARGV[1] the lease value; ARGV[2] leaseMs; ARGV[3] the latest moment, on
- * Redis's clock in ms, at which the caller still waits for the answer. Replies
- * `{ outcome, seconds, microseconds[, existing value] }` (TIME's two halves).
+ * A claim, or the part of it in one hash slot. KEYS: the key (when ARGV[1] is 1), then ARGV[2]
+ * records, then (when ARGV[3] is 1) the entity's version and its lease. ARGV[4] the lease value;
+ * ARGV[5] leaseMs; ARGV[6] the latest moment, on Redis's clock in ms, at which the caller still
+ * waits for the answer; ARGV[7] the version; ARGV[8] how long the version is kept, in ms.
  *
- * One script rather than `SET NX PX` plus a GET: it is one round trip in every case, and the
- * deadline check makes a claim that reaches Redis after the caller gave up (ioredis re-sends
- * commands that were in flight when a connection dropped; a paused server reads its socket
- * late) write nothing. The write itself is still one atomic `SET NX PX`.
+ * Replies `{ outcome, seconds, microseconds, … }` (TIME's two halves): `late`; `held`, what
+ * (`key`, `record` or `entity`) and the value found (a key done is `held` too, with its `D:`
+ * value); or `claimed`, whether the version is `superseded` (1: the entity was not taken), and
+ * each record's value before the claim (`''`: taken now; a `D:` value: done before).
+ *
+ * The version is taken at claim time: the entity's lease keeps the version before the claim
+ * (`L:<token>|<version>|<its ttl>`) and the claim's version is written as the newest at once, so
+ * a claim whose process dies mid-handler leaves its version standing. While a lease holds the
+ * entity, the version it keeps is what was applied before: an older one than that is
+ * superseded, any other waits (`held`). A lease of the layout before (`L:<token>`, no version)
+ * means the version key holds what was applied.
+ *
+ * The deadline check makes a claim that reaches Redis after the caller gave up (ioredis re-sends
+ * commands that were in flight when a connection dropped; a paused server reads its socket late)
+ * write nothing. Nothing is written unless everything is free.
  */
 export const CLAIM = script(`
 local time = redis.call('TIME')
-if time[1] * 1000 + math.floor(time[2] / 1000) > tonumber(ARGV[3]) then
+if time[1] * 1000 + math.floor(time[2] / 1000) > tonumber(ARGV[6]) then
   return { 'late', time[1], time[2] }
 end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return { 'claimed', time[1], time[2] }
+local n = tonumber(ARGV[1])
+local records = tonumber(ARGV[2])
+if n == 1 then
+  local value = redis.call('GET', KEYS[1])
+  if value then return { 'held', time[1], time[2], 'key', value } end
 end
-return { 'held', time[1], time[2], redis.call('GET', KEYS[1]) }
-`);
-
-/** KEYS[1] the key; ARGV[1] the caller's lease value; ARGV[2] the done value; ARGV[3] ttlMs. */
-export const COMPLETE = script(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-  return 1
+local found = {}
+for i = 1, records do
+  local value = redis.call('GET', KEYS[n + i])
+  if value and string.sub(value, 1, 2) ~= 'D:' then
+    return { 'held', time[1], time[2], 'record', value }
+  end
+  found[i] = value or ''
 end
-return 0
-`);
-
-/** KEYS[1] the key; ARGV[1] the caller's lease value. */
-export const RELEASE = script(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+local superseded = 0
+local versionKey, leaseKey = KEYS[n + records + 1], KEYS[n + records + 2]
+if ARGV[3] == '1' then
+  local lease = redis.call('GET', leaseKey)
+  local newest
+  if lease then
+    newest = string.match(lease, '^L:[^|]*|([^|]*)|') or redis.call('GET', versionKey)
+  else
+    newest = redis.call('GET', versionKey)
+  end
+  if newest and newest ~= '' and tonumber(newest) > tonumber(ARGV[7]) then
+    superseded = 1
+  elseif lease then
+    return { 'held', time[1], time[2], 'entity', lease }
+  end
 end
-return 0
+if n == 1 then redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5]) end
+for i = 1, records do
+  if found[i] == '' then redis.call('SET', KEYS[n + i], ARGV[4], 'PX', ARGV[5]) end
+end
+if ARGV[3] == '1' and superseded == 0 then
+  local before = redis.call('GET', versionKey) or ''
+  local ttl = before == '' and -2 or redis.call('PTTL', versionKey)
+  redis.call('SET', leaseKey, ARGV[4] .. '|' .. before .. '|' .. ttl, 'PX', ARGV[5])
+  redis.call('SET', versionKey, ARGV[7], 'PX', ARGV[8])
+end
+return { 'claimed', time[1], time[2], superseded, unpack(found) }
 `);
 
 /**
- * An entity's claim (the ordering guard). KEYS[1] its newest completed version, KEYS[2] its lease
- * (the same hash tag: one slot); ARGV[1] the lease value; ARGV[2] leaseMs; ARGV[3] the version.
- * Replies `superseded` (a newer version was completed), `claimed` (one atomic `SET NX PX`), or
- * `in_flight`.
+ * A claim's settle, or the part of it in one hash slot: KEYS as {@link CLAIM}'s (the records the
+ * claim took, and the entity when it took it). ARGV[1..3] as CLAIM's; ARGV[4] the claim's lease
+ * value; ARGV[5] `complete` or `release`; ARGV[6] the key's done value and ARGV[7] its ttl;
+ * ARGV[8] the records' done value and ARGV[9] their ttl.
+ *
+ * Acts only on what the lease still holds. `complete` marks the key and the records done and
+ * frees the entity, keeping the version the claim wrote; `release` deletes them and gives the
+ * entity back the version it had before the claim (with the ttl it had left then).
  */
-export const ENTITY_CLAIM = script(`
-local newest = redis.call('GET', KEYS[1])
-if newest and tonumber(newest) > tonumber(ARGV[3]) then
-  return 'superseded'
+export const SETTLE = script(`
+local n = tonumber(ARGV[1])
+local records = tonumber(ARGV[2])
+local complete = ARGV[5] == 'complete'
+if n == 1 and redis.call('GET', KEYS[1]) == ARGV[4] then
+  if complete then redis.call('SET', KEYS[1], ARGV[6], 'PX', ARGV[7])
+  else redis.call('DEL', KEYS[1]) end
 end
-if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return 'claimed'
+for i = 1, records do
+  if redis.call('GET', KEYS[n + i]) == ARGV[4] then
+    if complete then redis.call('SET', KEYS[n + i], ARGV[8], 'PX', ARGV[9])
+    else redis.call('DEL', KEYS[n + i]) end
+  end
 end
-return 'in_flight'
-`);
-
-/**
- * KEYS as {@link ENTITY_CLAIM}'s; ARGV[1] the caller's lease value; ARGV[2] the version; ARGV[3]
- * ttlMs. While the caller holds the lease: frees it and records the version for ttlMs, unless a
- * newer one is recorded.
- */
-export const ENTITY_COMPLETE = script(`
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then
-  return 0
-end
-redis.call('DEL', KEYS[2])
-local newest = redis.call('GET', KEYS[1])
-if not newest or tonumber(newest) <= tonumber(ARGV[2]) then
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+if ARGV[3] == '1' then
+  local versionKey, leaseKey = KEYS[n + records + 1], KEYS[n + records + 2]
+  local lease = redis.call('GET', leaseKey)
+  local mine = ARGV[4] .. '|'
+  if lease and string.sub(lease, 1, #mine) == mine then
+    redis.call('DEL', leaseKey)
+    if not complete then
+      local before, ttl = string.match(lease, '|([^|]*)|(-?%d+)$')
+      if before ~= '' and tonumber(ttl) > 0 then
+        redis.call('SET', versionKey, before, 'PX', ttl)
+      else
+        redis.call('DEL', versionKey)
+      end
+    end
+  end
 end
 return 1
 `);
 
-/** KEYS[1] the entity's lease; ARGV[1] the caller's lease value. */
-export const ENTITY_RELEASE = RELEASE;
+/** What a claim script answered. */
+export type ClaimReply =
+  | { readonly outcome: 'late'; readonly redisNow: number }
+  | {
+      readonly outcome: 'held';
+      readonly redisNow: number;
+      readonly what: 'key' | 'record' | 'entity';
+      readonly value: string;
+    }
+  | {
+      readonly outcome: 'claimed';
+      readonly redisNow: number;
+      readonly superseded: boolean;
+      /** Each record's value before the claim: `''` when the claim took it. */
+      readonly records: readonly string[];
+    };
 
-/** The entity claim script's reply, or a `StoreUnavailableError` for one it never gives. */
-export function parseEntityClaimReply(reply: unknown, token: string): EntityClaimResult {
-  if (reply === 'claimed') return { state: 'claimed', token };
-  if (reply === 'superseded' || reply === 'in_flight') return { state: reply };
-  throw new StoreUnavailableError('Redis entity claim failed: unexpected reply from its script');
-}
-
-/** What a key held by another holds says: `in_flight`, or `done` with its fingerprint. */
-export function heldBy(value: string | undefined): ClaimResult {
-  if (value?.startsWith(LEASE)) return { state: 'in_flight' };
-  if (value?.startsWith(DONE)) return { state: 'done', fingerprint: value.slice(DONE.length) };
-  // Something other than this store wrote to the key: refuse rather than guess.
-  throw new StoreUnavailableError(
-    'Redis claim failed: the key holds a value this store did not write',
-  );
-}
-
-/** The claim script's reply, read. */
-export interface ClaimReply {
-  outcome: 'claimed' | 'held' | 'late';
-  /** Redis's clock when it ran the script, in ms since the epoch. */
-  redisNow: number;
-  value: string | undefined;
-}
+const HELD_WHAT = new Set(['key', 'record', 'entity']);
 
 /** The claim script's reply, or a `StoreUnavailableError` for one it never gives. */
 export function parseClaimReply(reply: unknown): ClaimReply {
   if (Array.isArray(reply)) {
-    const [outcome, seconds, micros, value] = reply as unknown[];
-    if (
-      (outcome === 'claimed' || outcome === 'held' || outcome === 'late') &&
-      typeof seconds === 'string' &&
-      typeof micros === 'string' &&
-      (value === undefined || value === null || typeof value === 'string')
-    ) {
+    const [outcome, seconds, micros, ...rest] = reply as unknown[];
+    if (typeof seconds === 'string' && typeof micros === 'string') {
       const redisNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-      return { outcome, redisNow, value: value ?? undefined };
+      if (outcome === 'late') return { outcome, redisNow };
+      const [first, second] = rest;
+      if (outcome === 'held' && HELD_WHAT.has(first as string) && typeof second === 'string') {
+        return { outcome, redisNow, what: first as 'key' | 'record' | 'entity', value: second };
+      }
+      const records = rest.slice(1);
+      if (
+        outcome === 'claimed' &&
+        (first === 0 || first === 1) &&
+        records.every((value) => typeof value === 'string')
+      ) {
+        return { outcome, redisNow, superseded: first === 1, records: records as string[] };
+      }
     }
   }
   throw new StoreUnavailableError('Redis claim failed: unexpected reply from the claim script');
+}
+
+/** A value this store wrote (`L:` or `D:`), or a `StoreUnavailableError`: never guess at another's. */
+export function checkedValue(value: string): string {
+  if (value.startsWith(LEASE) || value.startsWith(DONE)) return value;
+  throw new StoreUnavailableError(
+    'Redis claim failed: the key holds a value this store did not write',
+  );
 }

@@ -1,7 +1,7 @@
 /**
- * The completions and releases `redisStore` could not confirm while Redis was unreachable, kept
- * and sent again with the same token once the client is ready, until the lease they end would
- * have ended.
+ * The settles (completions and releases) `redisStore` could not confirm while Redis was
+ * unreachable, kept and sent again with the same token once the client is ready, until the lease
+ * they end would have ended.
  * @module
  */
 
@@ -11,15 +11,19 @@ import type { BoundedCalls } from '../bounded-calls.js';
 import type { Script } from './redis-scripts.js';
 import type { ScriptSender } from './redis-script-sender.js';
 
-/** A completion or release to send again: which, its arguments, until when, the retry running. */
+/** A settle to send again: its script, keys and arguments, until when, the retry running. */
 export interface Unfinished {
   readonly script: Script;
+  /** The Redis keys it acts on (one slot's); the first names it. */
+  readonly keys: readonly string[];
   readonly args: readonly (string | number)[];
+  /** Whether it completes (rather than releases) what it acts on. */
+  readonly completes: boolean;
   readonly until: number;
   retry: Promise<void> | undefined;
 }
 
-/** The unfinished calls of one store, by Redis key. */
+/** The unfinished settles of one store, by the first Redis key each acts on. */
 export class UnfinishedCalls {
   readonly #client: Redis | Cluster;
   readonly #calls: BoundedCalls;
@@ -55,20 +59,25 @@ export class UnfinishedCalls {
   }
 
   /**
-   * Keep a completion or release Redis did not confirm, to send again (the scripts act only
-   * while the token still owns the key, so sending one twice, or after the lease, changes
-   * nothing wrong).
+   * Keep a settle Redis did not confirm, to send again (the script acts only while the token
+   * still owns what it took, so sending one twice, or after the lease, changes nothing wrong).
    */
-  keep(redisKey: string, script: Script, args: readonly (string | number)[]): void {
+  keep(
+    script: Script,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    completes: boolean,
+  ): void {
     if (this.#longestLeaseMs === 0) return;
     const until = Date.now() + this.#longestLeaseMs;
-    this.#byKey.set(redisKey, { script, args, until, retry: undefined });
+    const redisKey = keys[0]!;
+    this.#byKey.set(redisKey, { script, keys, args, completes, until, retry: undefined });
     if (this.#byKey.size === 1) this.#client.on('ready', this.#retryAll);
     // Still connected (Redis was slow, not gone): no 'ready' will come, so try again soon.
     if (this.#client.status === 'ready') setTimeout(this.#retryAll, this.#retryAfterMs).unref?.();
   }
 
-  /** Send an unfinished call again; resolves once it is done or still failing. */
+  /** Send an unfinished settle again; resolves once it is done or still failing. */
   retry(redisKey: string, pending: Unfinished): Promise<void> {
     if (Date.now() > pending.until) {
       this.forget(redisKey, pending);
@@ -77,7 +86,7 @@ export class UnfinishedCalls {
     // Its failure is only noted (the next 'ready' tries again): no error names it to anyone.
     pending.retry ??= this.#calls
       .run('resend', (call) =>
-        this.#sender.evalScript(pending.script, redisKey, pending.args, call),
+        this.#sender.evalScript(pending.script, pending.keys, pending.args, call),
       )
       .then(
         () => this.forget(redisKey, pending),

@@ -9,21 +9,25 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { storeUnavailable } from './unavailable.js';
-import type { AsyncIdempotencyStore, ClaimResult, EntityClaimResult } from './types.js';
+import type {
+  Claim,
+  ClaimRequest,
+  HeldClaim,
+  IdempotencyStore,
+  KeyState,
+  RecordClaim,
+  Settlement,
+} from './types.js';
 import { BoundedCalls, type BoundedCall as Call } from '../bounded-calls.js';
 import { ScriptSender } from './redis-script-sender.js';
 import {
+  checkedValue,
   CLAIM,
-  COMPLETE,
   DONE,
-  ENTITY_CLAIM,
-  ENTITY_COMPLETE,
-  ENTITY_RELEASE,
-  heldBy,
   LEASE,
   parseClaimReply,
-  parseEntityClaimReply,
-  RELEASE,
+  SETTLE,
+  type ClaimReply,
 } from './redis-scripts.js';
 import { UnfinishedCalls } from './redis-unfinished.js';
 import { storageKey } from './storage-key.js';
@@ -50,10 +54,10 @@ export interface RedisStoreOptions {
 const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', '{': '%7B', '}': '%7D' };
 
 /**
- * `{idempotencyKey}` with `%`, `{` and `}` percent-escaped, so the hash tag is exactly the
- * idempotency key (every key of one delivery lands in one cluster slot) and distinct keys stay
- * distinct. The key is first its {@link storageKey}: ioredis sends UTF-8, which has no form for
- * a lone surrogate.
+ * `{key}` with `%`, `{` and `}` percent-escaped, so the hash tag is exactly the key (a key and
+ * what is stored beside it, as an entity's version and lease, land in one cluster slot) and
+ * distinct keys stay distinct. The key is first its {@link storageKey}: ioredis sends UTF-8, which
+ * has no form for a lone surrogate.
  */
 function hashTag(idempotencyKey: string): string {
   return `{${storageKey(idempotencyKey).replace(/[%{}]/g, (c) => ESCAPES[c] ?? c)}}`;
@@ -62,31 +66,34 @@ function hashTag(idempotencyKey: string): string {
 /**
  * An idempotency store that many receiver processes on many machines share through Redis.
  *
- * - `claim` is one atomic `SET key "L:<token>" NX PX leaseMs` (in a Lua script that also reads
- *   who holds the key, in the same round trip); `complete` and `release` are Lua scripts that act
- *   only while the caller's token still owns the key, so a delivery whose lease ran out can
- *   neither mark done nor free the key another delivery has taken since.
- * - Keys are `${prefix}${namespace}:{${idempotencyKey}}` (`${prefix}{${idempotencyKey}}` without a
- *   namespace), with `%`, `{` and `}` of the idempotency key escaped as `%25`, `%7B` and `%7D`:
- *   the braces are a cluster hash tag. A key with a lone surrogate or U+0000, or over 2 kB, is
- *   its `storageKey` there (src/stores/storage-key.ts), so no two keys are ever one.
+ * - A claim is one Lua script that takes the key (`SET key "L:<token>" PX leaseMs`), the entity's
+ *   records and its version, or nothing: it answers `done`, or `in_flight` naming what another
+ *   claim holds, in the same round trip. Its settle is one more script, which acts only while the
+ *   claim's token still owns what it took, so a delivery whose lease ran out can neither complete
+ *   nor free what another delivery has taken since. `peek` is one `MGET`.
+ * - Keys are `${prefix}${namespace}:{${key}}` (`${prefix}{${key}}` without a namespace), with `%`,
+ *   `{` and `}` of the key escaped as `%25`, `%7B` and `%7D`: the braces are a cluster hash tag. A
+ *   key with a lone surrogate or U+0000, or over 2 kB, is its `storageKey` there
+ *   (src/stores/storage-key.ts), so no two keys are ever one. An entity's version and lease (the
+ *   ordering guard) are `…{entity}:entity` and `…{entity}:entity-lease`, in one slot.
+ * - On a Redis Cluster a script touches one hash slot only: a claim whose key, records and entity
+ *   fall in several slots is one script per slot, sent at once, and what one of them took is given
+ *   back if another finds its part held.
+ * - **The version is taken at claim time**: a claim writes its version as the entity's newest at
+ *   once (keeping the one before it in the entity's lease), so if its process dies mid-handler an
+ *   older state is `superseded` once the lease ends; a release puts the version before back.
  * - Every call fails with `StoreUnavailableError` within about `commandTimeoutMs`, and nothing
  *   waits in ioredis's offline queue: while the client is reconnecting (or closed) calls fail at
  *   once; while it is still connecting they wait for it, never past the timeout. A claim that
  *   reaches Redis after its caller was told it failed (ioredis re-sends commands that were in
  *   flight when a connection dropped) writes nothing: the script checks the deadline on Redis's
  *   clock, whose offset from this process's clock the store keeps measuring.
- * - A completion that fails because Redis is unreachable is kept and sent again, with the same
- *   token, once the client is ready (and before a resend of that delivery here is claimed),
- *   until the lease would have ended: a Redis restart mid-delivery neither runs a processed
- *   event again nor holds its resends at 409 `in_flight` for `leaseMs` (with a persistent Redis;
- *   one that restarts empty has forgotten every key anyway). So is a release that fails, and
- *   the release of a claim sent to Redis whose answer never came in time (Redis may have taken
- *   it, and persisted it, just before it died).
- * - The ordering guard (`latestOnly`) keeps an entity's newest completed version at
- *   `…{entity}:entity` for dedupTtlMs and its lease at `…{entity}:entity-lease` (one slot); each
- *   of its calls is one Lua script. Its completions and releases are not kept to be sent again:
- *   one lost while Redis is unreachable leaves the entity held until its lease ends.
+ * - A settle that fails because Redis is unreachable is kept and sent again, with the same token,
+ *   once the client is ready (and before a resend of that delivery here is claimed), until the
+ *   lease would have ended: a Redis restart mid-delivery neither runs a processed event again nor
+ *   holds its resends at 409 `in_flight` for `leaseMs` (with a persistent Redis; one that restarts
+ *   empty has forgotten every key anyway). So is the release of a claim sent to Redis whose answer
+ *   never came in time (Redis may have taken it, and persisted it, just before it died).
  * - ioredis defaults are fine (`enableOfflineQueue` may stay on or be turned off); the store
  *   holds no connection state of its own, so it works again as soon as the client reconnects.
  *
@@ -105,33 +112,43 @@ function hashTag(idempotencyKey: string): string {
  *
  * @example
  * ```ts
- * // Redis Cluster: one delivery's keys share a slot, so the scripts run on a single node.
+ * // Redis Cluster: each script runs on the node of its slot.
  * const client = new Cluster([{ host: '10.0.0.1', port: 6379 }]);
  * const store = redisStore({ client, commandTimeoutMs: 500 });
  * ```
  */
-export function redisStore(options: RedisStoreOptions): AsyncIdempotencyStore {
+export function redisStore(options: RedisStoreOptions): IdempotencyStore {
   const store = new RedisStore(options);
   // A plain object of the store's methods, so a copy or a wrapper ({ ...store }) keeps them.
   return {
-    claim: (key, leaseMs) => store.claim(key, leaseMs),
-    complete: (key, token, ttlMs, fingerprint) => store.complete(key, token, ttlMs, fingerprint),
-    release: (key, token) => store.release(key, token),
-    claimEntity: (entity, versionMs, leaseMs) => store.claimEntity(entity, versionMs, leaseMs),
-    completeEntity: (entity, token, versionMs, ttlMs) =>
-      store.completeEntity(entity, token, versionMs, ttlMs),
-    releaseEntity: (entity, token) => store.releaseEntity(entity, token),
+    claim: (request) => store.claim(request),
+    settle: (claim, how) => store.settle(claim, how),
+    peek: (keys) => store.peek(keys),
   };
 }
 
-/** {@link redisStore}'s state: its key layout, bounded calls, clock offset and unfinished calls. */
-class RedisStore implements AsyncIdempotencyStore {
+/**
+ * The keys of a claim one script acts on: all of them on one Redis, those of one hash slot on a
+ * Cluster. In script order: the key (if it is here), the records, the entity's version and lease.
+ */
+interface Part {
+  readonly keys: string[];
+  hasKey: boolean;
+  /** The indexes, in the request's `records`, of the records here. */
+  readonly records: number[];
+  hasVersion: boolean;
+}
+
+/** {@link redisStore}'s state: its key layout, bounded calls, clock offset and unfinished settles. */
+class RedisStore {
   readonly #keyPrefix: string;
   readonly #commandTimeoutMs: number;
+  /** Whether the client is a Cluster: a script then touches one hash slot only. */
+  readonly #cluster: boolean;
   /** Every call bounded by commandTimeoutMs, with one timer for all of them. */
   readonly #calls: BoundedCalls;
   readonly #sender: ScriptSender;
-  /** Completions and releases that failed while Redis was unreachable, sent again later. */
+  /** Settles that failed while Redis was unreachable, sent again later. */
   readonly #unfinished: UnfinishedCalls;
   /** Redis's clock minus ours, learnt from every claim's reply (which carries Redis's TIME). */
   #clockOffsetMs = 0;
@@ -151,6 +168,7 @@ class RedisStore implements AsyncIdempotencyStore {
     }
     this.#keyPrefix = namespace ? `${prefix}${namespace}:` : prefix;
     this.#commandTimeoutMs = commandTimeoutMs;
+    this.#cluster = (client as { isCluster?: unknown }).isCluster === true;
     this.#calls = new BoundedCalls(commandTimeoutMs, {
       timedOut: (name) =>
         new StoreUnavailableError(`Redis did not answer ${name} within ${commandTimeoutMs} ms`),
@@ -160,21 +178,128 @@ class RedisStore implements AsyncIdempotencyStore {
     this.#unfinished = new UnfinishedCalls(client, this.#calls, this.#sender, commandTimeoutMs);
   }
 
-  async claim(key: string, leaseMs: number): Promise<ClaimResult> {
+  async claim(request: ClaimRequest): Promise<Claim> {
     const token = randomToken();
-    const redisKey = this.#keyPrefix + hashTag(key);
     const lease = LEASE + token;
-    const px = milliseconds(leaseMs, 'leaseMs');
+    const px = milliseconds(request.leaseMs, 'leaseMs');
+    const { version } = request;
+    const versionArgs =
+      version === undefined
+        ? [0, 0]
+        : [finite(version.versionMs), milliseconds(version.ttlMs, 'version ttlMs')];
     this.#unfinished.leased(px);
-    // A resend of a delivery whose completion (or release) is still unfinished here: finish
-    // it first, so the resend is a duplicate (or claimed) rather than in_flight.
-    const pending = this.#unfinished.get(redisKey);
-    if (pending !== undefined) await this.#unfinished.retry(redisKey, pending);
+    const records = request.records ?? [];
+    const parts = this.#partsOf(
+      request,
+      records.map(() => true),
+      version !== undefined,
+    );
+    // A resend of a delivery whose settle is still unfinished here: finish it first, so the
+    // resend is a duplicate (or claimed) rather than in_flight.
+    for (const part of parts) {
+      const pending = this.#unfinished.get(part.keys[0]!);
+      if (pending !== undefined) await this.#unfinished.retry(part.keys[0]!, pending);
+    }
+    const replies = await Promise.allSettled(
+      parts.map((part) => this.#claimPart(part, lease, [px, ...versionArgs])),
+    );
+    const taken = parts.filter((_, i) => isClaimed(replies[i]!));
+    const answer = answerOf(parts, replies);
+    if (answer.state === 'claimed') {
+      return { state: 'claimed', request, token, ...claimedOf(parts, replies, records.length) };
+    }
+    // Not all of it: give back what one slot's script took (a Cluster only).
+    await Promise.allSettled(
+      taken.map((part) => this.#settlePart(part, lease, 'release', request)),
+    );
+    if (answer.state === 'failed') throw answer.error;
+    return answer;
+  }
+
+  async settle(claim: HeldClaim, how: Settlement): Promise<void> {
+    const { request, records } = claim;
+    const held = records.map((record) => record.state === 'held');
+    const parts = this.#partsOf(request, held, request.version !== undefined && !claim.superseded);
+    const lease = LEASE + claim.token;
+    const settled = await Promise.allSettled(
+      parts.map((part) => this.#settlePart(part, lease, how, request)),
+    );
+    const failed = settled.find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+  }
+
+  async peek(keys: readonly string[]): Promise<readonly KeyState[]> {
+    if (keys.length === 0) return [];
+    const at = keys.map((key) => this.#keyPrefix + hashTag(key));
+    // One MGET; on a Cluster (where MGET takes one slot) one GET per key, sent at once.
+    const values = await this.#calls.run('peek', (call) =>
+      this.#sender.send(
+        (client) =>
+          this.#cluster ? Promise.all(at.map((key) => client.get(key))) : client.mget(...at),
+        call,
+      ),
+    );
+    return values.map(stateOf);
+  }
+
+  /**
+   * The parts of `request` one script each acts on: its key, the records `records` marks, and its
+   * entity when `withVersion`.
+   */
+  #partsOf(request: ClaimRequest, records: readonly boolean[], withVersion: boolean): Part[] {
+    const parts = new Map<string, Part>();
+    const partAt = (tag: string): Part => {
+      const slot = this.#cluster ? tag : '';
+      let part = parts.get(slot);
+      if (part === undefined) {
+        part = { keys: [], hasKey: false, records: [], hasVersion: false };
+        parts.set(slot, part);
+      }
+      return part;
+    };
+    const keyTag = hashTag(request.key);
+    const first = partAt(keyTag);
+    first.keys.push(this.#keyPrefix + keyTag);
+    first.hasKey = true;
+    request.records?.forEach((record, index) => {
+      if (!records[index]) return;
+      const tag = hashTag(record);
+      const part = partAt(tag);
+      part.keys.push(this.#keyPrefix + tag);
+      part.records.push(index);
+    });
+    if (withVersion && request.version !== undefined) {
+      const tag = hashTag(request.version.entity);
+      const part = partAt(tag);
+      const base = this.#keyPrefix + tag;
+      part.keys.push(`${base}:entity`, `${base}:entity-lease`);
+      part.hasVersion = true;
+    }
+    return [...parts.values()];
+  }
+
+  /** One part's claim, with the caller's wait bounded; one that Redis may have taken late is given back. */
+  async #claimPart(
+    part: Part,
+    lease: string,
+    [px, versionMs, versionTtl]: number[],
+  ): Promise<ClaimReply> {
+    const redisKey = part.keys[0]!;
     // Whether a claim sent to Redis is still unanswered (Redis may have taken it).
     const sent = { unanswered: false };
-    const claimed: Promise<ClaimResult> = this.#calls.run(
+    const args = (cutoff: number) => [
+      part.hasKey ? 1 : 0,
+      part.records.length,
+      part.hasVersion ? 1 : 0,
+      lease,
+      px!,
+      cutoff,
+      versionMs!,
+      versionTtl!,
+    ];
+    const claimed = this.#calls.run(
       'claim',
-      (call) => this.#claimWithin(call, redisKey, [lease, px], token, sent),
+      (call) => this.#claimWithin(call, part, args, sent),
       (late) => this.#answeredLate(redisKey, lease, late),
     );
     return claimed.catch((error: unknown) => {
@@ -183,85 +308,16 @@ class RedisStore implements AsyncIdempotencyStore {
       // but never in place of a completion kept for this key (its retry failed above): that
       // lease holds the key, so this claim took nothing, and losing the completion would run
       // the event again once its lease ends.
-      if (sent.unanswered && this.#unfinished.get(redisKey)?.script !== COMPLETE) {
-        this.#unfinished.keep(redisKey, RELEASE, [lease]);
+      if (sent.unanswered && this.#unfinished.get(redisKey)?.completes !== true) {
+        this.#unfinished.keep(
+          SETTLE,
+          part.keys,
+          settleArgs(part, lease, 'release', undefined),
+          false,
+        );
       }
       throw error;
     });
-  }
-
-  async complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void> {
-    const redisKey = this.#keyPrefix + hashTag(key);
-    const args = [LEASE + token, DONE + fingerprint, milliseconds(ttlMs, 'ttlMs')];
-    await this.#sendKept('complete', redisKey, args);
-  }
-
-  async release(key: string, token: string): Promise<void> {
-    const redisKey = this.#keyPrefix + hashTag(key);
-    await this.#sendKept('release', redisKey, [LEASE + token]);
-  }
-
-  /**
-   * The ordering guard's claim of an entity: one script over its version and its lease (one
-   * slot). Unlike a key's claim, one that reaches Redis after the caller gave up may still take
-   * the lease: the entity then waits for its end (a retry is answered 409 `in_flight` meanwhile).
-   */
-  async claimEntity(
-    entity: string,
-    versionMs: number,
-    leaseMs: number,
-  ): Promise<EntityClaimResult> {
-    const token = randomToken();
-    const args = [LEASE + token, milliseconds(leaseMs, 'leaseMs'), version(versionMs)];
-    const reply = await this.#calls.run('claimEntity', (call) =>
-      this.#sender.evalScript(ENTITY_CLAIM, this.#entityKeys(entity), args, call),
-    );
-    return parseEntityClaimReply(reply, token);
-  }
-
-  /** Records the entity's version and frees it, while `token` holds it. */
-  async completeEntity(
-    entity: string,
-    token: string,
-    versionMs: number,
-    ttlMs: number,
-  ): Promise<void> {
-    const args = [LEASE + token, version(versionMs), milliseconds(ttlMs, 'ttlMs')];
-    await this.#calls.run('completeEntity', (call) =>
-      this.#sender.evalScript(ENTITY_COMPLETE, this.#entityKeys(entity), args, call),
-    );
-  }
-
-  /** Frees the entity, while `token` holds it. */
-  async releaseEntity(entity: string, token: string): Promise<void> {
-    const [, lease] = this.#entityKeys(entity);
-    await this.#calls.run('releaseEntity', (call) =>
-      this.#sender.evalScript(ENTITY_RELEASE, lease, [LEASE + token], call),
-    );
-  }
-
-  /**
-   * An entity's version and lease: its hash tag and a suffix (no key of a delivery has one, so
-   * an entity never meets a delivery's key, whatever the two strings).
-   */
-  #entityKeys(entity: string): [version: string, lease: string] {
-    const base = this.#keyPrefix + hashTag(entity);
-    return [`${base}:entity`, `${base}:entity-lease`];
-  }
-
-  /** Sends a completion or release; one Redis did not confirm is kept to be sent again. */
-  async #sendKept(
-    name: 'complete' | 'release',
-    redisKey: string,
-    args: readonly (string | number)[],
-  ): Promise<void> {
-    const script = name === 'complete' ? COMPLETE : RELEASE;
-    try {
-      await this.#calls.run(name, (call) => this.#sender.evalScript(script, redisKey, args, call));
-    } catch (error) {
-      this.#unfinished.keep(redisKey, script, args);
-      throw error;
-    }
   }
 
   /**
@@ -271,31 +327,49 @@ class RedisStore implements AsyncIdempotencyStore {
    */
   async #claimWithin(
     call: Call,
-    redisKey: string,
-    [lease, px]: [string, number],
-    token: string,
+    part: Part,
+    args: (cutoff: number) => (string | number)[],
     sent: { unanswered: boolean },
-  ): Promise<ClaimResult> {
+  ): Promise<ClaimReply> {
     const cutoff = call.deadline - this.#commandTimeoutMs / 10;
     for (let retried = false; ; retried = true) {
       const connecting = this.#sender.whenReady(call);
       if (connecting !== undefined) await connecting;
       sent.unanswered = true;
       const sentAt = Date.now();
-      const args = [lease, px, cutoff + this.#clockOffsetMs];
-      const reply = await this.#sender.evalScript(CLAIM, redisKey, args, call);
+      const reply = await this.#sender.evalScript(
+        CLAIM,
+        part.keys,
+        args(cutoff + this.#clockOffsetMs),
+        call,
+      );
       sent.unanswered = false;
       const receivedAt = Date.now();
-      const { outcome, redisNow, value } = parseClaimReply(reply);
-      const late = outcome === 'late' && !call.aborted;
-      this.#learnClock(sentAt, receivedAt, redisNow, late);
-      if (outcome === 'claimed') return { state: 'claimed', token };
-      if (outcome === 'held') return heldBy(value);
+      const parsed = parseClaimReply(reply);
+      const late = parsed.outcome === 'late' && !call.aborted;
+      this.#learnClock(sentAt, receivedAt, parsed.redisNow, late);
+      if (parsed.outcome !== 'late') return parsed;
       // With the estimate corrected, one more try if the budget allows.
       if (late && !retried && Date.now() < cutoff) continue;
       throw new StoreUnavailableError(
         `Redis did not take the claim within ${this.#commandTimeoutMs} ms`,
       );
+    }
+  }
+
+  /** Sends one part's settle; one Redis did not confirm is kept to be sent again. */
+  async #settlePart(
+    part: Part,
+    lease: string,
+    how: Settlement,
+    request: ClaimRequest,
+  ): Promise<void> {
+    const args = settleArgs(part, lease, how, request);
+    try {
+      await this.#calls.run(how, (call) => this.#sender.evalScript(SETTLE, part.keys, args, call));
+    } catch (error) {
+      this.#unfinished.keep(SETTLE, part.keys, args, how === 'complete');
+      throw error;
     }
   }
 
@@ -314,13 +388,94 @@ class RedisStore implements AsyncIdempotencyStore {
    * Redis answered after the caller had given up, so the release kept for this claim is due:
    * sent now if Redis gave us the lease (it is nobody's), dropped if it gave none.
    */
-  #answeredLate(redisKey: string, lease: string, late: ClaimResult): void {
+  #answeredLate(redisKey: string, lease: string, late: ClaimReply): void {
     const pending = this.#unfinished.get(redisKey);
-    if (pending?.script !== RELEASE || pending.args[0] !== lease) return;
-    if (late.state === 'claimed') void this.#unfinished.retry(redisKey, pending);
+    if (pending === undefined || pending.completes || pending.args[3] !== lease) return;
+    if (late.outcome === 'claimed') void this.#unfinished.retry(redisKey, pending);
     else this.#unfinished.forget(redisKey, pending);
   }
 }
+
+/** The arguments of {@link SETTLE} for one part (the done values read from the request's completion). */
+function settleArgs(
+  part: Part,
+  lease: string,
+  how: Settlement,
+  request: ClaimRequest | undefined,
+): (string | number)[] {
+  const completion = request?.completion;
+  const records = completion?.records ?? completion;
+  return [
+    part.hasKey ? 1 : 0,
+    part.records.length,
+    part.hasVersion ? 1 : 0,
+    lease,
+    how,
+    completion === undefined ? '' : DONE + completion.fingerprint,
+    completion === undefined ? 1 : milliseconds(completion.ttlMs, 'ttlMs'),
+    records === undefined ? '' : DONE + records.fingerprint,
+    records === undefined ? 1 : milliseconds(records.ttlMs, 'ttlMs'),
+  ];
+}
+
+/** Whether a part's claim took what it asked for. */
+function isClaimed(reply: PromiseSettledResult<ClaimReply>): boolean {
+  return reply.status === 'fulfilled' && reply.value.outcome === 'claimed';
+}
+
+/** What the parts' replies answer together, short of a whole claim. */
+function answerOf(
+  parts: readonly Part[],
+  replies: readonly PromiseSettledResult<ClaimReply>[],
+): { state: 'claimed' } | Exclude<Claim, HeldClaim> | { state: 'failed'; error: unknown } {
+  let inFlight: Exclude<Claim, HeldClaim> | undefined;
+  for (const [i, reply] of replies.entries()) {
+    if (reply.status === 'rejected') return { state: 'failed', error: reply.reason };
+    const value = reply.value;
+    if (value.outcome !== 'held') continue;
+    const found = checkedValue(value.value);
+    // The key done wins: the delivery is a duplicate whatever else is held.
+    if (value.what === 'key' && parts[i]!.hasKey && found.startsWith(DONE)) {
+      return { state: 'done', fingerprint: found.slice(DONE.length) };
+    }
+    inFlight ??= { state: 'in_flight', held: value.what };
+  }
+  return inFlight ?? { state: 'claimed' };
+}
+
+/** The records and the version of a whole claim, from its parts' replies. */
+function claimedOf(
+  parts: readonly Part[],
+  replies: readonly PromiseSettledResult<ClaimReply>[],
+  recordCount: number,
+): { records: RecordClaim[]; superseded: boolean } {
+  const records: RecordClaim[] = new Array<RecordClaim>(recordCount);
+  let superseded = false;
+  parts.forEach((part, i) => {
+    const reply = (replies[i] as PromiseFulfilledResult<ClaimReply>).value;
+    if (reply.outcome !== 'claimed') return;
+    part.records.forEach((index, n) => {
+      const before = reply.records[n] ?? '';
+      records[index] =
+        before === ''
+          ? HELD
+          : { state: 'done', fingerprint: checkedValue(before).slice(DONE.length) };
+    });
+    if (part.hasVersion) superseded = reply.superseded;
+  });
+  return { records, superseded };
+}
+
+/** What a key's value says. */
+function stateOf(value: string | null): KeyState {
+  if (value === null) return { state: 'free' };
+  const checked = checkedValue(value);
+  return checked.startsWith(DONE)
+    ? { state: 'done', fingerprint: checked.slice(DONE.length) }
+    : { state: 'in_flight' };
+}
+
+const HELD: RecordClaim = Object.freeze({ state: 'held' });
 
 /** A positive whole number of milliseconds for PX (Redis refuses 0 and fractions). */
 function milliseconds(ms: number, name: string): number {
@@ -331,7 +486,7 @@ function milliseconds(ms: number, name: string): number {
 }
 
 /** An entity's version as the scripts compare it: a finite number. */
-function version(versionMs: number): number {
+function finite(versionMs: number): number {
   if (!Number.isFinite(versionMs)) {
     throw new ConfigError('redisStore: versionMs must be a finite number of milliseconds');
   }

@@ -1,161 +1,152 @@
 /**
- * The idempotency store contract shared by every store.
+ * The idempotency store contract shared by every store: one claim and one settle per delivery
+ * (every lease a delivery needs is taken in its claim and ended in its settle), and one look at
+ * many keys for a reconcile page (docs/stores.md#writing-a-store).
  * @module
  */
 
 import type { HandlerTransaction } from '../run-handlers.js';
 
+/**
+ * What a delivery (or a reconcile run's recovery) asks the store to take, in one call: its key,
+ * the records of the entity it is about, and the entity's version, each only if it needs it.
+ */
+export interface ClaimRequest {
+  /** The key to take: a delivery's (`deliveryKeyOf`, `runKeyOf`) or an entity's record. */
+  readonly key: string;
+  /** How long the claim holds before another may take what it took. */
+  readonly leaseMs: number;
+  /**
+   * What the key (and each record taken) is completed with when the claim settles `complete`.
+   * Known at claim time, so a store whose claim is a transaction writes it then, to commit later.
+   */
+  readonly completion: Completion;
+  /**
+   * Reconciliation's records (`recordKeyOf` keys) of the entity the claim is about: each taken
+   * with the key unless a webhook or a run completed it already (see {@link HeldClaim.records}).
+   * Completed with {@link Completion.records} (or the key's completion) at `complete`.
+   */
+  readonly records?: readonly string[] | undefined;
+  /** The ordering guard (`latestOnly`): the entity whose newest state the handlers apply. */
+  readonly version?: VersionRequest | undefined;
+}
+
+/** What a claim's key and records are completed with. */
+export interface Completion {
+  /** The key's fingerprint once done (what a later claim of it answers in `done`). */
+  readonly fingerprint: string;
+  /** How long the key is kept done. */
+  readonly ttlMs: number;
+  /** How the records the claim took are completed; default: as the key. */
+  readonly records?: { readonly fingerprint: string; readonly ttlMs: number } | undefined;
+}
+
+/** The entity a claim takes for the ordering guard, at the version its handlers apply. */
+export interface VersionRequest {
+  /** Its store key: `entityKeyOf(entity, tenant)`, never an idempotency key. */
+  readonly entity: string;
+  /** The delivery's version: its event's timestamp, in ms since the epoch. */
+  readonly versionMs: number;
+  /** How long the newest version is remembered. */
+  readonly ttlMs: number;
+}
+
 /** The answer of {@link IdempotencyStore.claim}. */
-export type ClaimResult =
-  ClaimedKey | { state: 'in_flight' } | { state: 'done'; fingerprint?: string };
+export type Claim =
+  HeldClaim | InFlight | { readonly state: 'done'; readonly fingerprint?: string };
 
 /**
- * A key this delivery now holds: its lease token, and the transaction the handlers write
- * through when the store keeps one open for the claim (`postgresStore`).
+ * Something the claim needed is held by another claim that is still in flight: nothing was
+ * taken. `held` says what: the key, one of its records, or the entity (ordering guard).
  */
-export interface ClaimedKey {
-  state: 'claimed';
-  token: string;
-  transaction?: ClaimTransaction | undefined;
+export interface InFlight {
+  readonly state: 'in_flight';
+  readonly held: 'key' | 'record' | 'entity';
 }
 
 /**
- * The transaction a store opened with a claim. `complete` commits it together with the key,
- * `release` rolls it back.
+ * A claim that holds its key: settle it exactly once (`settle(claim, 'complete' | 'release')`).
+ */
+export interface HeldClaim {
+  readonly state: 'claimed';
+  /** The request it answers. */
+  readonly request: ClaimRequest;
+  /** Its lease token. */
+  readonly token: string;
+  /**
+   * One answer per record of the request, in its order: `held` (taken with the key, completed or
+   * freed with it), or `done` with the fingerprint a webhook or a run completed it with.
+   */
+  readonly records: readonly RecordClaim[];
+  /**
+   * True when the request's version is older than the entity's newest one (applied, or possibly
+   * applied by a claim whose lease ran out unsettled): the entity was not taken, and the
+   * handlers must not run. False when the entity was taken, or none was asked for.
+   */
+  readonly superseded: boolean;
+  /** The transaction the store opened with the claim, if it opens one (`postgresStore`). */
+  readonly transaction?: ClaimTransaction | undefined;
+}
+
+/** A record a claim asked for: taken with its key, or completed earlier. */
+export type RecordClaim =
+  { readonly state: 'held' } | { readonly state: 'done'; readonly fingerprint: string };
+
+/**
+ * The transaction a store opened with a claim. Settling `complete` commits it, `release` rolls it
+ * back.
  */
 export interface ClaimTransaction {
   /** What the handlers get as `ctx.transaction`. */
   readonly client: HandlerTransaction;
   /**
    * End the transaction now, rolled back, while handlers may still hold it (they ran past
-   * handlerTimeoutMs): nothing they write later may commit, here or anywhere else. The
-   * claim's `complete` and `release` are no-ops afterwards.
+   * handlerTimeoutMs): nothing they write later may commit, here or anywhere else. The claim's
+   * settle is a no-op afterwards.
    */
   abandon(): void;
 }
 
-/**
- * The answer of {@link IdempotencyStore.claimEntity}: the entity taken (its lease token), an
- * older version than the newest one completed (`superseded`), or taken by another delivery.
- */
-export type EntityClaimResult =
-  { state: 'claimed'; token: string } | { state: 'superseded' } | { state: 'in_flight' };
+/** How a claim ends: its key, records and entity all done, or all given back. */
+export type Settlement = 'complete' | 'release';
+
+/** What {@link IdempotencyStore.peek} sees of one key, taking nothing. */
+export type KeyState =
+  | { readonly state: 'free' }
+  | { readonly state: 'in_flight' }
+  | { readonly state: 'done'; readonly fingerprint?: string };
 
 /**
- * The key a delivery holds (its {@link IdempotencyStore.claim}'s token) when it claims its
- * entity: a store whose claim opened a transaction takes the entity in that transaction.
- */
-export interface HeldKey {
-  readonly key: string;
-  readonly token: string;
-}
-
-/**
- * Where the receiver records which idempotency keys are in flight and which are done.
+ * Where the receiver records which keys are in flight and which are done, which entities' records
+ * a webhook or a reconcile run completed, and each entity's newest version.
  *
- * Each operation returns a promise, or its result at once when the store has it at once
- * (`memoryStore` does): the receiver then goes on without waiting a turn.
- *
- * A store must make `claim` atomic: of many concurrent claims of one free key exactly one
- * gets `claimed`. `complete` and `release` act only while `token` still owns the key, so a
- * delivery whose lease ran out cannot overwrite the one that took over.
+ * - `claim` is atomic and all or nothing: of many concurrent claims of one free key exactly one
+ *   is `claimed`, and a claim that finds its key done, or anything it needs held by another
+ *   claim, takes nothing.
+ * - **The version is taken at claim time.** A claim that takes an entity records its version as
+ *   possibly applied: if its lease runs out unsettled (its process died mid-handler), an older
+ *   version is `superseded` from then on, and the same or a newer one may run. A release gives
+ *   the entity its version back; a completion keeps it.
+ * - `settle` acts only while the claim's token still owns what it took, so a delivery whose lease
+ *   ran out can neither complete nor free what another delivery has taken since.
+ * - Every method returns a promise; a store that fails rejects (never throws).
  */
 export interface IdempotencyStore {
-  /** Take the key for `leaseMs`, or say who has it. */
-  claim(key: string, leaseMs: number): ClaimResult | Promise<ClaimResult>;
+  /** Take the key, and the records and entity the request names, for `leaseMs`; or say why not. */
+  claim(request: ClaimRequest): Promise<Claim>;
   /**
-   * Mark the key done for `ttlMs`, remembering the envelope's fingerprint. With a claim's
-   * transaction, this is its commit: a rejection means the handlers' writes are gone too.
+   * End a claim: `complete` marks its key and the records it holds done (with the request's
+   * {@link Completion}) and keeps its version; `release` frees all of them and gives the entity
+   * its version back. With a claim's transaction this is its commit, or its rollback.
    */
-  complete(key: string, token: string, ttlMs: number, fingerprint: string): void | Promise<void>;
-  /** Give the key back so the next delivery may claim it. */
-  release(key: string, token: string): void | Promise<void>;
-
+  settle(claim: HeldClaim, how: Settlement): Promise<void>;
   /**
-   * The ordering guard (`on(name, handler, { latestOnly: true })`): take the entity `entity` (an
-   * `entityKeyOf` key, never an idempotency key) for a delivery of version `versionMs` (its
-   * event's timestamp), for `leaseMs`, while the delivery holds `held`. `superseded` when a
-   * version newer than `versionMs` was completed within its ttl (an equal one is not),
-   * `in_flight` while another delivery holds the entity. Of many concurrent claims of one free
-   * entity exactly one gets `claimed`. Optional: a receiver with `latestOnly` handlers refuses a
-   * store without it (a `ConfigError` at `on()`).
+   * What each key holds now, taking nothing: one round trip for a reconcile page, and a dry run
+   * that writes nothing. A store whose claims are transactions may see a key in flight as `free`
+   * (a claim of it then answers `in_flight`).
    */
-  claimEntity?(
-    entity: string,
-    versionMs: number,
-    leaseMs: number,
-    held: HeldKey,
-  ): EntityClaimResult | Promise<EntityClaimResult>;
-  /**
-   * Record `versionMs` as the entity's newest processed version for `ttlMs` (a newer one already
-   * recorded stays) and free the entity, while `token` still holds it. With a claim's
-   * transaction, it is written in that transaction: it commits with the key's `complete`.
-   */
-  completeEntity?(
-    entity: string,
-    token: string,
-    versionMs: number,
-    ttlMs: number,
-  ): void | Promise<void>;
-  /**
-   * Free the entity, recording nothing, while `token` still holds it. With a claim's transaction,
-   * the entity is held by that transaction and freed when the key's claim ends.
-   */
-  releaseEntity?(entity: string, token: string): void | Promise<void>;
-
-  /**
-   * Reconciliation's records (src/entity-records.ts): take the record `record` (a `recordKeyOf`
-   * key, kept among the idempotency keys) for a delivery that holds `held`, so no reconciler
-   * recovers the entity while the delivery's handlers run. A store whose claim opens a
-   * transaction (`postgresStore`) takes and writes it in that transaction; a store without these
-   * three methods gets them made of `claim`, `complete` and `release` on the record's key.
-   */
-  claimRecord?(
-    record: string,
-    leaseMs: number,
-    held: HeldKey,
-  ): RecordClaimResult | Promise<RecordClaimResult>;
-  /** Record the entity as handled by a webhook for `ttlMs`, while `token` holds the record. */
-  completeRecord?(record: string, token: string, ttlMs: number): void | Promise<void>;
-  /** Free the record, recording nothing, while `token` holds it. */
-  releaseRecord?(record: string, token: string): void | Promise<void>;
+  peek(keys: readonly string[]): Promise<readonly KeyState[]>;
 }
 
-/**
- * The answer of {@link IdempotencyStore.claimRecord}: the record taken for this delivery (its lease
- * token), already `recorded` by another delivery (nothing to hold: go on), `recovered` by the
- * reconciler (the delivery runs nothing), or held by a reconciler or another delivery.
- */
-export type RecordClaimResult =
-  | { state: 'claimed'; token: string }
-  | { state: 'recorded' }
-  | { state: 'recovered' }
-  | { state: 'in_flight' };
-
-/** A store that keeps entities' versions: what a receiver with `latestOnly` handlers needs. */
-export type EntityVersionStore = IdempotencyStore &
-  Required<Pick<IdempotencyStore, 'claimEntity' | 'completeEntity' | 'releaseEntity'>>;
-
-/** Whether `store` keeps entities' versions (all three of its entity methods are there). */
-export function keepsEntityVersions(store: IdempotencyStore): store is EntityVersionStore {
-  return (
-    typeof store.claimEntity === 'function' &&
-    typeof store.completeEntity === 'function' &&
-    typeof store.releaseEntity === 'function'
-  );
-}
-
-/** A store whose every operation returns a promise: one on a server (Redis, Postgres). */
-export interface AsyncIdempotencyStore extends IdempotencyStore {
-  claim(key: string, leaseMs: number): Promise<ClaimResult>;
-  complete(key: string, token: string, ttlMs: number, fingerprint: string): Promise<void>;
-  release(key: string, token: string): Promise<void>;
-  claimEntity?(
-    entity: string,
-    versionMs: number,
-    leaseMs: number,
-    held: HeldKey,
-  ): Promise<EntityClaimResult>;
-  completeEntity?(entity: string, token: string, versionMs: number, ttlMs: number): Promise<void>;
-  releaseEntity?(entity: string, token: string): Promise<void>;
-}
+/** The methods every store must have, in the order a `ConfigError` names a missing one. */
+export const STORE_METHODS = ['claim', 'settle', 'peek'] as const;

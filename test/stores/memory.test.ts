@@ -1,130 +1,134 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { memoryStore } from '../../src/stores/memory.js';
-import { describeStoreContract } from './contract.js';
+import type { IdempotencyStore } from '../../src/stores/types.js';
+import { describeStoreContract, heldOf, requestFor } from './contract.js';
+
+/** `key` claimed in `store`: its claim. */
+const claimed = async (store: IdempotencyStore, key: string, leaseMs = 60_000) =>
+  heldOf(await store.claim(requestFor(key, { leaseMs })));
+/** What a claim of `key` answers now. */
+const claimOf = (store: IdempotencyStore, key: string) =>
+  store.claim(requestFor(key, { leaseMs: 60_000 }));
+const IN_FLIGHT = { state: 'in_flight', held: 'key' };
 
 describeStoreContract('memoryStore', async () => ({
   store: memoryStore(),
   cleanup: async () => {},
 }));
 
-describe('memoryStore answers without a promise', () => {
-  it('claims, completes and releases in one synchronous step each', () => {
+describe('memoryStore checks and sets in one synchronous step', () => {
+  it('answers a second claim made in the same tick as the first: in flight', async () => {
     const store = memoryStore();
-    const claim = store.claim('k', 60_000);
-    expect(claim).toEqual({ state: 'claimed', token: expect.any(String) });
-    // Check and set in one step: a second claim of the same key sees the first at once.
-    expect(store.claim('k', 60_000)).toEqual({ state: 'in_flight' });
-    const { token } = claim as { token: string };
-    expect(store.complete('k', token, 60_000, 'f1')).toBeUndefined();
-    expect(store.claim('k', 60_000)).toEqual({ state: 'done', fingerprint: 'f1' });
+    const first = store.claim(requestFor('k'));
+    const second = store.claim(requestFor('k'));
+    expect((await first).state).toBe('claimed');
+    expect(await second).toEqual(IN_FLIGHT);
+    await store.settle(heldOf(await first), 'complete');
+    expect(await claimOf(store, 'k')).toEqual({ state: 'done', fingerprint: 'fp' });
   });
 
   it('is used through what a copy or a wrapper overrides', async () => {
     const store = memoryStore();
     const seen: string[] = [];
-    const wrapped = {
+    const wrapped: IdempotencyStore = {
       ...store,
-      claim: (key: string, leaseMs: number) => (seen.push(key), store.claim(key, leaseMs)),
+      claim: (request) => (seen.push(request.key), store.claim(request)),
     };
-    const receiverStore: typeof store = wrapped;
-    await receiverStore.claim('w', 60_000);
+    await wrapped.claim(requestFor('w'));
     expect(seen).toEqual(['w']);
   });
 });
 
 describe('memoryStore keeps at most max keys', () => {
-  const claimed = (store: ReturnType<typeof memoryStore>, key: string) =>
-    (store.claim(key, 60_000) as { token: string }).token;
-
-  it('drops the older generation whole when the newer one fills, never a key used since', () => {
+  it('drops the older generation whole when the newer one fills, never a key used since', async () => {
     // max 4: two generations of two keys.
     const store = memoryStore({ max: 4 });
-    const a = claimed(store, 'a');
-    claimed(store, 'b');
+    const a = await claimed(store, 'a');
+    await claimed(store, 'b');
     // 'c' finds the newer generation full: 'a' and 'b' become the older one.
-    claimed(store, 'c');
+    await claimed(store, 'c');
     // Completing 'a' uses it: it moves back into the newer generation, beside 'c'.
-    store.complete('a', a, 60_000, 'fa');
+    await store.settle(a, 'complete');
     // 'd' finds it full again: 'c' and 'a' become the older generation and 'b' is dropped.
-    claimed(store, 'd');
-    expect(store.claim('a', 60_000)).toEqual({ state: 'done', fingerprint: 'fa' });
-    expect(store.claim('d', 60_000)).toEqual({ state: 'in_flight' });
-    expect(store.claim('b', 60_000)).toMatchObject({ state: 'claimed' });
+    await claimed(store, 'd');
+    expect(await claimOf(store, 'a')).toEqual({ state: 'done', fingerprint: 'fp' });
+    expect(await claimOf(store, 'd')).toEqual(IN_FLIGHT);
+    expect(await claimOf(store, 'b')).toMatchObject({ state: 'claimed' });
   });
 
-  it('lets a looked-up key outlive keys claimed before the look-up', () => {
+  it('lets a looked-up key outlive keys claimed before the look-up', async () => {
     const store = memoryStore({ max: 2 });
-    claimed(store, 'old');
-    claimed(store, 'newer');
+    await claimed(store, 'old');
+    await claimed(store, 'newer');
     // A resend of 'old' finds it in flight in the older generation and moves it to the newer.
-    expect(store.claim('old', 60_000)).toEqual({ state: 'in_flight' });
-    claimed(store, 'newest');
-    expect(store.claim('old', 60_000)).toEqual({ state: 'in_flight' });
-    expect(store.claim('newer', 60_000)).toMatchObject({ state: 'claimed' });
+    expect(await claimOf(store, 'old')).toEqual(IN_FLIGHT);
+    await claimed(store, 'newest');
+    expect(await claimOf(store, 'old')).toEqual(IN_FLIGHT);
+    expect(await claimOf(store, 'newer')).toMatchObject({ state: 'claimed' });
   });
 
   /** A store of `max` keys after claims of k0 to k999, in that order. */
-  const thousandClaimed = (max = 100) => {
+  const thousandClaimed = async (max = 100) => {
     const store = memoryStore({ max });
-    for (let i = 0; i < 1_000; i++) claimed(store, `k${i}`);
+    for (let i = 0; i < 1_000; i++) await claimed(store, `k${i}`);
     return store;
   };
 
   it.each([100, 101, 3])(
     'never holds more than max (%i) keys, and keeps the last max / 2',
-    (max) => {
-      const store = thousandClaimed(max);
+    async (max) => {
+      const store = await thousandClaimed(max);
       // The newest half of max is kept (looked up newest first, these look-ups drop nothing).
       for (let i = 999; i >= 1_000 - Math.floor(max / 2); i--) {
-        expect(store.claim(`k${i}`, 60_000), `k${i}`).toEqual({ state: 'in_flight' });
+        expect(await claimOf(store, `k${i}`), `k${i}`).toEqual(IN_FLIGHT);
       }
       // Every key before the last max is gone: each is claimed afresh.
       for (let i = 0; i < 1_000 - max; i++) {
-        expect(store.claim(`k${i}`, 60_000), `k${i}`).toMatchObject({ state: 'claimed' });
+        expect(await claimOf(store, `k${i}`), `k${i}`).toMatchObject({ state: 'claimed' });
       }
     },
   );
 
-  it.each([1, 2, 3, 4, 7, 100, 101])('keeps the first max (%i) keys all', (max) => {
-    const firstMax = () => {
+  it.each([1, 2, 3, 4, 7, 100, 101])('keeps the first max (%i) keys all', async (max) => {
+    const firstMax = async () => {
       const store = memoryStore({ max });
-      for (let i = 0; i < max; i++) claimed(store, `k${i}`);
+      for (let i = 0; i < max; i++) await claimed(store, `k${i}`);
       return store;
     };
     // One look-up per store: a look-up moves its key, and may drop the rest of the older
     // generation when the newer one is full (the next test).
     for (let i = 0; i < max; i++) {
-      expect(firstMax().claim(`k${i}`, 60_000), `k${i}`).toEqual({ state: 'in_flight' });
+      expect(await claimOf(await firstMax(), `k${i}`), `k${i}`).toEqual(IN_FLIGHT);
     }
-    expect(firstMax().claim('other', 60_000)).toMatchObject({ state: 'claimed' });
+    expect(await claimOf(await firstMax(), 'other')).toMatchObject({ state: 'claimed' });
   });
 
-  it('keeps at least the last max / 2 keys, and the older generation until a look-up fills the newer', () => {
-    const store = thousandClaimed();
+  it('keeps at least the last max / 2 keys, and the older generation until a look-up fills the newer', async () => {
+    const store = await thousandClaimed();
     // k950 to k999 are the newer generation: looking them up moves nothing.
     for (let i = 999; i >= 950; i--) {
-      expect(store.claim(`k${i}`, 60_000), `k${i}`).toEqual({ state: 'in_flight' });
+      expect(await claimOf(store, `k${i}`), `k${i}`).toEqual(IN_FLIGHT);
     }
     // k900 to k949 are the older one: k949 moves to a full newer generation, which becomes
     // the older one, and the rest of k900 to k948 go with the generation they were in.
-    expect(store.claim('k949', 60_000)).toEqual({ state: 'in_flight' });
-    expect(store.claim('k999', 60_000)).toEqual({ state: 'in_flight' });
-    expect(store.claim('k948', 60_000)).toMatchObject({ state: 'claimed' });
+    expect(await claimOf(store, 'k949')).toEqual(IN_FLIGHT);
+    expect(await claimOf(store, 'k999')).toEqual(IN_FLIGHT);
+    expect(await claimOf(store, 'k948')).toMatchObject({ state: 'claimed' });
   });
 
-  it('keeps one key with max 1', () => {
+  it('keeps one key with max 1', async () => {
     const store = memoryStore({ max: 1 });
-    claimed(store, 'a');
-    claimed(store, 'b');
-    expect(store.claim('b', 60_000)).toEqual({ state: 'in_flight' });
-    expect(store.claim('a', 60_000)).toMatchObject({ state: 'claimed' });
-    expect(store.claim('b', 60_000)).toMatchObject({ state: 'claimed' });
+    await claimed(store, 'a');
+    await claimed(store, 'b');
+    expect(await claimOf(store, 'b')).toEqual(IN_FLIGHT);
+    expect(await claimOf(store, 'a')).toMatchObject({ state: 'claimed' });
+    expect(await claimOf(store, 'b')).toMatchObject({ state: 'claimed' });
   });
 
   it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])(
     'refuses max %s with a ConfigError',
-    (max) => {
+    async (max) => {
       expect(() => memoryStore({ max })).toThrow(ConfigError);
       expect(() => memoryStore({ max })).toThrow(/max must be a positive integer/);
     },
@@ -132,51 +136,52 @@ describe('memoryStore keeps at most max keys', () => {
 });
 
 describe('memoryStore expiry', () => {
-  it('drops an expired lease when the key is next claimed, and its old token owns nothing', async () => {
+  it('drops an expired lease when the key is next claimed, and its old claim owns nothing', async () => {
     const store = memoryStore();
-    const first = (store.claim('k', 20) as { token: string }).token;
+    const first = await claimed(store, 'k', 20);
     await new Promise((resolve) => setTimeout(resolve, 40));
-    const second = store.claim('k', 60_000) as { state: 'claimed'; token: string };
-    expect(second.state).toBe('claimed');
-    store.complete('k', first, 60_000, 'stale');
-    store.release('k', first);
-    expect(store.claim('k', 60_000)).toEqual({ state: 'in_flight' });
-    store.complete('k', second.token, 60_000, 'fresh');
-    expect(store.claim('k', 60_000)).toEqual({ state: 'done', fingerprint: 'fresh' });
+    const second = await claimed(store, 'k');
+    await store.settle(first, 'complete');
+    await store.settle(first, 'release');
+    expect(await claimOf(store, 'k')).toEqual(IN_FLIGHT);
+    await store.settle(second, 'complete');
+    expect(await claimOf(store, 'k')).toEqual({ state: 'done', fingerprint: 'fp' });
   });
 
   it('forgets an expired key of the older generation instead of moving it', async () => {
     const store = memoryStore({ max: 2 });
-    const token = (store.claim('k', 20) as { token: string }).token;
-    const other = (store.claim('other', 60_000) as { token: string }).token;
-    store.complete('other', other, 20, 'f');
+    const k = await claimed(store, 'k', 20);
+    const other = heldOf(await store.claim(requestFor('other', { ttlMs: 20 })));
+    await store.settle(other, 'complete');
     await new Promise((resolve) => setTimeout(resolve, 40));
     // 'other' (in the newer generation) and 'k' (in the older one, since 'other' came) expired.
-    store.complete('k', token, 60_000, 'late');
-    expect(store.claim('k', 60_000)).toMatchObject({ state: 'claimed' });
-    expect(store.claim('other', 60_000)).toMatchObject({ state: 'claimed' });
+    await store.settle(k, 'complete');
+    expect(await claimOf(store, 'k')).toMatchObject({ state: 'claimed' });
+    expect(await claimOf(store, 'other')).toMatchObject({ state: 'claimed' });
   });
 
   it('does not complete a key whose lease ran out, even if no one claimed it since', async () => {
     const store = memoryStore();
-    const token = (store.claim('k', 20) as { token: string }).token;
+    const late = await claimed(store, 'k', 20);
     await new Promise((resolve) => setTimeout(resolve, 40));
-    store.complete('k', token, 60_000, 'late');
-    expect(store.claim('k', 60_000)).toMatchObject({ state: 'claimed' });
+    await store.settle(late, 'complete');
+    expect(await claimOf(store, 'k')).toMatchObject({ state: 'claimed' });
   });
 });
 
 describe('memoryStore arms no timer', () => {
-  it('claims, completes and releases without a timer, so a delivery pays for none', () => {
+  it('claims, settles and peeks without a timer, so a delivery pays for none', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'setInterval', 'setImmediate'] });
     try {
       const store = memoryStore();
       for (let i = 0; i < 3; i++) {
-        const { token } = store.claim(`k${i}`, 60_000) as { token: string };
-        store.complete(`k${i}`, token, 60_000, 'f');
-        store.claim(`k${i}`, 60_000);
-        const again = store.claim(`r${i}`, 60_000) as { token: string };
-        store.release(`r${i}`, again.token);
+        const claim = await store.claim(
+          requestFor(`k${i}`, { records: [`r${i}`], version: { entity: `e${i}`, versionMs: i } }),
+        );
+        await store.settle(heldOf(claim), 'complete');
+        await store.claim(requestFor(`k${i}`));
+        await store.settle(heldOf(await store.claim(requestFor(`x${i}`))), 'release');
+        await store.peek([`k${i}`, `r${i}`]);
       }
       expect(vi.getTimerCount()).toBe(0);
     } finally {
