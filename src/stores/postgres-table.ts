@@ -215,9 +215,14 @@ export class TableUpkeep {
     return this.#made;
   }
 
-  /** Creates the table once (callers bound the wait); a failure is retried by the next call. */
+  /**
+   * Creates the tables once (callers bound the wait); a failure is retried by the next call.
+   * Tables and indexes that are all there already are left alone: `CREATE INDEX IF NOT EXISTS`
+   * takes a share lock on its table before it finds the index, which would wait for every claim
+   * in flight (each holds the rows it will commit), so a second process starting would stall.
+   */
   ensure(): Promise<void> {
-    this.#ready ??= this.#pool.query(tableDdl(this.#name)).then(
+    this.#ready ??= this.#create().then(
       () => void (this.#made = true),
       (error: unknown) => {
         // Two processes creating it at once: the loser sees a duplicate; the table is there.
@@ -227,6 +232,18 @@ export class TableUpkeep {
       },
     );
     return this.#ready;
+  }
+
+  async #create(): Promise<void> {
+    const { quoted, index, entities } = this.#name;
+    const schema = quoted.includes('.') ? `${quoted.slice(0, quoted.indexOf('.'))}.` : '';
+    const names = [quoted, `${schema}${index}`, entities.quoted, `${schema}${entities.index}`];
+    const { rows } = await this.#pool.query<{ missing: boolean }>(
+      'SELECT bool_or(to_regclass(name) IS NULL) AS missing FROM unnest($1::text[]) AS name',
+      [names],
+    );
+    if (rows[0]?.missing === false) return;
+    await this.#pool.query(tableDdl(this.#name));
   }
 
   /** Deletes expired keys in small batches, at most once a minute, never holding up a claim. */
