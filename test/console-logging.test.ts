@@ -209,9 +209,9 @@ describe('the receiver and the console', () => {
     const console_ = spyConsole();
     const store = memoryStore();
     const failing: IdempotencyStore = {
-      claim: (key, leaseMs) => store.claim(key, leaseMs),
-      release: (key, token) => store.release(key, token),
-      complete: () => Promise.reject(new Error('disk full')),
+      ...store,
+      settle: (claim, how) =>
+        how === 'complete' ? Promise.reject(new Error('disk full')) : store.settle(claim, how),
     };
     const receiver = createReceiver({ secret: SECRET, store: failing }).onAny(() => {});
     const url = await serve(receiver);

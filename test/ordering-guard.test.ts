@@ -1,6 +1,7 @@
-// The ordering guard through receiver.handle() and processStored (issue 36, DESIGN 14): with
+// The ordering guard through receiver.handle() and processStored (docs/receiving.md): with
 // `latestOnly`, a state older (by its timestamp) than the newest processed for its entity is
-// answered 200 superseded and runs nothing; two deliveries of one entity never run at once.
+// answered 200 superseded and runs nothing; two deliveries of one entity never run at once. The
+// entity is taken in the delivery's one claim and ended in its one settle.
 import { describe, expect, it, vi } from 'vitest';
 import {
   ConfigError,
@@ -11,8 +12,10 @@ import {
   type Logger,
   type ReceiverOptions,
   type SchoolhooksError,
+  type Settlement,
   StoreUnavailableError,
 } from '../src/index.js';
+import { configRefusal } from './helpers/failure-of.js';
 import { deferred, SECRET, signedRequest } from './helpers/signed.js';
 
 /** `agoMs` before now, as the platform stamps an event. */
@@ -73,19 +76,16 @@ describe('on(name, handler, { latestOnly: true })', () => {
     expect(() => receiver.on(names, () => {}, { latestOnly: true })).not.toThrow();
   });
 
-  it('is a ConfigError at on() with a store that keeps no entity versions, never silent', () => {
-    const store = memoryStore();
-    const thirdParty: IdempotencyStore = {
-      claim: (key, leaseMs) => store.claim(key, leaseMs),
-      complete: (key, token, ttlMs, fingerprint) => store.complete(key, token, ttlMs, fingerprint),
-      release: (key, token) => store.release(key, token),
-    };
-    const { receiver } = setup({ store: thirdParty });
-    expect(() => receiver.on('CourseProgressChanged', () => {}, { latestOnly: true })).toThrow(
-      /latestOnly needs a store that keeps entities' versions/,
-    );
-    // Without latestOnly, the same store serves as before.
-    expect(() => receiver.on('CourseProgressChanged', () => {})).not.toThrow();
+  it('is a ConfigError at createReceiver for a store of the earlier contract, naming what it lacks', () => {
+    // A store written for 0.2: claim(key, leaseMs), complete, release; no settle, no peek.
+    const earlier = {
+      claim: () => Promise.resolve({ state: 'in_flight' }),
+      complete: () => Promise.resolve(),
+      release: () => Promise.resolve(),
+    } as unknown as IdempotencyStore;
+    const refusal = configRefusal(() => setup({ store: earlier }));
+    expect(refusal).toBeInstanceOf(ConfigError);
+    expect(refusal.message).toMatch(/^store lacks settle\(\), peek\(\): /);
   });
 });
 
@@ -296,14 +296,14 @@ describe('the ordering guard on one receiver', () => {
     expect(ran).toEqual(['ProductEnrolledByInviteLink']);
   });
 
-  it('answers 503 store_unavailable when the store fails to claim the entity, and frees the key', async () => {
+  it('answers 503 store_unavailable when the store fails the claim, and the retry runs', async () => {
     const store = memoryStore();
     let fail = true;
     const flaky: IdempotencyStore = {
       ...store,
-      claimEntity: (...args) => {
+      claim: (request) => {
         if (fail) throw new Error('ECONNRESET redis://:hunter2@10.0.0.1');
-        return store.claimEntity!(...args);
+        return store.claim(request);
       },
     };
     const { receiver, ran, errors } = setup({ store: flaky });
@@ -322,33 +322,30 @@ describe('the ordering guard on one receiver', () => {
 });
 
 /**
- * A memory store whose `method` of the ordering guard fails while `failing.on` is set: at once
- * (a throw, as a synchronous store's bug) or later (a rejection, as a dropped connection), with a
- * message quoting a URL's password and the signing secret, which the seller must never read.
+ * A memory store whose settle (`complete` or `release`) fails while `failing.on` is set: at once
+ * (a throw, as a store's bug) or later (a rejection, as a dropped connection), with a message
+ * quoting a URL's password and the signing secret, which the seller must never read.
  */
-function entityFailing(
-  method: 'claimEntity' | 'completeEntity' | 'releaseEntity',
+function settleFailing(
+  failingHow: Settlement,
   how: 'throws' | 'rejects',
   extra: Partial<IdempotencyStore> = {},
 ) {
   const store = memoryStore();
   const failing = { on: true, calls: 0 };
   const cause = new Error(`ECONNRESET redis://:hunter2@10.0.0.1 (${SECRET})`);
-  const broken = (...args: unknown[]) => {
-    if (failing.on) {
+  const settled: Settlement[] = [];
+  const settle: IdempotencyStore['settle'] = (claim, settlement) => {
+    settled.push(settlement);
+    if (failing.on && settlement === failingHow) {
       failing.calls += 1;
       if (how === 'throws') throw cause;
       return Promise.reject(cause);
     }
-    return (store[method] as (...a: unknown[]) => unknown)(...args);
+    return store.settle(claim, settlement);
   };
-  const released: string[] = [];
-  const release: IdempotencyStore['release'] = (key, token) => {
-    released.push(key);
-    return store.release(key, token);
-  };
-  const flaky = { ...store, release, [method]: broken, ...extra } as IdempotencyStore;
-  return { store: flaky, failing, cause, released };
+  const flaky: IdempotencyStore = { ...store, settle, ...extra };
+  return { store: flaky, failing, cause, settled };
 }
 
 /** What the seller reads of a store failure: its words, then the cause's, no secret. */
@@ -356,9 +353,9 @@ const cleanCause = 'ECONNRESET redis://:[hidden]@10.0.0.1 ([hidden])';
 
 describe("the ordering guard's store failures: reported to onError, the answer unchanged", () => {
   for (const how of ['throws', 'rejects'] as const) {
-    it(`acknowledges handlers that succeeded when recording the entity's version ${how}, and reports it`, async () => {
-      const { store, failing, cause } = entityFailing('completeEntity', how);
-      const { receiver, ran, errors } = setup({ store });
+    it(`acknowledges handlers that succeeded when the settle ${how}, reports it, and leaves the entity to its lease`, async () => {
+      const { store, failing, cause } = settleFailing('complete', how);
+      const { receiver, ran, errors } = setup({ store, leaseMs: 50 });
       receiver.on('CourseProgressChanged', (event) => void ran.push(event.timestamp), {
         latestOnly: true,
       });
@@ -369,17 +366,18 @@ describe("the ordering guard's store failures: reported to onError, the answer u
       expect(errors[0]).toBeInstanceOf(StoreUnavailableError);
       expect(errors[0]!.code).toBe('store_unavailable');
       expect(errors[0]!.message).toBe(
-        `the idempotency store failed to record the entity's version: ${cleanCause}`,
+        `the idempotency store failed to record completion: ${cleanCause}`,
       );
       expect(errors[0]!.cause).toBe(cause);
-      // The key was still completed: a resend is a duplicate, run once.
+      // Its version was taken at claim time: an older state is superseded even now.
       failing.on = false;
-      expect(await receiver.handle(request)).toMatchObject({ status: 200, outcome: 'duplicate' });
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      expect((await receiver.handle(progress(60_000))).outcome).toBe('superseded');
       expect(ran).toHaveLength(1);
     });
 
-    it(`still answers 500 handler_failed when freeing the entity ${how}, reports it, and frees the key`, async () => {
-      const { store, failing, cause, released } = entityFailing('releaseEntity', how);
+    it(`still answers 500 handler_failed when the release ${how}, and reports it`, async () => {
+      const { store, failing, cause, settled } = settleFailing('release', how);
       const { receiver, errors } = setup({ store });
       receiver.on(
         'CourseProgressChanged',
@@ -394,22 +392,21 @@ describe("the ordering guard's store failures: reported to onError, the answer u
         outcome: 'handler_failed',
       });
       expect(failing.calls).toBe(1);
+      expect(settled).toEqual(['release']);
       expect(errors.map((error) => error.code).sort()).toEqual([
         'handler_failed',
         'store_unavailable',
       ]);
       const reported = errors.find((error) => error instanceof StoreUnavailableError);
       expect(reported?.message).toBe(
-        `the idempotency store failed to release the entity: ${cleanCause}`,
+        `the idempotency store failed to release the key: ${cleanCause}`,
       );
       expect(reported?.cause).toBe(cause);
-      // The key was given back all the same, for the platform's retry.
-      expect(released).toHaveLength(1);
     });
   }
 
-  it("reports a failure to record the entity's version after timed-out handlers end well", async () => {
-    const { store, cause } = entityFailing('completeEntity', 'rejects');
+  it('reports a failed settle after timed-out handlers end well', async () => {
+    const { store, cause } = settleFailing('complete', 'rejects');
     const { receiver, errors } = setup({ store, handlerTimeoutMs: 20 });
     const gate = deferred();
     receiver.on('CourseProgressChanged', () => gate.promise, { latestOnly: true });
@@ -421,13 +418,13 @@ describe("the ordering guard's store failures: reported to onError, the answer u
     );
     const reported = errors.find((error) => error instanceof StoreUnavailableError);
     expect(reported?.message).toBe(
-      `the idempotency store failed to record the entity's version: ${cleanCause}`,
+      `the idempotency store failed to record completion: ${cleanCause}`,
     );
     expect(reported?.cause).toBe(cause);
   });
 
-  it('reports a failure to free the entity after timed-out handlers fail', async () => {
-    const { store, cause } = entityFailing('releaseEntity', 'rejects');
+  it('reports a failed release after timed-out handlers fail', async () => {
+    const { store, cause } = settleFailing('release', 'rejects');
     const { receiver, errors } = setup({ store, handlerTimeoutMs: 20 });
     const gate = deferred();
     receiver.on(
@@ -445,30 +442,20 @@ describe("the ordering guard's store failures: reported to onError, the answer u
     );
     const reported = errors.find((error) => error instanceof StoreUnavailableError);
     expect(reported?.message).toBe(
-      `the idempotency store failed to release the entity: ${cleanCause}`,
+      `the idempotency store failed to release the key: ${cleanCause}`,
     );
     expect(reported?.cause).toBe(cause);
   });
 
-  it("answers 503 when the entity's version cannot be written in the handlers' transaction, committing nothing", async () => {
+  it("answers 503 when the handlers' transaction cannot commit, naming the commit", async () => {
     const abandon = vi.fn();
-    const completed: string[] = [];
-    const released: string[] = [];
     const memory = memoryStore();
-    const { store, cause } = entityFailing('completeEntity', 'rejects', {
-      claim: async (key, leaseMs) => {
-        const claim = await memory.claim(key, leaseMs);
+    const { store, cause } = settleFailing('complete', 'rejects', {
+      claim: async (request) => {
+        const claim = await memory.claim(request);
         return claim.state === 'claimed'
           ? { ...claim, transaction: { client: {} as never, abandon } }
           : claim;
-      },
-      complete: (key, token, ttlMs, fingerprint) => {
-        completed.push(key);
-        return memory.complete(key, token, ttlMs, fingerprint);
-      },
-      release: (key, token) => {
-        released.push(key);
-        return memory.release(key, token);
       },
     });
     const { receiver, errors } = setup({ store });
@@ -477,22 +464,19 @@ describe("the ordering guard's store failures: reported to onError, the answer u
     expect(result).toMatchObject({ status: 503, outcome: 'store_unavailable' });
     expect(errors).toHaveLength(1);
     expect(errors[0]!.message).toBe(
-      `the idempotency store failed to record the entity's version: ${cleanCause}`,
+      `the idempotency store failed to commit the handlers' transaction: ${cleanCause}`,
     );
     expect(errors[0]!.cause).toBe(cause);
-    // The key's completion is the commit: it never ran; the key was given back for the retry.
-    expect(completed).toEqual([]);
-    expect(released).toHaveLength(1);
   });
 
-  it('names the failed claim of the entity in the words the seller reads', async () => {
-    const { store, cause } = entityFailing('claimEntity', 'rejects');
+  it('names the failed claim in the words the seller reads', async () => {
+    const memory = memoryStore();
+    const cause = new Error(`ECONNRESET redis://:hunter2@10.0.0.1 (${SECRET})`);
+    const store: IdempotencyStore = { ...memory, claim: () => Promise.reject(cause) };
     const { receiver, errors } = setup({ store });
     receiver.on('CourseProgressChanged', () => undefined, { latestOnly: true });
     expect((await receiver.handle(progress(1_000))).status).toBe(503);
-    expect(errors[0]!.message).toBe(
-      `the idempotency store failed to claim the entity: ${cleanCause}`,
-    );
+    expect(errors[0]!.message).toBe(`the idempotency store failed to claim the key: ${cleanCause}`);
     expect(errors[0]!.cause).toBe(cause);
   });
 });

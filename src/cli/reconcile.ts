@@ -342,6 +342,11 @@ function jsonOf(report: ReconcileReport): unknown {
   return {
     ...report,
     failed: report.failed.map(({ kind, id, error }) => ({ kind, id, error: error.message })),
+    unrecorded: report.unrecorded.map(({ kind, id, error }) => ({
+      kind,
+      id,
+      error: error.message,
+    })),
   };
 }
 
@@ -361,6 +366,9 @@ function summary(report: ReconcileReport): string {
   lines.push(`checked  ${checked === '' ? 'nothing' : checked}`);
   lines.push(`handled  ${report.handled} (by a webhook or an earlier run)`);
   lines.push(`missing  ${report.missing.length}`);
+  for (const { kind, id } of report.inFlight) {
+    lines.push(`in flight  ${kind} ${id} (another claim holds it: check again later)`);
+  }
   for (const { kind, id, error } of report.failed) {
     lines.push(`failed   ${kind} ${id}: ${error.message}`);
   }

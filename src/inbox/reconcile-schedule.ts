@@ -169,6 +169,9 @@ export function reportSummary(report: ReconcileReport): Record<string, unknown> 
     recovered: report.recovered,
     missing: report.missing.length,
     failed: report.failed.length,
+    inFlight: report.inFlight.length,
+    unrecorded: report.unrecorded.length,
+    complete: report.complete,
   };
 }
 

@@ -473,9 +473,13 @@ export function adapterSuite(
       });
 
       it('answers 200 processed when the store fails to record completion', async () => {
+        const inner = memoryStore();
         const store: IdempotencyStore = {
-          ...memoryStore(),
-          complete: () => Promise.reject(new Error('connection reset')),
+          ...inner,
+          settle: (claim, how) =>
+            how === 'complete'
+              ? Promise.reject(new Error('connection reset'))
+              : inner.settle(claim, how),
         };
         const { url, errors } = await start({ store }, (receiver) => receiver.onAny(() => {}));
         const delivery = createTestDelivery();

@@ -14,8 +14,8 @@ import { deferred, hmacHex, signedRaw, signedRequest } from './signed.js';
 /** A store whose every call fails, as a Redis that went away. */
 const brokenStore: IdempotencyStore = {
   claim: () => Promise.reject(new Error('ECONNREFUSED redis://:hunter2@10.0.0.1')),
-  complete: () => Promise.resolve(),
-  release: () => Promise.resolve(),
+  settle: () => Promise.resolve(),
+  peek: () => Promise.reject(new Error('ECONNREFUSED redis://:hunter2@10.0.0.1')),
 };
 
 /** An inbox that cannot store anything. */

@@ -26,6 +26,9 @@ export function reportOf(n: number): ReconcileReport {
     recovered: 0,
     missing: [],
     failed: [],
+    inFlight: [],
+    unrecorded: [],
+    complete: true,
   };
 }
 
