@@ -1,6 +1,6 @@
 /**
  * Reconciliation's records, written by the receiver over real HTTP (the node adapter on a loopback
- * port, signed deliveries) on memoryStore, redisStore and postgresStore (issue 36, DESIGN 14):
+ * port, signed deliveries) on memoryStore, redisStore and postgresStore (docs/reconcile.md):
  * a processed or queued delivery about a listed entity (an invoice, an access) leaves its entity
  * recorded, so a reconcile run's claim of it finds it done; a failed one leaves it free for a run;
  * a delivery for an entity a run recovered runs nothing (200 duplicate), one while a run holds it
@@ -20,7 +20,8 @@ import { createReceiver, type ReceiverOptions } from '../src/receiver.js';
 import { memoryStore } from '../src/stores/memory.js';
 import { postgresStore } from '../src/stores/postgres.js';
 import { redisStore } from '../src/stores/redis.js';
-import type { ClaimResult, IdempotencyStore } from '../src/stores/types.js';
+import type { Claim, IdempotencyStore } from '../src/stores/types.js';
+import { heldOf, requestFor } from './stores/contract.js';
 import { listen, post, type Answer } from './adapters/suite.js';
 import { deferred, fixtureDelivery, SECRET, type Delivery } from './helpers/deliveries.js';
 import { usePostgresPool } from './helpers/postgres.js';
@@ -106,11 +107,11 @@ async function serve(
 async function probe(
   store: IdempotencyStore,
   entity: string,
-): Promise<ClaimResult['state'] | string> {
+): Promise<Claim['state'] | string> {
   const record = recordKeyOf(entity, undefined);
-  const answer = await store.claim(record, 5_000);
+  const answer = await store.claim(requestFor(record, { leaseMs: 5_000 }));
   if (answer.state === 'claimed') {
-    await store.release(record, answer.token);
+    await store.settle(answer, 'release');
     return 'free';
   }
   return answer.state === 'done' ? `done:${answer.fingerprint}` : answer.state;
@@ -119,9 +120,8 @@ async function probe(
 /** Recover `entity` as a reconcile run does: claim its record and complete it `reconciled`. */
 async function recover(store: IdempotencyStore, entity: string): Promise<void> {
   const record = recordKeyOf(entity, undefined);
-  const answer = await store.claim(record, 5_000);
-  if (answer.state !== 'claimed') throw new Error(`the record of ${entity} is ${answer.state}`);
-  await store.complete(record, answer.token, 60_000, RECOVERED_BY_RUN);
+  const request = requestFor(record, { leaseMs: 5_000, fingerprint: RECOVERED_BY_RUN });
+  await store.settle(heldOf(await store.claim(request)), 'complete');
 }
 
 function outcomeOf(answer: Answer): unknown {
@@ -165,14 +165,13 @@ describe.each(stores)('records on %s', (_name, makeStore) => {
     const store = makeStore();
     const { url, runs } = await serve(store);
     const record = recordKeyOf('invoice:877081', undefined);
-    const held = await store.claim(record, 30_000);
-    if (held.state !== 'claimed') throw new Error('the record should be free');
+    const held = heldOf(await store.claim(requestFor(record, { leaseMs: 30_000 })));
     const delivery = payment(877081);
     const first = await post(url, delivery);
     expect([first.status, outcomeOf(first)]).toEqual([409, 'in_flight']);
     expect(runs).toEqual([]);
     // The run's handler failed: it gives the record back; the platform's retry runs.
-    await store.release(record, held.token);
+    await store.settle(held, 'release');
     const retry = await post(url, delivery);
     expect([retry.status, outcomeOf(retry)]).toEqual([200, 'processed']);
     expect(runs).toEqual([`PaymentCompleted:${delivery.idempotencyKey}`]);

@@ -1,122 +1,45 @@
 /**
- * Reconciliation's records when the store fails them (src/entity-records.ts, the pipeline's
- * `record` step): a record that cannot be taken is a 503 the platform retries, with the key
- * given back; one that cannot be written or freed after the handlers is told to `onError` in
- * the seller's words, and the delivery's answer is what its handlers earned. Which events take a
- * record at all: those about an entity the platform lists, and no other.
+ * Reconciliation's records (src/entity-records.ts): which deliveries take a record in their claim
+ * (those about an entity the platform lists, and an enrollment without `access` under its user
+ * and product), how it is named, what it is completed with, and what a delivery answers when a
+ * run recovered its entity or another delivery holds it.
  */
 
 import { describe, expect, it } from 'vitest';
 import { recordKeyOf } from '../src/delivery-key.js';
-import { recordOf, recordMethodsOf, RECOVERED_BY_RUN } from '../src/entity-records.js';
-import { createReceiver, type SchoolhooksError } from '../src/index.js';
+import {
+  enrollmentRecordOf,
+  RECORDED_BY_WEBHOOK,
+  RECOVERED_BY_RUN,
+  recordOf,
+} from '../src/entity-records.js';
+import { createReceiver } from '../src/index.js';
 import { memoryStore } from '../src/stores/memory.js';
-import type { IdempotencyStore } from '../src/stores/types.js';
+import type { ClaimRequest, IdempotencyStore } from '../src/stores/types.js';
 import { fixtureDelivery } from './helpers/deliveries.js';
 import { SECRET } from './helpers/signed.js';
+import { heldOf, requestFor } from './stores/contract.js';
 
-type RecordMethod = 'claimRecord' | 'completeRecord' | 'releaseRecord';
-
-/** A memoryStore whose record method `failing` throws, the others made of its keys. */
-function storeFailing(failing: RecordMethod): { store: IdempotencyStore; calls: string[] } {
+/** A memoryStore that keeps every claim request it is given. */
+function watchedStore(): { store: IdempotencyStore; requests: ClaimRequest[] } {
   const inner = memoryStore();
-  const records = recordMethodsOf(inner);
-  const calls: string[] = [];
-  const wrap =
-    <A extends unknown[], R>(name: RecordMethod, method: (...args: A) => R) =>
-    (...args: A): R => {
-      calls.push(name);
-      if (name === failing) throw new Error(`redis went away during ${name}`);
-      return method(...args);
-    };
+  const requests: ClaimRequest[] = [];
   const store: IdempotencyStore = {
-    claim: (key, leaseMs) => inner.claim(key, leaseMs),
-    complete: (key, token, ttlMs, fingerprint) => inner.complete(key, token, ttlMs, fingerprint),
-    release: (key, token) => inner.release(key, token),
-    claimRecord: wrap('claimRecord', records.claimRecord),
-    completeRecord: wrap('completeRecord', records.completeRecord),
-    releaseRecord: wrap('releaseRecord', records.releaseRecord),
+    ...inner,
+    claim: (request) => (requests.push(request), inner.claim(request)),
   };
-  return { store, calls };
+  return { store, requests };
 }
 
-function payment(invoiceId = 877051) {
-  const delivery = fixtureDelivery('PaymentCompleted', (data) => {
-    ((data['payment'] as Record<string, unknown>)['invoice'] as Record<string, unknown>)['id'] =
-      invoiceId;
-  });
+function deliveryOf(event: string, edit?: (data: Record<string, unknown>) => void) {
+  const delivery = fixtureDelivery(event, edit);
   return { method: 'POST', headers: delivery.headers, body: delivery.body };
 }
 
-describe('the record step when the store fails', () => {
-  it('answers 503 store_unavailable when the record cannot be taken, and the retry runs', async () => {
-    const { store } = storeFailing('claimRecord');
-    const errors: SchoolhooksError[] = [];
-    const runs: string[] = [];
-    const receiver = createReceiver({ secret: SECRET, store, logger: false })
-      .on('PaymentCompleted', (event) => void runs.push(event.idempotencyKey))
-      .onError((error) => void errors.push(error));
-    const request = payment();
-    const first = await receiver.handle(request);
-    expect([first.status, first.outcome]).toEqual([503, 'store_unavailable']);
-    expect(runs).toEqual([]);
-    expect(errors.map((error) => [error.code, error.message])).toEqual([
-      [
-        'store_unavailable',
-        "the idempotency store failed to take the entity's record: redis went away during claimRecord",
-      ],
-    ]);
-    // The key was given back: with the store healed, the platform's retry is processed.
-    store.claimRecord = recordMethodsOf(memoryStore()).claimRecord;
-    const retry = await receiver.handle(request);
-    expect([retry.status, retry.outcome]).toEqual([200, 'processed']);
-  });
-
-  it('tells onError when the record cannot be written after the handlers, and still answers 200', async () => {
-    const { store } = storeFailing('completeRecord');
-    const errors: SchoolhooksError[] = [];
-    const receiver = createReceiver({ secret: SECRET, store, logger: false })
-      .on('PaymentCompleted', () => {})
-      .onError((error) => void errors.push(error));
-    const request = payment();
-    const answer = await receiver.handle(request);
-    expect([answer.status, answer.outcome]).toEqual([200, 'processed']);
-    expect(errors.map((error) => [error.code, error.message])).toEqual([
-      [
-        'store_unavailable',
-        'the idempotency store failed to record the entity as handled: redis went away during completeRecord',
-      ],
-    ]);
-    // The key itself was completed: a resend is a duplicate.
-    expect((await receiver.handle(request)).outcome).toBe('duplicate');
-  });
-
-  it('tells onError when the record cannot be freed after a handler failed, and still answers 500', async () => {
-    const { store } = storeFailing('releaseRecord');
-    const errors: SchoolhooksError[] = [];
-    const receiver = createReceiver({ secret: SECRET, store, logger: false })
-      .on('PaymentCompleted', () => {
-        throw new Error('crm hiccup');
-      })
-      .onError((error) => void errors.push(error));
-    const answer = await receiver.handle(payment());
-    expect([answer.status, answer.outcome]).toEqual([500, 'handler_failed']);
-    // Both told: the store's failure as it happens, the handler's with the answer.
-    expect(errors.map((error) => error.code).sort()).toEqual([
-      'handler_failed',
-      'store_unavailable',
-    ]);
-    expect(errors.find((error) => error.code === 'store_unavailable')?.message).toBe(
-      "the idempotency store failed to release the entity's record: redis went away during releaseRecord",
-    );
-  });
-});
-
-describe('which deliveries take a record', () => {
+describe('which deliveries take a record in their claim', () => {
   it('those about an invoice, an access, a certificate or a user; no progress, no other event', async () => {
-    const { store, calls } = storeFailing('completeRecord');
+    const { store, requests } = watchedStore();
     const receiver = createReceiver({ secret: SECRET, store, logger: false }).onAny(() => {});
-    receiver.onError(() => {});
     const events = [
       'PaymentCompleted',
       'ProductEnrolledToFree',
@@ -128,16 +51,12 @@ describe('which deliveries take a record', () => {
     ];
     const taken: string[] = [];
     for (const event of events) {
-      calls.length = 0;
-      const delivery = fixtureDelivery(event);
-      const answer = await receiver.handle({
-        method: 'POST',
-        headers: delivery.headers,
-        body: delivery.body,
-      });
+      requests.length = 0;
+      const answer = await receiver.handle(deliveryOf(event));
       // Every one is processed, with a record or without.
       expect([event, answer.outcome]).toEqual([event, 'processed']);
-      if (calls.includes('claimRecord')) taken.push(event);
+      expect(requests).toHaveLength(1);
+      if (requests[0]!.records !== undefined) taken.push(event);
     }
     expect(taken).toEqual([
       'PaymentCompleted',
@@ -147,6 +66,44 @@ describe('which deliveries take a record', () => {
     ]);
   });
 
+  it('completes the record `webhook` with the key, in the same settle', async () => {
+    const { store, requests } = watchedStore();
+    const receiver = createReceiver({ secret: SECRET, store, logger: false }).onAny(() => {});
+    await receiver.handle(deliveryOf('PaymentCompleted'));
+    const [request] = requests;
+    expect(request!.records).toHaveLength(1);
+    expect(await store.peek(request!.records!)).toEqual([
+      { state: 'done', fingerprint: RECORDED_BY_WEBHOOK },
+    ]);
+  });
+
+  it('takes none with recordEntities: false', async () => {
+    const { store, requests } = watchedStore();
+    const receiver = createReceiver({
+      secret: SECRET,
+      store,
+      logger: false,
+      recordEntities: false,
+    }).onAny(() => {});
+    await receiver.handle(deliveryOf('PaymentCompleted'));
+    expect(requests.map((request) => request.records)).toEqual([undefined]);
+  });
+
+  it('records an enrollment without access under its user and product', async () => {
+    const { store, requests } = watchedStore();
+    const receiver = createReceiver({ secret: SECRET, store, logger: false }).onAny(() => {});
+    await receiver.handle(
+      deliveryOf('ProductEnrolledToFree', (data) => {
+        delete data['access'];
+        data['user'] = { ...(data['user'] as object), id: 5150 };
+        data['product'] = { ...(data['product'] as object), id: 31 };
+      }),
+    );
+    expect(requests[0]!.records).toEqual([recordKeyOf('enrollment:5150:31', undefined)]);
+  });
+});
+
+describe('a record as the receiver names it', () => {
   it('names the record by the entity and the tenant, never one for two', () => {
     const event = (id: number) => ({
       event: 'PaymentCompleted',
@@ -164,55 +121,63 @@ describe('which deliveries take a record', () => {
     ).toBeUndefined();
   });
 
-  const METHODS = ['claimRecord', 'completeRecord', 'releaseRecord'] as const;
-  it.each([
-    ...METHODS.map((only) => [only]),
-    ...METHODS.map((left) => METHODS.filter((m) => m !== left)),
-  ])(
-    'makes all three of its key methods for a store that has only %s, and calls none of its own',
-    async (...own) => {
-      const called: string[] = [];
-      const store: IdempotencyStore = { ...memoryStore() };
-      for (const name of own) {
-        store[name] = () => {
-          called.push(name);
-          throw new Error(`a half-made ${name}`);
-        };
-      }
-      const records = recordMethodsOf(store);
-      const record = recordKeyOf('invoice:9', undefined);
-      const first = await records.claimRecord(record, 1000, { key: 'k', token: 't' });
-      if (first.state !== 'claimed') throw new Error(`expected a claim, got ${first.state}`);
-      await records.completeRecord(record, first.token, 1000);
-      const again = store.claim(record, 1000);
-      expect(again).toEqual({ state: 'done', fingerprint: 'webhook' });
-      await records.releaseRecord(recordKeyOf('invoice:10', undefined), 'no-token');
-      expect(called).toEqual([]);
-    },
-  );
-
-  it("reads a run's recovery as recovered and a webhook's record as recorded, on any store", async () => {
-    const store = memoryStore();
-    const records = recordMethodsOf(store);
-    const held = { key: 'k', token: 't' };
-    const first = records.claimRecord('~["record",null,"invoice:1"]', 1000, held);
-    expect(first).toMatchObject({ state: 'claimed' });
-    expect(records.claimRecord('~["record",null,"invoice:1"]', 1000, held)).toEqual({
-      state: 'in_flight',
-    });
-    await records.completeRecord(
-      '~["record",null,"invoice:1"]',
-      (first as { token: string }).token,
-      1000,
+  it("names an enrollment without access by its user and product, as an access list item's second record", () => {
+    const enrollment = (data: unknown) => recordOf({ event: 'ProductEnrolledViaLms', data }, 't');
+    const named = enrollment({ user: { id: 7 }, product: { id: 31 } });
+    expect(named).toBe(recordKeyOf('enrollment:7:31', 't'));
+    expect(named).toBe(enrollmentRecordOf(7, 31, 't'));
+    // The access wins when there is one; without a user or a product there is nothing to name.
+    expect(enrollment({ user: { id: 7 }, product: { id: 31 }, access: { id: 9 } })).toBe(
+      recordKeyOf('access:9', 't'),
     );
-    expect(records.claimRecord('~["record",null,"invoice:1"]', 1000, held)).toEqual({
-      state: 'recorded',
+    expect(enrollment({ user: { id: 7 } })).toBeUndefined();
+    expect(enrollment({ product: { id: 31 } })).toBeUndefined();
+    // Two enrollments of one user in two products, or two users in one, are two records.
+    expect(enrollment({ user: { id: 7 }, product: { id: 32 } })).not.toBe(named);
+    expect(enrollment({ user: { id: 71 }, product: { id: 31 } })).not.toBe(named);
+    // Ids with the separator are escaped: 1:23 and 12:3 stay apart.
+    expect(enrollmentRecordOf('1:2', 3, undefined)).not.toBe(enrollmentRecordOf(1, '2:3', undefined));
+    // Another event without an entity has no record.
+    expect(recordOf({ event: 'UserAcquainted', data: { user: { id: 7 } } }, 't')).toBeUndefined();
+  });
+});
+
+describe('a delivery about an entity a run took', () => {
+  it('answers 200 duplicate for an entity a run recovered, completing its key and running nothing', async () => {
+    const store = memoryStore();
+    const ran: string[] = [];
+    const receiver = createReceiver({ secret: SECRET, store, logger: false }).on(
+      'PaymentCompleted',
+      (event) => void ran.push(event.idempotencyKey),
+    );
+    const request = deliveryOf('PaymentCompleted', (data) => {
+      ((data['payment'] as Record<string, unknown>)['invoice'] as Record<string, unknown>)['id'] =
+        424242;
     });
-    const run = store.claim('~["record",null,"invoice:2"]', 1000);
-    if (!('token' in run)) throw new Error('free');
-    store.complete('~["record",null,"invoice:2"]', run.token, 1000, RECOVERED_BY_RUN);
-    expect(records.claimRecord('~["record",null,"invoice:2"]', 1000, held)).toEqual({
-      state: 'recovered',
+    const record = recordKeyOf('invoice:424242', undefined);
+    const run = heldOf(await store.claim(requestFor(record, { fingerprint: RECOVERED_BY_RUN })));
+    await store.settle(run, 'complete');
+    expect((await receiver.handle(request)).outcome).toBe('duplicate');
+    expect((await receiver.handle(request)).outcome).toBe('duplicate');
+    expect(ran).toEqual([]);
+    expect(await store.peek([record])).toEqual([{ state: 'done', fingerprint: RECOVERED_BY_RUN }]);
+  });
+
+  it('tries again for about 0.6 s while another claim holds the record, then answers 409 in_flight', async () => {
+    const store = memoryStore();
+    const receiver = createReceiver({ secret: SECRET, store, logger: false }).onAny(() => {});
+    const request = deliveryOf('PaymentCompleted', (data) => {
+      ((data['payment'] as Record<string, unknown>)['invoice'] as Record<string, unknown>)['id'] =
+        434343;
     });
+    const record = recordKeyOf('invoice:434343', undefined);
+    const held = heldOf(await store.claim(requestFor(record)));
+    const started = performance.now();
+    expect((await receiver.handle(request)).outcome).toBe('in_flight');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(550);
+    // Freed within the wait: the delivery takes it and runs.
+    const again = receiver.handle(request);
+    setTimeout(() => void store.settle(held, 'release'), 100);
+    expect((await again).outcome).toBe('processed');
   });
 });

@@ -227,9 +227,9 @@ describe('step 6, validate', () => {
 describe('step 7, claim', () => {
   it('answers duplicate to a key a store remembers without a fingerprint', async () => {
     const store: IdempotencyStore = {
-      claim: () => ({ state: 'done' }),
-      complete: () => undefined,
-      release: () => undefined,
+      claim: () => Promise.resolve({ state: 'done' }),
+      settle: () => Promise.resolve(),
+      peek: () => Promise.resolve([]),
     };
     const { receiver } = setup({ store });
     expect((await receiver.handle(signedRequest())).outcome).toBe('duplicate');
@@ -239,8 +239,8 @@ describe('step 7, claim', () => {
     const down = new Error('ECONNREFUSED');
     const store: IdempotencyStore = {
       claim: () => Promise.reject(down),
-      complete: () => undefined,
-      release: () => undefined,
+      settle: () => Promise.resolve(),
+      peek: () => Promise.resolve([]),
     };
     const { receiver, errors } = setup({ store });
     expect((await receiver.handle(signedRequest())).status).toBe(503);
@@ -250,10 +250,13 @@ describe('step 7, claim', () => {
 });
 
 describe('step 8, dispatch', () => {
-  /** A memory store whose complete or release fails with `error`. */
+  /** A memory store whose settle `which` fails with `error`. */
   function failing(which: 'complete' | 'release', error: Error): IdempotencyStore {
     const store = memoryStore();
-    return { ...store, [which]: () => Promise.reject(error) } as IdempotencyStore;
+    return {
+      ...store,
+      settle: (claim, how) => (how === which ? Promise.reject(error) : store.settle(claim, how)),
+    };
   }
 
   it('still acknowledges handlers that succeeded when the completion fails, and reports why', async () => {
@@ -284,13 +287,17 @@ describe('step 8, dispatch', () => {
     const down = new Error('commit failed');
     const abandon = vi.fn();
     const store: IdempotencyStore = {
-      claim: () => ({
-        state: 'claimed',
-        token: 't',
-        transaction: { client: {} as never, abandon },
-      }),
-      complete: () => Promise.reject(down),
-      release: () => undefined,
+      claim: (request) =>
+        Promise.resolve({
+          state: 'claimed',
+          request,
+          token: 't',
+          records: [],
+          superseded: false,
+          transaction: { client: {} as never, abandon },
+        }),
+      settle: (_claim, how) => (how === 'complete' ? Promise.reject(down) : Promise.resolve()),
+      peek: () => Promise.resolve([]),
     };
     const { receiver, errors } = setup({ store });
     receiver.on('UserSignedIn', () => undefined);
@@ -409,7 +416,9 @@ describe('a worker’s run of a stored delivery', () => {
       expect((await receiver.processStored(stored, { attempt: 1 })).outcome).toBe('processed');
     }
     expect(ran).toEqual(['run-a', 'run-b']);
-    expect((await store.claim('~["run","run-a"]', 1000)).state).toBe('done');
-    expect((await store.claim('run-a', 1000)).state).toBe('claimed');
+    expect(await store.peek(['~["run","run-a"]', 'run-a'])).toEqual([
+      { state: 'done', fingerprint: expect.any(String) },
+      { state: 'free' },
+    ]);
   });
 });

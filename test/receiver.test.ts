@@ -372,8 +372,8 @@ describe('receiver.handle: the status table', () => {
   it('answers 503 store_unavailable when the store fails to claim', async () => {
     const store: IdempotencyStore = {
       claim: () => Promise.reject(new Error('ECONNREFUSED redis://:hunter2@10.0.0.1')),
-      complete: () => Promise.resolve(),
-      release: () => Promise.resolve(),
+      settle: () => Promise.resolve(),
+      peek: () => Promise.resolve([]),
     };
     const { receiver, errors } = setup({ store });
     const handler = vi.fn();
@@ -519,9 +519,9 @@ describe('receiver.handle: the status table', () => {
   it('answers 200 processed when handlers succeeded but completion failed, and reports it', async () => {
     const inner = memoryStore();
     const store: IdempotencyStore = {
-      claim: (key, lease) => inner.claim(key, lease),
-      complete: () => Promise.reject(new Error('write failed')),
-      release: (key, token) => inner.release(key, token),
+      ...inner,
+      settle: (claim, how) =>
+        how === 'complete' ? Promise.reject(new Error('write failed')) : inner.settle(claim, how),
     };
     const { receiver, errors } = setup({ store });
     receiver.on('UserSignedIn', () => {});
