@@ -12,6 +12,7 @@ import { storeUnavailable } from './unavailable.js';
 import type {
   Claim,
   ClaimRequest,
+  Completion,
   HeldClaim,
   IdempotencyStore,
   KeyState,
@@ -187,6 +188,9 @@ class RedisStore {
       version === undefined
         ? [0, 0]
         : [finite(version.versionMs), milliseconds(version.ttlMs, 'version ttlMs')];
+    // Refused now rather than at the settle: a claim whose completion could not be sent would
+    // hold its key, records and entity for the whole lease, a release failing as well.
+    doneArgs(request.completion);
     this.#unfinished.leased(px);
     const records = request.records ?? [];
     const parts = this.#partsOf(
@@ -309,12 +313,7 @@ class RedisStore {
       // lease holds the key, so this claim took nothing, and losing the completion would run
       // the event again once its lease ends.
       if (sent.unanswered && this.#unfinished.get(redisKey)?.completes !== true) {
-        this.#unfinished.keep(
-          SETTLE,
-          part.keys,
-          settleArgs(part, lease, 'release', undefined),
-          false,
-        );
+        this.#unfinished.keep(SETTLE, part.keys, settleArgs(part, lease, 'release'), false);
       }
       throw error;
     });
@@ -364,7 +363,7 @@ class RedisStore {
     how: Settlement,
     request: ClaimRequest,
   ): Promise<void> {
-    const args = settleArgs(part, lease, how, request);
+    const args = settleArgs(part, lease, how, request.completion);
     try {
       await this.#calls.run(how, (call) => this.#sender.evalScript(SETTLE, part.keys, args, call));
     } catch (error) {
@@ -396,27 +395,37 @@ class RedisStore {
   }
 }
 
-/** The arguments of {@link SETTLE} for one part (the done values read from the request's completion). */
+/**
+ * The arguments of {@link SETTLE} for one part: a completion's done values come from `completion`;
+ * a release marks nothing done.
+ */
 function settleArgs(
   part: Part,
   lease: string,
   how: Settlement,
-  request: ClaimRequest | undefined,
+  completion?: Completion,
 ): (string | number)[] {
-  const completion = request?.completion;
-  const records = completion?.records ?? completion;
+  const done = how === 'complete' && completion !== undefined ? doneArgs(completion) : NOT_DONE;
+  return [part.hasKey ? 1 : 0, part.records.length, part.hasVersion ? 1 : 0, lease, how, ...done];
+}
+
+/**
+ * A completion as {@link SETTLE} writes it: the key's done value and ttl, then the records'. A
+ * ttl that is not a positive number of ms is a `ConfigError`.
+ */
+function doneArgs(completion: Completion): (string | number)[] {
+  const { records } = completion;
+  const ttlMs = milliseconds(completion.ttlMs, 'ttlMs');
   return [
-    part.hasKey ? 1 : 0,
-    part.records.length,
-    part.hasVersion ? 1 : 0,
-    lease,
-    how,
-    completion === undefined ? '' : DONE + completion.fingerprint,
-    completion === undefined ? 1 : milliseconds(completion.ttlMs, 'ttlMs'),
-    records === undefined ? '' : DONE + records.fingerprint,
-    records === undefined ? 1 : milliseconds(records.ttlMs, 'ttlMs'),
+    DONE + completion.fingerprint,
+    ttlMs,
+    DONE + (records ?? completion).fingerprint,
+    records === undefined ? ttlMs : milliseconds(records.ttlMs, 'records ttlMs'),
   ];
 }
+
+/** The done values of a release, which marks nothing done. */
+const NOT_DONE: readonly (string | number)[] = ['', 1, '', 1];
 
 /** Whether a part's claim took what it asked for. */
 function isClaimed(reply: PromiseSettledResult<ClaimReply>): boolean {

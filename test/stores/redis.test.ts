@@ -385,6 +385,40 @@ describe('redisStore', () => {
     expect((await store.claim(requestFor(key))).state).toBe('claimed');
   });
 
+  it('refuses a completion ttl that is not a positive number of ms at claim time, taking nothing it could not settle', async () => {
+    // A claim whose completion could never be sent would hold the key, its records and its
+    // entity (at its version) for the whole lease: neither its completion nor its release could
+    // end them.
+    const store = redisStore({ client, prefix: PREFIX });
+    const [key, r, e] = [`ttl-${randomUUID()}`, record(), entity()];
+    const version = { entity: e, versionMs: 1_000 };
+    for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      const own = await refusal(
+        store.claim(requestFor(key, { ttlMs: bad, records: [r], version })),
+        ConfigError,
+        String(bad),
+      );
+      expect(own.message).toBe('redisStore: ttlMs must be a positive number of milliseconds');
+      const records = await refusal(
+        store.claim(
+          requestFor(key, { records: [r], recordsAs: { fingerprint: 'webhook', ttlMs: bad } }),
+        ),
+        ConfigError,
+        String(bad),
+      );
+      expect(records.message).toBe(
+        'redisStore: records ttlMs must be a positive number of milliseconds',
+      );
+    }
+    const untouched = [redisKey(key), redisKey(r), `${redisKey(e)}:entity`];
+    expect(await client.exists(...untouched, `${redisKey(e)}:entity-lease`)).toBe(0);
+    // A fraction is rounded up: PX 1, so the key is soon free again.
+    const fraction = await claimed(store, key, { ttlMs: 0.5, records: [r], version });
+    await store.settle(fraction, 'complete');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(await client.exists(redisKey(key))).toBe(0);
+  });
+
   it('refuses to guess when the key, a record or the entity holds a value it did not write', async () => {
     const store = redisStore({ client, prefix: PREFIX });
     const foreign = 'something else';
