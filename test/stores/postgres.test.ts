@@ -2,14 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { nodeListener } from '../../adapters/node.js';
 import { ConfigError, StoreUnavailableError } from '../../src/errors.js';
 import { createReceiver, type Receiver } from '../../src/receiver.js';
 import { memoryInbox } from '../../src/inbox/memory.js';
 import { memoryStore } from '../../src/stores/memory.js';
 import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';
-import type { ClaimResult } from '../../src/stores/types.js';
+import type { HeldClaim } from '../../src/stores/types.js';
+import { entityTableOf } from '../../src/stores/postgres-table.js';
 import { freePort, sleep } from '../helpers/redis.js';
 import {
   dropTables,
@@ -20,7 +21,7 @@ import {
 } from '../helpers/postgres.js';
 import { failureOf } from '../helpers/failure-of.js';
 import { signedRequest, SECRET } from '../helpers/signed.js';
-import { describeStoreContract } from './contract.js';
+import { describeStoreContract, heldOf, requestFor } from './contract.js';
 
 let database: TestPostgres;
 let pool: pg.Pool;
@@ -51,15 +52,14 @@ afterAll(async () => {
 describeStoreContract('postgresStore', async () => ({
   store: postgresStore({ pool, table: table('sh_contract') }),
   cleanup: async () => {},
+  transactional: true,
 }));
 
 describe('postgresStore', () => {
   it('creates its table on first use, with the DDL postgresStoreSql gives', async () => {
     const name = table();
     const store = postgresStore({ pool, table: name });
-    const claim = await store.claim('k', 10_000);
-    if (claim.state !== 'claimed') throw new Error('expected a claim');
-    await store.complete('k', claim.token, 60_000, 'fp');
+    await store.settle(heldOf(await store.claim(requestFor('k'))), 'complete');
     const { rows } = await pool.query<{ key: string; fingerprint: string }>(
       `SELECT key, fingerprint FROM "${name}"`,
     );
@@ -80,104 +80,117 @@ describe('postgresStore', () => {
 
   it('gives the handlers the claim transaction: the key and their writes commit together', async () => {
     const name = table();
-    const effects = table('sh_effects');
-    await pool.query(`CREATE TABLE "${effects}" (key text)`);
+    const effects = await effectsTable();
     const store = postgresStore({ pool, table: name });
-    const claim = await store.claim('together', 10_000);
-    const client = transactionOf(claim);
-    await client.query(`INSERT INTO "${effects}" VALUES ('together')`);
-    // Not visible outside before the commit.
+    const claim = heldOf(await store.claim(requestFor('together')));
+    await transactionOf(claim).query(`INSERT INTO "${effects}" VALUES ('together')`);
+    // Not visible outside before the commit, the key's done row neither.
     expect((await pool.query(`SELECT * FROM "${effects}"`)).rows).toEqual([]);
-    await store.complete('together', tokenOf(claim), 60_000, 'fp');
+    expect(await store.peek(['together'])).toEqual([{ state: 'free' }]);
+    await store.settle(claim, 'complete');
     expect((await pool.query(`SELECT key FROM "${effects}"`)).rows).toEqual([{ key: 'together' }]);
-    expect(await store.claim('together', 10_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+    expect(await store.claim(requestFor('together'))).toEqual({ state: 'done', fingerprint: 'fp' });
   });
 
-  it("writes an entity's version in the claim's transaction: it commits with the key, or not at all", async () => {
+  it("writes an entity's version and its record in the claim's transaction: they commit with the key, or not at all", async () => {
     const name = table();
     const store = postgresStore({ pool, table: name });
     const entity = '~["entity",null,"progress:1:2:3"]';
-    /** A delivery's claim of its key and of the entity, the entity completed at `versionMs`. */
-    const processed = async (key: string, versionMs: number) => {
-      const claim = await store.claim(key, 10_000);
-      const held = { key, token: tokenOf(claim) };
-      const taken = await store.claimEntity!(entity, versionMs, 10_000, held);
-      if (taken.state !== 'claimed') throw new Error(`expected the entity, got ${taken.state}`);
-      await store.completeEntity!(entity, taken.token, versionMs, 60_000);
-      return held;
+    const record = '~["record",null,"progress:1:2:3"]';
+    /** A delivery's claim of its key, the entity's record and the entity at `versionMs`. */
+    const claimAt = async (key: string, versionMs: number) => {
+      const claim = heldOf(
+        await store.claim(
+          requestFor(key, {
+            records: [record],
+            recordsAs: { fingerprint: 'webhook', ttlMs: 60_000 },
+            version: { entity, versionMs },
+          }),
+        ),
+      );
+      expect(claim).toMatchObject({ records: [{ state: 'held' }], superseded: false });
+      return claim;
     };
-    const versions = () => pool.query(`SELECT key, version_ms FROM "${name}_entities"`);
+    const versions = async () =>
+      (await pool.query(`SELECT key, version_ms FROM "${name}_entities"`)).rows;
+    const keys = async () =>
+      (await pool.query(`SELECT key, fingerprint FROM "${name}" ORDER BY key`)).rows;
     // Rolled back with the key (the handlers' writes failed to commit): nothing recorded.
-    const rolled = await processed('rolled-back', 2_000);
-    expect((await versions()).rows).toEqual([]);
-    await store.release(rolled.key, rolled.token);
-    expect((await versions()).rows).toEqual([]);
+    const rolled = await claimAt('rolled-back', 2_000);
+    expect(await versions()).toEqual([]);
+    expect(await keys()).toEqual([]);
+    await store.settle(rolled, 'release');
+    expect(await versions()).toEqual([]);
+    expect(await keys()).toEqual([]);
     // Committed with the key.
-    const done = await processed('committed', 1_000);
-    expect((await versions()).rows).toEqual([]);
-    await store.complete(done.key, done.token, 60_000, 'fp');
-    expect((await versions()).rows).toEqual([{ key: entity, version_ms: 1_000 }]);
+    const done = await claimAt('committed', 1_000);
+    expect(await versions()).toEqual([]);
+    expect(await keys()).toEqual([]);
+    await store.settle(done, 'complete');
+    expect(await versions()).toEqual([{ key: entity, version_ms: 1_000 }]);
+    expect(await keys()).toEqual([
+      { key: 'committed', fingerprint: 'fp' },
+      { key: record, fingerprint: 'webhook' },
+    ]);
   });
 
   it('rolls the handlers writes back with the release, and frees the key at once', async () => {
     const name = table();
-    const effects = table('sh_effects');
-    await pool.query(`CREATE TABLE "${effects}" (key text)`);
+    const effects = await effectsTable();
     const store = postgresStore({ pool, table: name });
-    const claim = await store.claim('rolled', 10_000);
+    const claim = heldOf(await store.claim(requestFor('rolled')));
     await transactionOf(claim).query(`INSERT INTO "${effects}" VALUES ('rolled')`);
-    await store.release('rolled', tokenOf(claim));
+    await store.settle(claim, 'release');
     expect((await pool.query(`SELECT * FROM "${effects}"`)).rows).toEqual([]);
-    expect((await store.claim('rolled', 10_000)).state).toBe('claimed');
+    expect((await store.claim(requestFor('rolled'))).state).toBe('claimed');
   });
 
   it('lets the key go when the connection of its claim drops, with no lease to wait out', async () => {
     const name = table();
     const store = postgresStore({ pool, table: name });
-    const claim = await store.claim('dropped', 60_000);
-    const pid = (transactionOf(claim) as pg.PoolClient & { processID: number }).processID;
-    await pool.query('SELECT pg_terminate_backend($1, 5000)', [pid]);
-    const next = await store.claim('dropped', 60_000);
-    expect(next.state).toBe('claimed');
+    const claim = heldOf(await store.claim(requestFor('dropped', { leaseMs: 60_000 })));
+    await pool.query('SELECT pg_terminate_backend($1, 5000)', [pidOf(claim)]);
+    const next = heldOf(await store.claim(requestFor('dropped', { leaseMs: 60_000 })));
     // The dead claim's completion does not pretend to have committed...
-    const failure = await failureOf(store.complete('dropped', tokenOf(claim), 60_000, 'fp'));
+    const failure = await failureOf(store.settle(claim, 'complete'));
     expect(failure).toBeInstanceOf(StoreUnavailableError);
     expect((failure as StoreUnavailableError).code).toBe('store_unavailable');
     // ...nor does it record the key anywhere: once the next claim lets go, the key is free, not
     // done (a completion written outside the claim's transaction would run no resend again).
     expect((await pool.query(`SELECT key FROM "${name}"`)).rows).toEqual([]);
-    await store.release('dropped', tokenOf(next));
-    expect((await store.claim('dropped', 60_000)).state).toBe('claimed');
+    await store.settle(next, 'release');
+    expect((await store.claim(requestFor('dropped', { leaseMs: 60_000 }))).state).toBe('claimed');
   });
 
   it('abandons a claim: later writes through its client fail and nothing commits', async () => {
     const name = table();
-    const effects = table('sh_effects');
-    await pool.query(`CREATE TABLE "${effects}" (key text)`);
+    const effects = await effectsTable();
     const store = postgresStore({ pool, table: name });
-    const claim = await store.claim('abandoned', 60_000);
-    if (claim.state !== 'claimed' || !claim.transaction) throw new Error('expected a transaction');
-    await claim.transaction.client.query(`INSERT INTO "${effects}" VALUES ('before')`);
-    claim.transaction.abandon();
-    await expect(
-      claim.transaction.client.query(`INSERT INTO "${effects}" VALUES ('after')`),
-    ).rejects.toThrow();
-    await store.complete('abandoned', claim.token, 60_000, 'fp');
+    const claim = heldOf(await store.claim(requestFor('abandoned', { leaseMs: 60_000 })));
+    const client = transactionOf(claim);
+    await client.query(`INSERT INTO "${effects}" VALUES ('before')`);
+    claim.transaction!.abandon();
+    // pg refuses a query on a client it has closed (an Error, never a result).
+    await failureOf(client.query(`INSERT INTO "${effects}" VALUES ('after')`));
+    await store.settle(claim, 'complete');
     expect((await pool.query(`SELECT * FROM "${effects}"`)).rows).toEqual([]);
+    expect((await pool.query(`SELECT key FROM "${name}"`)).rows).toEqual([]);
     // The key is free again as soon as Postgres has seen the connection go.
-    await eventually(async () => (await store.claim('abandoned', 60_000)).state === 'claimed');
+    await eventually(
+      async () =>
+        (await store.claim(requestFor('abandoned', { leaseMs: 60_000 }))).state === 'claimed',
+    );
   });
 
   it('deletes expired keys in the background', async () => {
     const name = table();
     const store = postgresStore({ pool, table: name });
     for (const key of ['old-1', 'old-2']) {
-      const claim = await store.claim(key, 10_000);
-      await store.complete(key, tokenOf(claim), 1, 'fp');
+      await store.settle(heldOf(await store.claim(requestFor(key, { ttlMs: 1 }))), 'complete');
     }
     // A new store sweeps on its first claim (the first store already swept this minute).
     await sleep(20);
-    await postgresStore({ pool, table: name }).claim('fresh', 10_000);
+    await postgresStore({ pool, table: name }).claim(requestFor('fresh'));
     await eventually(async () => (await pool.query(`SELECT key FROM "${name}"`)).rows.length === 0);
   });
 
@@ -187,7 +200,11 @@ describe('postgresStore', () => {
     dead.on('error', () => {});
     const store = postgresStore({ pool: dead, table: table(), connectTimeoutMs: 300 });
     const startedAt = Date.now();
-    await expect(store.claim('k', 10_000)).rejects.toThrow(StoreUnavailableError);
+    for (const failing of [store.claim(requestFor('k')), store.peek(['k'])]) {
+      const failure = await failureOf(failing);
+      expect(failure).toBeInstanceOf(StoreUnavailableError);
+      expect((failure as StoreUnavailableError).code).toBe('store_unavailable');
+    }
     expect(Date.now() - startedAt).toBeLessThan(3000);
     await dead.end();
   });
@@ -203,16 +220,216 @@ describe('postgresStore', () => {
     dead.on('error', () => {});
     const store = postgresStore({ pool: dead, table: table(), connectTimeoutMs: 300 });
     const startedAt = Date.now();
-    const claiming = store.claim('k', 10_000);
-    await expect(claiming).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(claiming).rejects.toMatchObject({
-      code: 'store_unavailable',
-      message: expect.stringMatching(/within 300 ms/),
-    });
+    for (const [operation, failing] of [
+      ['claim', store.claim(requestFor('k'))],
+      ['peek', store.peek(['k'])],
+    ] as const) {
+      const failure = await failureOf(failing);
+      expect(failure).toBeInstanceOf(StoreUnavailableError);
+      expect(failure).toMatchObject({
+        code: 'store_unavailable',
+        message: `Postgres did not answer ${operation} within 300 ms`,
+      });
+    }
     expect(Date.now() - startedAt).toBeLessThan(2000);
     for (const socket of sockets) socket.destroy();
     silent.close();
     void dead.end().catch(() => {});
+  });
+});
+
+describe("postgresStore's one claim and one settle", () => {
+  const RECORD = '~["record",null,"invoice:9"]';
+  const ENTITY = '~["entity",null,"invoice:9"]';
+
+  /** A pool of its own (its clients are wrapped) whose queries are listed as they are sent. */
+  function listedPool(): {
+    pool: pg.Pool;
+    /** What the pool's clients sent, in order: the text of each query. */
+    sent: string[];
+    /** What was sent through the pool itself (table upkeep, peek). */
+    pooled: string[];
+  } {
+    const own = new pg.Pool({ connectionString: database.url, max: 4 });
+    own.on('error', () => {});
+    ends.push(own);
+    const sent: string[] = [];
+    const pooled: string[] = [];
+    const listed = {
+      query(...args: unknown[]) {
+        pooled.push(String(args[0]));
+        return (own.query as (...args: unknown[]) => unknown)(...args);
+      },
+      async connect() {
+        const client = await own.connect();
+        // Listed while the store has it: the pool's own queries (own.query) may borrow it later.
+        const { query, release } = client;
+        const patched = client as unknown as { query: unknown; release: unknown };
+        patched.query = (...args: unknown[]) => {
+          sent.push(String(args[0]));
+          return (query as (...args: unknown[]) => unknown).apply(client, args);
+        };
+        patched.release = (...args: unknown[]) => {
+          patched.query = query;
+          patched.release = release;
+          return (release as (...args: unknown[]) => unknown).apply(client, args);
+        };
+        return client;
+      },
+    } as unknown as pg.Pool;
+    return { pool: listed, sent, pooled };
+  }
+
+  /** Pools a test made, ended after it. */
+  const ends: pg.Pool[] = [];
+  afterEach(async () => {
+    for (const own of ends.splice(0)) await Promise.race([own.end(), sleep(1000)]);
+  });
+
+  /** The request with a key, a record and a version whose round trips are counted. */
+  const everything = (key: string) =>
+    requestFor(key, {
+      records: [RECORD + key],
+      recordsAs: { fingerprint: 'webhook', ttlMs: 60_000 },
+      version: { entity: ENTITY, versionMs: Date.now() },
+    });
+
+  it('claims a key, a record and a version in two round trips, and settles in one', async () => {
+    const { pool: listed, sent, pooled } = listedPool();
+    const store = postgresStore({ pool: listed, table: table() });
+    // The first claim makes the table and starts the minute's sweep (both on the pool).
+    await store.settle(heldOf(await store.claim(everything('warm'))), 'release');
+    sent.length = 0;
+    pooled.length = 0;
+
+    const claim = heldOf(await store.claim(everything('counted')));
+    expect(claim).toMatchObject({ records: [{ state: 'held' }], superseded: false });
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toMatch(
+      /^BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_try_advisory_xact_lock/,
+    );
+    // Every lock in that one simple query: the key's, the record's, the entity's.
+    expect(sent[0]!.match(/pg_try_advisory_xact_lock/g)).toHaveLength(3);
+    expect(sent[1]).toMatch(/^WITH key_done AS /);
+    expect(pooled).toEqual([]);
+
+    sent.length = 0;
+    await store.settle(claim, 'complete');
+    expect(sent).toEqual(['COMMIT']);
+
+    const released = heldOf(await store.claim(everything('released')));
+    sent.length = 0;
+    await store.settle(released, 'release');
+    expect(sent).toEqual(['ROLLBACK']);
+    expect(pooled).toEqual([]);
+    expect(await store.peek(['counted', RECORD + 'counted', 'released'])).toEqual([
+      { state: 'done', fingerprint: 'fp' },
+      { state: 'done', fingerprint: 'webhook' },
+      { state: 'free' },
+    ]);
+    // The peek is one query on the pool, none on a client of its own.
+    expect(sent).toEqual(['ROLLBACK']);
+    expect(pooled).toHaveLength(1);
+    expect(pooled[0]).toMatch(/^SELECT key, fingerprint FROM .* WHERE key = ANY\(\$1/);
+  });
+
+  it('peeks without creating its table: a missing one fails with 42P01 and stays missing', async () => {
+    const name = table();
+    const store = postgresStore({ pool, table: name });
+    const failure = await failureOf(store.peek(['k']));
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect((failure as StoreUnavailableError).code).toBe('store_unavailable');
+    expect((failure.cause as { code?: unknown }).code).toBe('42P01');
+    expect(failure.message).toMatch(/^Postgres peek failed: /);
+    const { rows } = await pool.query<{ keys: string | null; entities: string | null }>(
+      'SELECT to_regclass($1) AS keys, to_regclass($2) AS entities',
+      [`"${name}"`, `"${entityTableOf(name)}"`],
+    );
+    expect(rows).toEqual([{ keys: null, entities: null }]);
+  });
+
+  describe('a claim that takes nothing rolls back what its transaction wrote', () => {
+    /** A store on a pool of one client, beside `holder` on the test pool, on one table. */
+    async function oneClientStore() {
+      const name = table();
+      const holder = postgresStore({ pool, table: name });
+      const one = new pg.Pool({ connectionString: database.url, max: 1 });
+      one.on('error', () => {});
+      ends.push(one);
+      const store = postgresStore({ pool: one, table: name });
+      await store.settle(heldOf(await store.claim(requestFor('warm'))), 'complete');
+      const pid = await backendOf(one);
+      return { name, holder, one, store, pid };
+    }
+
+    async function backendOf(one: pg.Pool): Promise<number> {
+      const { rows } = await one.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      return rows[0]!.pid;
+    }
+
+    /** What the table holds of `keys`, as `client` sees it. */
+    async function rowsOf(client: pg.Pool, name: string, keys: readonly string[]) {
+      const { rows } = await client.query<{ key: string; fingerprint: string }>(
+        `SELECT key, fingerprint FROM "${name}" WHERE key = ANY($1) ORDER BY key`,
+        [keys],
+      );
+      return rows;
+    }
+
+    /**
+     * Whether the pooled client of `one` is out of any transaction: its `now()` is its
+     * statement's start, not the start of a transaction opened before.
+     */
+    async function outOfTransaction(one: pg.Pool): Promise<boolean> {
+      const { rows } = await one.query<{ fresh: boolean }>(
+        'SELECT now() = statement_timestamp() AS fresh',
+      );
+      return rows[0]!.fresh;
+    }
+
+    it.each([
+      ['its key is done', 'done'],
+      ['its record is held', 'record'],
+      ['its entity is held', 'entity'],
+    ] as const)('%s: nothing it wrote is left, and its client is pooled again', async (_, why) => {
+      const { name, holder, one, store, pid } = await oneClientStore();
+      const [key, record, entity] = [`k-${why}`, `${RECORD}${why}`, `${ENTITY}${why}`];
+      const holding = heldOf(
+        await holder.claim(
+          why === 'done'
+            ? requestFor(key, { fingerprint: 'first' })
+            : why === 'record'
+              ? requestFor('holder', { records: [record] })
+              : requestFor('holder', { version: { entity, versionMs: 1 } }),
+        ),
+      );
+      if (why === 'done') await holder.settle(holding, 'complete');
+      const request = requestFor(key, {
+        fingerprint: 'second',
+        records: [record],
+        version: { entity, versionMs: 2 },
+      });
+      expect(await store.claim(request)).toEqual(
+        why === 'done'
+          ? { state: 'done', fingerprint: 'first' }
+          : { state: 'in_flight', held: why },
+      );
+      const before = why === 'done' ? [{ key, fingerprint: 'first' }] : [];
+      // Not committed, and rolled back: its own client no longer sees it either.
+      expect(await rowsOf(pool, name, [key, record])).toEqual(before);
+      expect(await rowsOf(one, name, [key, record])).toEqual(before);
+      expect(await outOfTransaction(one)).toBe(true);
+      const { rows } = await pool.query(`SELECT key FROM "${name}_entities" WHERE key = $1`, [
+        entity,
+      ]);
+      expect(rows).toEqual([]);
+      // The same client, given back, not closed: and it claims and commits.
+      expect(await backendOf(one)).toBe(pid);
+      await store.settle(heldOf(await store.claim(requestFor('after'))), 'complete');
+      expect(await rowsOf(pool, name, ['after'])).toEqual([{ key: 'after', fingerprint: 'fp' }]);
+      expect(await backendOf(one)).toBe(pid);
+      await holder.settle(holding, 'release');
+    });
   });
 });
 
@@ -255,8 +472,7 @@ describe('postgresStore behind a receiver, over HTTP', () => {
   }
 
   it('leaves nothing of a failing handler: its writes are gone after the 500', async () => {
-    const effects = table('sh_effects');
-    await pool.query(`CREATE TABLE "${effects}" (key text)`);
+    const effects = await effectsTable();
     let fail = true;
     await listen(() =>
       createReceiver({ secret: SECRET, store: postgresStore({ pool, table: table() }) }).on(
@@ -283,8 +499,7 @@ describe('postgresStore behind a receiver, over HTTP', () => {
   });
 
   it('runs two deliveries of one key once, and answers the second 409 in_flight at once', async () => {
-    const effects = table('sh_effects');
-    await pool.query(`CREATE TABLE "${effects}" (key text)`);
+    const effects = await effectsTable();
     let runs = 0;
     let holding!: () => void;
     const held = new Promise<void>((resolve) => (holding = resolve));
@@ -317,8 +532,7 @@ describe('postgresStore behind a receiver, over HTTP', () => {
   });
 
   it('answers 503 timeout, rolls back, and lets nothing the late handler writes commit', async () => {
-    const effects = table('sh_effects');
-    await pool.query(`CREATE TABLE "${effects}" (key text)`);
+    const effects = await effectsTable();
     const late: unknown[] = [];
     let slow = true;
     let lateWrite: Promise<void> | undefined;
@@ -430,8 +644,7 @@ describe('postgresStore behind a receiver, over HTTP', () => {
   }, 60_000);
 
   it("runs an inbox worker's handlers in the transaction too, retrying a failed run clean", async () => {
-    const effects = table('sh_effects');
-    await pool.query(`CREATE TABLE "${effects}" (key text)`);
+    const effects = await effectsTable();
     const inbox = memoryInbox({ backoffMs: 10 });
     const receiver = createReceiver({
       secret: SECRET,
@@ -466,14 +679,21 @@ describe('postgresStore behind a receiver, over HTTP', () => {
   });
 });
 
-function tokenOf(result: ClaimResult): string {
-  if (result.state !== 'claimed') throw new Error(`expected a claim, got ${result.state}`);
-  return result.token;
+function transactionOf(claim: HeldClaim): pg.PoolClient {
+  if (!claim.transaction) throw new Error('expected a transaction');
+  return claim.transaction.client;
 }
 
-function transactionOf(result: ClaimResult): pg.PoolClient {
-  if (result.state !== 'claimed' || !result.transaction) throw new Error('expected a transaction');
-  return result.transaction.client;
+/** The backend pid of a claim's session. */
+function pidOf(claim: HeldClaim): number {
+  return (transactionOf(claim) as pg.PoolClient & { processID: number }).processID;
+}
+
+/** A table of effects (one text column, `key`) of this run's own. */
+async function effectsTable(): Promise<string> {
+  const effects = table('sh_effects');
+  await pool.query(`CREATE TABLE "${effects}" (key text)`);
+  return effects;
 }
 
 async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
