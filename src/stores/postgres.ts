@@ -9,7 +9,7 @@ import type { Pool, PoolClient } from 'pg';
 import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { noop } from '../noop.js';
-import { destroy, giveBack, HeldClaims, type Holder } from './postgres-claims.js';
+import { destroy, giveBack, HeldClaims } from './postgres-claims.js';
 import { storageKey } from './storage-key.js';
 import {
   keyStatements,
@@ -89,8 +89,9 @@ export function postgresStoreSql({
  *   records and its entity without waiting (one round trip), then reads what is done and writes,
  *   in the transaction, what its completion will commit: the key done, the records `webhook` (or
  *   `reconciled`), the entity's version (one statement). A key another delivery holds is
- *   `in_flight` at once, a completed one is `done` with its fingerprint; otherwise the
- *   transaction stays open for the handlers.
+ *   `in_flight` at once, a completed one is `done` with its fingerprint, each answered once the
+ *   transaction is rolled back (its locks free again); otherwise the transaction stays open for
+ *   the handlers.
  * - Keys are stored as they are, except one with a lone surrogate or U+0000, or over 2 kB, which
  *   is its `storageKey` (src/stores/storage-key.ts): Postgres text holds neither, and a btree
  *   entry holds about 2.7 kB.
@@ -242,12 +243,12 @@ class PostgresStore {
       step(call);
       const claim = await this.#lockAndRead(client, key, request, call);
       if (claim.state !== 'claimed') {
-        // Nothing taken: the transaction's writes and locks go with its rollback, which this
-        // claim's caller need not wait for (the client is pooled again once it is done).
-        void client.query('ROLLBACK').then(
-          () => giveBack(client),
-          () => destroy(client),
-        );
+        // Nothing taken: rolled back before the answer, so the locks the claim took (the key's,
+        // its records', the entity's) are free and its writes gone when its caller hears it. A
+        // rollback left running would hold them a moment longer: a resend of a done key would
+        // be answered in_flight, not done, and a record another delivery waits for, held.
+        await client.query('ROLLBACK');
+        giveBack(client);
         return claim;
       }
       const held = this.#held.hold(key, client, request.leaseMs);

@@ -243,7 +243,7 @@ describe("postgresStore's one claim and one settle", () => {
   const ENTITY = '~["entity",null,"invoice:9"]';
 
   /** A pool of its own (its clients are wrapped) whose queries are listed as they are sent. */
-  function listedPool(): {
+  function listedPool(options: { rollbackDelayMs?: number } = {}): {
     pool: pg.Pool;
     /** What the pool's clients sent, in order: the text of each query. */
     sent: string[];
@@ -265,9 +265,13 @@ describe("postgresStore's one claim and one settle", () => {
         // Listed while the store has it: the pool's own queries (own.query) may borrow it later.
         const { query, release } = client;
         const patched = client as unknown as { query: unknown; release: unknown };
-        patched.query = (...args: unknown[]) => {
-          sent.push(String(args[0]));
-          return (query as (...args: unknown[]) => unknown).apply(client, args);
+        patched.query = async (...args: unknown[]) => {
+          const text = String(args[0]);
+          sent.push(text);
+          if (text === 'ROLLBACK' && options.rollbackDelayMs !== undefined) {
+            await sleep(options.rollbackDelayMs);
+          }
+          return (query as (...args: unknown[]) => Promise<unknown>).apply(client, args);
         };
         patched.release = (...args: unknown[]) => {
           patched.query = query;
@@ -429,6 +433,35 @@ describe("postgresStore's one claim and one settle", () => {
       expect(await rowsOf(pool, name, ['after'])).toEqual([{ key: 'after', fingerprint: 'fp' }]);
       expect(await backendOf(one)).toBe(pid);
       await holder.settle(holding, 'release');
+    });
+
+    it('has rolled back before it answers: the locks it took are free when the caller hears it', async () => {
+      // Clients whose ROLLBACK takes 300 ms: an answer given before its rollback is done would
+      // leave the key's lock (and its record's) held after it, and answer the next claim
+      // in_flight where the key is done, or the record free.
+      const { pool: slow, sent } = listedPool({ rollbackDelayMs: 300 });
+      const name = table();
+      const store = postgresStore({ pool: slow, table: name });
+      const holder = postgresStore({ pool, table: name });
+      await store.settle(heldOf(await store.claim(requestFor('done'))), 'complete');
+      expect(await store.claim(requestFor('done'))).toEqual({ state: 'done', fingerprint: 'fp' });
+      expect(await holder.claim(requestFor('done'))).toEqual({ state: 'done', fingerprint: 'fp' });
+
+      const entityHolder = heldOf(
+        await holder.claim(
+          requestFor('entity-holder', { version: { entity: ENTITY, versionMs: 1 } }),
+        ),
+      );
+      const waiting = requestFor('waits', {
+        records: [RECORD],
+        version: { entity: ENTITY, versionMs: 2 },
+      });
+      expect(await store.claim(waiting)).toEqual({ state: 'in_flight', held: 'entity' });
+      const record = heldOf(await holder.claim(requestFor('record-taker', { records: [RECORD] })));
+      expect(record.records).toEqual([{ state: 'held' }]);
+      const waits = heldOf(await holder.claim(requestFor('waits')));
+      expect(sent.filter((text) => text === 'ROLLBACK')).toHaveLength(2);
+      for (const claim of [entityHolder, record, waits]) await holder.settle(claim, 'release');
     });
   });
 });
