@@ -96,7 +96,8 @@ export function postgresStoreSql({
  *   is its `storageKey` (src/stores/storage-key.ts): Postgres text holds neither, and a btree
  *   entry holds about 2.7 kB.
  * - `settle` commits (`complete`: the handlers' writes through `ctx.transaction` and the
- *   completion are one atomic commit) or rolls back (`release`). A timeout (handlers still running
+ *   completion are one atomic commit; a transaction a failed statement aborted commits nothing,
+ *   and its `complete` fails) or rolls back (`release`). A timeout (handlers still running
  *   at handlerTimeoutMs) or the end of the lease closes the client at once, so whatever the
  *   handlers write later fails instead of committing.
  * - A process that dies mid-delivery leaves nothing: Postgres rolls back the transaction of a
@@ -199,7 +200,16 @@ class PostgresStore {
       return;
     }
     try {
-      await this.#calls.run('commit', () => client.query('COMMIT'));
+      await this.#calls.run('commit', async () => {
+        const { command } = await client.query('COMMIT');
+        // Postgres answers the COMMIT of a transaction a failed statement aborted (a handler
+        // that caught its error) with a ROLLBACK: nothing committed, the key's done row neither.
+        if (command !== 'COMMIT') {
+          throw new Error(
+            `the transaction was rolled back (${command}): a statement in it had failed`,
+          );
+        }
+      });
     } catch (error) {
       // Unanswered or failed: never let the half-done transaction back into the pool.
       destroy(client);

@@ -464,6 +464,26 @@ describe("postgresStore's one claim and one settle", () => {
       for (const claim of [entityHolder, record, waits]) await holder.settle(claim, 'release');
     });
   });
+
+  it('fails the completion of a transaction a failed statement aborted: nothing commits, never a silent rollback', async () => {
+    const name = table();
+    const effects = await effectsTable();
+    const store = postgresStore({ pool, table: name });
+    const claim = heldOf(await store.claim(requestFor('aborted', { records: [RECORD] })));
+    const client = transactionOf(claim);
+    await client.query(`INSERT INTO "${effects}" VALUES ('aborted')`);
+    // A handler that catches its failed statement, and returns as if all went well.
+    const division = await failureOf(client.query('SELECT 1/0'));
+    expect((division as Error & { code?: string }).code).toBe('22012');
+    const failure = await failureOf(store.settle(claim, 'complete'));
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect((failure as StoreUnavailableError).code).toBe('store_unavailable');
+    expect(failure.message).toMatch(/^Postgres commit failed: /);
+    // Postgres rolled it all back: the handler's row, the key, the record.
+    expect((await pool.query(`SELECT * FROM "${effects}"`)).rows).toEqual([]);
+    expect(await store.peek(['aborted', RECORD])).toEqual([{ state: 'free' }, { state: 'free' }]);
+    expect((await store.claim(requestFor('aborted'))).state).toBe('claimed');
+  });
 });
 
 describe('postgresStore behind a receiver, over HTTP', () => {
@@ -523,6 +543,35 @@ describe('postgresStore behind a receiver, over HTTP', () => {
       expect(await post(key)).toMatchObject({ status: 500, outcome: 'handler_failed' });
       expect((await pool.query(`SELECT * FROM "${effects}"`)).rows).toEqual([]);
       fail = false;
+      expect(await post(key)).toMatchObject({ status: 200, outcome: 'processed' });
+      expect(await post(key)).toMatchObject({ status: 200, outcome: 'duplicate' });
+      expect((await pool.query(`SELECT key FROM "${effects}"`)).rows).toEqual([{ key }]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('answers 503, never 200, when a handler caught a failed statement, and runs the resend clean', async () => {
+    const effects = await effectsTable();
+    let swallow = true;
+    await listen(() =>
+      createReceiver({
+        secret: SECRET,
+        store: postgresStore({ pool, table: table() }),
+        logger: false,
+      }).on('UserSignedIn', async (event, ctx) => {
+        await ctx.transaction!.query(`INSERT INTO "${effects}" VALUES ($1)`, [
+          event.idempotencyKey,
+        ]);
+        // A statement that fails, its error caught: the transaction is aborted all the same.
+        if (swallow) await ctx.transaction!.query('SELECT 1/0').catch(() => {});
+      }),
+    );
+    try {
+      const key = `caught-${randomUUID()}`;
+      expect(await post(key)).toMatchObject({ status: 503, outcome: 'store_unavailable' });
+      expect((await pool.query(`SELECT * FROM "${effects}"`)).rows).toEqual([]);
+      swallow = false;
       expect(await post(key)).toMatchObject({ status: 200, outcome: 'processed' });
       expect(await post(key)).toMatchObject({ status: 200, outcome: 'duplicate' });
       expect((await pool.query(`SELECT key FROM "${effects}"`)).rows).toEqual([{ key }]);
