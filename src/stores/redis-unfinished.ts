@@ -71,8 +71,10 @@ export class UnfinishedCalls {
     if (this.#longestLeaseMs === 0) return;
     const until = Date.now() + this.#longestLeaseMs;
     const redisKey = keys[0]!;
+    // One listener while anything is kept: a call kept again in place of its key's adds none.
+    const first = this.#byKey.size === 0;
     this.#byKey.set(redisKey, { script, keys, args, completes, until, retry: undefined });
-    if (this.#byKey.size === 1) this.#client.on('ready', this.#retryAll);
+    if (first) this.#client.on('ready', this.#retryAll);
     // Still connected (Redis was slow, not gone): no 'ready' will come, so try again soon.
     if (this.#client.status === 'ready') setTimeout(this.#retryAll, this.#retryAfterMs).unref?.();
   }

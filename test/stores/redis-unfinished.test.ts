@@ -154,6 +154,21 @@ describe('UnfinishedCalls', () => {
     unfinished.forget('k', newer);
     expect(unfinished.get('k')).toBeUndefined();
   });
+  it('adds one ready listener to the client however often its one key is kept again, and takes it off once nothing is kept', () => {
+    // A claim of one key that keeps timing out while Redis is slow keeps its release again
+    // each time: the caller's client must not collect a listener each time.
+    const { client, unfinished } = setUp();
+    unfinished.leased(60_000);
+    client.status = 'reconnecting';
+    for (let i = 0; i < 3; i++) unfinished.keep(SETTLE, ['k'], COMPLETION, true);
+    expect(client.listenerCount('ready')).toBe(1);
+    unfinished.keep(SETTLE, ['other'], COMPLETION, true);
+    expect(client.listenerCount('ready')).toBe(1);
+    unfinished.forget('other', unfinished.get('other')!);
+    expect(client.listenerCount('ready')).toBe(1);
+    unfinished.forget('k', unfinished.get('k')!);
+    expect(client.listenerCount('ready')).toBe(0);
+  });
 });
 
 describe('ScriptSender', () => {
