@@ -10,17 +10,18 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, StoreUnavailableError } from '../../src/errors.js';
 import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';
 import { entityTableOf } from '../../src/stores/postgres-table.js';
-import type { ClaimResult } from '../../src/stores/types.js';
+import type { ClaimRequest, IdempotencyStore } from '../../src/stores/types.js';
 import { sleep } from '../helpers/redis.js';
 import { usePostgresPool } from '../helpers/postgres.js';
 import { failureOf } from '../helpers/failure-of.js';
+import { heldOf, requestFor } from './contract.js';
 
 const postgres = usePostgresPool('sh_rules');
 const table = () => postgres.table();
 
-function claimed(result: ClaimResult): Extract<ClaimResult, { state: 'claimed' }> {
-  if (result.state !== 'claimed') throw new Error(`expected a claim, got ${result.state}`);
-  return result;
+/** `request` claimed and given back at once (the store has made its table, and swept). */
+async function claimAndRelease(store: IdempotencyStore, request: ClaimRequest): Promise<void> {
+  await store.settle(heldOf(await store.claim(request)), 'release');
 }
 
 async function count(name: string): Promise<number> {
@@ -94,7 +95,7 @@ describe('postgresStore table names', () => {
   it('creates the expiry index with the table', async () => {
     const name = table();
     const store = postgresStore({ pool: postgres.pool, table: name });
-    await store.release('k', claimed(await store.claim('k', 10_000)).token);
+    await claimAndRelease(store, requestFor('k'));
     const { rows } = await postgres.pool.query<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE tablename = $1',
       [name],
@@ -107,9 +108,9 @@ describe('postgresStore table names', () => {
     const stores = Array.from({ length: 8 }, () =>
       postgresStore({ pool: postgres.pool, table: name }),
     );
-    const results = await Promise.all(stores.map((store, i) => store.claim(`k${i}`, 10_000)));
+    const results = await Promise.all(stores.map((store, i) => store.claim(requestFor(`k${i}`))));
     expect(results.map((result) => result.state)).toEqual(Array(8).fill('claimed'));
-    await Promise.all(stores.map((store, i) => store.release(`k${i}`, claimed(results[i]!).token)));
+    await Promise.all(stores.map((store, i) => store.settle(heldOf(results[i]!), 'release')));
   });
 });
 
@@ -135,7 +136,7 @@ describe('postgresStore table creation', () => {
       await postgres.pool.query(postgresStoreSql({ table: name }));
       const lost = Object.assign(new Error('duplicate'), { code });
       const store = postgresStore({ pool: creatingPool(() => lost), table: name });
-      await store.release('k', claimed(await store.claim('k', 10_000)).token);
+      await claimAndRelease(store, requestFor('k'));
     },
   );
 
@@ -147,10 +148,11 @@ describe('postgresStore table creation', () => {
       pool: creatingPool(() => (++creations === 1 ? down : undefined)),
       table: name,
     });
-    const failure = await failureOf(store.claim('k', 10_000));
+    const failure = await failureOf(store.claim(requestFor('k')));
     expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect((failure.cause as { code?: unknown }).code).toBe('57P03');
     expect(failure.message).toMatch(/^Postgres claim failed: the database is starting up/);
-    await store.release('k', claimed(await store.claim('k', 10_000)).token);
+    await claimAndRelease(store, requestFor('k'));
     expect(creations).toBe(2);
   });
 });
@@ -159,14 +161,30 @@ describe('postgresStore settings', () => {
   it('refuses a lease that is not a positive finite number of ms, and takes 1 ms', async () => {
     const store = postgresStore({ pool: postgres.pool, table: table() });
     for (const leaseMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
-      const failure = await failureOf(store.claim('k', leaseMs));
+      const failure = await failureOf(store.claim(requestFor('k', { leaseMs })));
       expect(failure, String(leaseMs)).toBeInstanceOf(ConfigError);
       expect(failure.message).toMatch(
         /^postgresStore: leaseMs must be a positive number of milliseconds/,
       );
     }
-    const result = claimed(await store.claim('k', 1));
-    await store.release('k', result.token);
+    await claimAndRelease(store, requestFor('k', { leaseMs: 1 }));
+  });
+
+  it('refuses a version that is not a finite number of ms, naming versionMs, and takes any finite one', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const at = (versionMs: number) =>
+      requestFor('k', { version: { entity: 'invoice:77', versionMs } });
+    for (const versionMs of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      const error = await failureOf(store.claim(at(versionMs)));
+      expect(error, String(versionMs)).toBeInstanceOf(ConfigError);
+      expect(error.message).toBe(
+        'postgresStore: versionMs must be a finite number of milliseconds',
+      );
+    }
+    // Written into the lock's query as a literal: any finite number is one Postgres reads.
+    for (const versionMs of [-1, 0, 1.5, 1e21, 5e-324, Number.MAX_VALUE]) {
+      await claimAndRelease(store, at(versionMs));
+    }
   });
 
   it('names connectTimeoutMs in its setup error', () => {
@@ -185,12 +203,12 @@ describe('postgresStore sweep', () => {
     await insertExpired(name, 1200, 'a');
     // A new store sweeps on its first claim: three batches (500, 500, 200) take them all.
     const store = postgresStore({ pool: postgres.pool, table: name });
-    await store.release('live', claimed(await store.claim('live', 10_000)).token);
+    await claimAndRelease(store, requestFor('live'));
     expect(await settledCount(name)).toBe(0);
 
     await insertExpired(name, 5600, 'b');
     const next = postgresStore({ pool: postgres.pool, table: name });
-    await next.release('live', claimed(await next.claim('live', 10_000)).token);
+    await claimAndRelease(next, requestFor('live'));
     // Ten batches of 500 at the most: 600 wait for the next sweep.
     expect(await settledCount(name)).toBe(600);
   });
@@ -198,10 +216,10 @@ describe('postgresStore sweep', () => {
   it('sweeps at most once a minute per store', async () => {
     const name = table();
     const store = postgresStore({ pool: postgres.pool, table: name });
-    await store.release('a', claimed(await store.claim('a', 10_000)).token);
+    await claimAndRelease(store, requestFor('a'));
     await settledCount(name);
     await insertExpired(name, 10, 'late');
-    await store.release('b', claimed(await store.claim('b', 10_000)).token);
+    await claimAndRelease(store, requestFor('b'));
     expect(await settledCount(name)).toBe(10);
   });
 });
@@ -210,61 +228,61 @@ describe('postgresStore claims', () => {
   it('keeps the locks of two tables apart: one key claimed in each at once', async () => {
     const first = postgresStore({ pool: postgres.pool, table: table() });
     const second = postgresStore({ pool: postgres.pool, table: table() });
-    const a = claimed(await first.claim('same-key', 10_000));
-    const b = await second.claim('same-key', 10_000);
+    const a = heldOf(await first.claim(requestFor('same-key')));
+    const b = await second.claim(requestFor('same-key'));
     expect(b.state).toBe('claimed');
-    await first.release('same-key', a.token);
-    await second.release('same-key', claimed(b).token);
+    await first.settle(a, 'release');
+    await second.settle(heldOf(b), 'release');
   });
 
   it('keeps the entity locks of two tables apart: one entity claimed in each at once', async () => {
     const stores = [table(), table()].map((name) =>
       postgresStore({ pool: postgres.pool, table: name }),
     );
-    const answers = [];
+    const request = requestFor('entity-key', { version: { entity: 'invoice:1', versionMs: 1 } });
+    const claims = [];
     for (const store of stores) {
-      const key = claimed(await store.claim('entity-key', 10_000));
-      answers.push({ store, token: key.token });
-      const entity = await store.claimEntity!('invoice:1', 1, 10_000, {
-        key: 'entity-key',
-        token: key.token,
-      });
-      expect(entity.state).toBe('claimed');
+      const claim = await store.claim(request);
+      expect(claim).toMatchObject({ state: 'claimed', superseded: false });
+      claims.push({ store, claim: heldOf(claim) });
     }
-    for (const { store, token } of answers) await store.release('entity-key', token);
+    for (const { store, claim } of claims) await store.settle(claim, 'release');
   });
 
   it('completes only the key a token was given for', async () => {
     const name = table();
     const store = postgresStore({ pool: postgres.pool, table: name });
-    const result = claimed(await store.claim('mine', 10_000));
-    await store.complete('other', result.token, 60_000, 'fp');
+    const result = heldOf(await store.claim(requestFor('mine')));
+    // The token of 'mine' in a claim of another key's request: not the claim it was given for.
+    await store.settle({ ...result, request: requestFor('other') }, 'complete');
+    await store.settle({ ...result, request: requestFor('other') }, 'release');
     expect(await count(name)).toBe(0);
-    await store.complete('mine', result.token, 60_000, 'fp');
+    expect(await store.claim(requestFor('mine'))).toEqual({ state: 'in_flight', held: 'key' });
+    await store.settle(result, 'complete');
     const { rows } = await postgres.pool.query<{ key: string }>(`SELECT key FROM "${name}"`);
     expect(rows).toEqual([{ key: 'mine' }]);
   });
 
   it('ignores the abandon of a claim that was completed already', async () => {
     const store = postgresStore({ pool: postgres.pool, table: table() });
-    const result = claimed(await store.claim('k', 10_000));
-    await store.complete('k', result.token, 60_000, 'fp');
+    const result = heldOf(await store.claim(requestFor('k')));
+    await store.settle(result, 'complete');
     expect(() => result.transaction?.abandon()).not.toThrow();
-    expect(await store.claim('k', 10_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+    expect(await store.claim(requestFor('k'))).toEqual({ state: 'done', fingerprint: 'fp' });
   });
 
   it('waits for the session of an abandoned claim to end, then claims the key', async () => {
     const store = postgresStore({ pool: postgres.pool, table: table(), connectTimeoutMs: 4000 });
-    await store.release('warm', claimed(await store.claim('warm', 10_000)).token);
-    const first = claimed(await store.claim('k', 60_000));
+    await claimAndRelease(store, requestFor('warm'));
+    const first = heldOf(await store.claim(requestFor('k', { leaseMs: 60_000 })));
     first.transaction?.abandon();
     const startedAt = Date.now();
     // The abandoned session still holds the lock for a moment: not in_flight, and not the
     // fallback wait of connectTimeoutMs / 2 either (the session's end is heard).
-    const second = await store.claim('k', 60_000);
+    const second = await store.claim(requestFor('k', { leaseMs: 60_000 }));
     expect(second.state).toBe('claimed');
     expect(Date.now() - startedAt).toBeLessThan(1500);
-    await store.release('k', claimed(second).token);
+    await store.settle(heldOf(second), 'release');
   });
 
   it('returns a pooled client without the listeners it added, claim after claim', async () => {
@@ -275,8 +293,9 @@ describe('postgresStore claims', () => {
     try {
       const store = postgresStore({ pool: one, table: table() });
       for (let i = 0; i < 15; i++) {
-        const result = claimed(await store.claim(`k${i}`, 10_000));
-        await store.complete(`k${i}`, result.token, 60_000, 'fp');
+        await store.settle(heldOf(await store.claim(requestFor(`k${i}`))), 'complete');
+        // A claim that takes nothing gives its client back too.
+        expect((await store.claim(requestFor(`k${i}`))).state).toBe('done');
       }
       const client = await one.connect();
       expect(client.listenerCount('error')).toBeLessThanOrEqual(1);
@@ -312,23 +331,24 @@ describe('postgresStore failures', () => {
       },
     } as unknown as pg.Pool;
     const store = postgresStore({ pool: slow, table: name, connectTimeoutMs: 100 });
-    const failure = await failureOf(store.claim('k', 10_000));
+    const failure = await failureOf(store.claim(requestFor('k')));
     expect(failure).toBeInstanceOf(StoreUnavailableError);
     expect(failure.message).toMatch(/^Postgres did not answer claim within 100 ms/);
     await sleep(600);
     expect(sent).toEqual([]);
     // And the key is free: nothing holds its lock.
     const other = postgresStore({ pool: postgres.pool, table: name });
-    await other.release('k', claimed(await other.claim('k', 10_000)).token);
+    await claimAndRelease(other, requestFor('k'));
   });
 
   it('fails a claim whose statement fails, closing its client rather than pooling it', async () => {
     const name = table();
     const store = postgresStore({ pool: postgres.pool, table: name });
-    await store.release('a', claimed(await store.claim('a', 10_000)).token);
+    await claimAndRelease(store, requestFor('a'));
     await postgres.pool.query(`DROP TABLE "${name}"`);
-    const failure = await failureOf(store.claim('b', 10_000));
+    const failure = await failureOf(store.claim(requestFor('b')));
     expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect((failure.cause as { code?: unknown }).code).toBe('42P01');
     expect(failure.message).toMatch(/^Postgres claim failed: /);
     // The pool still serves clean clients: none is left inside a failed transaction.
     for (let i = 0; i < 5; i++) await postgres.pool.query('SELECT 1');
@@ -336,20 +356,20 @@ describe('postgresStore failures', () => {
 
   it('names the commit in the error of a completion whose connection died', async () => {
     const store = postgresStore({ pool: postgres.pool, table: table() });
-    const result = claimed(await store.claim('k', 10_000));
+    const result = heldOf(await store.claim(requestFor('k')));
     const pid = (result.transaction!.client as unknown as { processID: number }).processID;
     await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
-    const failure = await failureOf(store.complete('k', result.token, 60_000, 'fp'));
+    const failure = await failureOf(store.settle(result, 'complete'));
     expect(failure).toBeInstanceOf(StoreUnavailableError);
     expect(failure.message).toMatch(/^Postgres commit failed: /);
   });
 
   it('names the rollback in the error of a release whose connection died', async () => {
     const store = postgresStore({ pool: postgres.pool, table: table() });
-    const result = claimed(await store.claim('k', 10_000));
+    const result = heldOf(await store.claim(requestFor('k')));
     const pid = (result.transaction!.client as unknown as { processID: number }).processID;
     await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
-    const failure = await failureOf(store.release('k', result.token));
+    const failure = await failureOf(store.settle(result, 'release'));
     expect(failure).toBeInstanceOf(StoreUnavailableError);
     expect(failure.message).toMatch(/^Postgres rollback failed: /);
   });
@@ -357,220 +377,80 @@ describe('postgresStore failures', () => {
 
 describe("postgresStore's records, in the key's transaction", () => {
   const RECORD = '~["record",null,"invoice:41"]';
+  const WEBHOOK = { fingerprint: 'webhook', ttlMs: 60_000 };
   /** What a reconcile run's claim of the record finds once the key's claim ended. */
-  async function runFinds(store: ReturnType<typeof postgresStore>): Promise<string> {
-    const answer = await store.claim(RECORD, 5_000);
+  async function runFinds(store: IdempotencyStore): Promise<string> {
+    const answer = await store.claim(requestFor(RECORD, { fingerprint: 'reconciled' }));
     if (answer.state !== 'claimed')
       return answer.state === 'done' ? `done:${answer.fingerprint}` : answer.state;
-    await store.release(RECORD, answer.token);
+    await store.settle(answer, 'release');
     return 'free';
   }
 
   it('writes the record with the key, as a webhook had it', async () => {
     const store = postgresStore({ pool: postgres.pool, table: table() });
-    const key = claimed(await store.claim('delivery-1', 5_000));
-    const record = await store.claimRecord!(RECORD, 5_000, { key: 'delivery-1', token: key.token });
-    expect(record).toEqual({ state: 'claimed', token: key.token });
-    await store.completeRecord!(RECORD, key.token, 60_000);
-    await store.complete('delivery-1', key.token, 60_000, 'fp');
+    const key = heldOf(
+      await store.claim(requestFor('delivery-1', { records: [RECORD], recordsAs: WEBHOOK })),
+    );
+    expect(key.records).toEqual([{ state: 'held' }]);
+    await store.settle(key, 'complete');
     expect(await runFinds(store)).toBe('done:webhook');
   });
 
-  it('writes nothing for a claim that never took the record, or that let it go', async () => {
+  it('writes nothing for a claim that never took the record, or that was released', async () => {
     const store = postgresStore({ pool: postgres.pool, table: table() });
-    const never = claimed(await store.claim('delivery-2', 5_000));
-    await store.completeRecord!(RECORD, never.token, 60_000);
-    await store.complete('delivery-2', never.token, 60_000, 'fp');
+    await store.settle(heldOf(await store.claim(requestFor('delivery-2'))), 'complete');
     expect(await runFinds(store)).toBe('free');
 
-    const freed = claimed(await store.claim('delivery-3', 5_000));
-    await store.claimRecord!(RECORD, 5_000, { key: 'delivery-3', token: freed.token });
-    await store.releaseRecord!(RECORD, freed.token);
-    await store.completeRecord!(RECORD, freed.token, 60_000);
-    await store.complete('delivery-3', freed.token, 60_000, 'fp');
+    const freed = heldOf(
+      await store.claim(requestFor('delivery-3', { records: [RECORD], recordsAs: WEBHOOK })),
+    );
+    await store.settle(freed, 'release');
     expect(await runFinds(store)).toBe('free');
-  });
-
-  it('refuses to take a record for a key whose claim has ended, naming why', async () => {
-    const store = postgresStore({ pool: postgres.pool, table: table() });
-    const key = claimed(await store.claim('delivery-4', 5_000));
-    await store.release('delivery-4', key.token);
-    const error = await failureOf(
-      store.claimRecord!(RECORD, 5_000, { key: 'delivery-4', token: key.token }),
-    );
-    expect(error).toBeInstanceOf(StoreUnavailableError);
-    expect(error.message).toBe(
-      "postgresStore: the key's claim has ended (its lease ran out), so its transaction cannot take the entity's record",
-    );
-    // Another key's token does not stand in for it either.
-    const other = claimed(await store.claim('delivery-5', 5_000));
-    const wrongKey = await failureOf(
-      store.claimRecord!(RECORD, 5_000, { key: 'delivery-4', token: other.token }),
-    );
-    expect(wrongKey).toBeInstanceOf(StoreUnavailableError);
-    await store.release('delivery-5', other.token);
   });
 
   it('finds a record held by a run in flight, and one it recovered recovered', async () => {
     const store = postgresStore({ pool: postgres.pool, table: table() });
-    const run = claimed(await store.claim(RECORD, 5_000));
-    const key = claimed(await store.claim('delivery-6', 5_000));
-    expect(
-      await store.claimRecord!(RECORD, 5_000, { key: 'delivery-6', token: key.token }),
-    ).toEqual({
-      state: 'in_flight',
-    });
-    await store.complete(RECORD, run.token, 60_000, 'reconciled');
-    expect(
-      await store.claimRecord!(RECORD, 5_000, { key: 'delivery-6', token: key.token }),
-    ).toEqual({
-      state: 'recovered',
-    });
-    await store.release('delivery-6', key.token);
+    const run = heldOf(await store.claim(requestFor(RECORD, { fingerprint: 'reconciled' })));
+    const delivery = requestFor('delivery-6', { records: [RECORD], recordsAs: WEBHOOK });
+    expect(await store.claim(delivery)).toEqual({ state: 'in_flight', held: 'record' });
+    await store.settle(run, 'complete');
+    const key = heldOf(await store.claim(delivery));
+    expect(key.records).toEqual([{ state: 'done', fingerprint: 'reconciled' }]);
+    // Completed, the key leaves the record as the run wrote it.
+    await store.settle(key, 'complete');
+    expect(await runFinds(store)).toBe('done:reconciled');
   });
 });
 
-describe("postgresStore's entities and records: calls that do not match the held claim", () => {
+describe("postgresStore's entities and records: settles that do not match the held claim", () => {
   const ENTITY = 'invoice:77';
   const RECORD = '~["record",null,"invoice:77"]';
 
-  /** What another delivery's claim of ENTITY at version 1 finds once the first key committed. */
-  async function laterClaimFinds(store: ReturnType<typeof postgresStore>, key: string) {
-    const next = claimed(await store.claim(key, 5_000));
-    const answer = await store.claimEntity!(ENTITY, 1, 5_000, { key, token: next.token });
-    await store.release(key, next.token);
-    return answer.state;
-  }
-
-  it('refuses a version that is not a finite number of ms, naming versionMs', async () => {
-    const store = postgresStore({ pool: postgres.pool, table: table() });
-    const key = claimed(await store.claim('d-nan', 5_000));
-    for (const versionMs of [Number.NaN, Number.POSITIVE_INFINITY]) {
-      const error = await failureOf(
-        store.claimEntity!(ENTITY, versionMs, 5_000, { key: 'd-nan', token: key.token }),
-      );
-      expect(error).toBeInstanceOf(ConfigError);
-      expect(error.message).toBe(
-        'postgresStore: versionMs must be a finite number of milliseconds',
-      );
+  it('ignores a completion or a release with a token whose claim has ended, whatever it asks', async () => {
+    const name = table();
+    const store = postgresStore({ pool: postgres.pool, table: name });
+    const key = heldOf(await store.claim(requestFor('d-late')));
+    await store.settle(key, 'complete');
+    // The same token again, as is, and with a request that names a record and an entity.
+    const asking = {
+      ...key,
+      request: requestFor('d-late', {
+        records: [RECORD],
+        version: { entity: ENTITY, versionMs: 2 },
+      }),
+      records: [{ state: 'held' } as const],
+    };
+    for (const late of [key, asking]) {
+      await expect(store.settle(late, 'complete')).resolves.toBeUndefined();
+      await expect(store.settle(late, 'release')).resolves.toBeUndefined();
     }
-    await store.release('d-nan', key.token);
+    // None of them wrote anything: the key is done, the record free for a run, no version kept.
+    expect(await store.peek(['d-late', RECORD])).toEqual([
+      { state: 'done', fingerprint: 'fp' },
+      { state: 'free' },
+    ]);
+    const { rows } = await postgres.pool.query(`SELECT key FROM "${name}_entities"`);
+    expect(rows).toEqual([]);
   });
-
-  it('refuses to take an entity for a key whose claim has ended, naming the entity', async () => {
-    const store = postgresStore({ pool: postgres.pool, table: table() });
-    const key = claimed(await store.claim('d-ended', 5_000));
-    await store.release('d-ended', key.token);
-    const error = await failureOf(
-      store.claimEntity!(ENTITY, 2, 5_000, { key: 'd-ended', token: key.token }),
-    );
-    expect(error).toBeInstanceOf(StoreUnavailableError);
-    expect(error.message).toBe(
-      "postgresStore: the key's claim has ended (its lease ran out), so its transaction cannot take the entity",
-    );
-  });
-
-  it('writes no version for an entity let go before its completion', async () => {
-    const store = postgresStore({ pool: postgres.pool, table: table() });
-    const key = claimed(await store.claim('d-let-go', 5_000));
-    const held = { key: 'd-let-go', token: key.token };
-    expect(await store.claimEntity!(ENTITY, 2, 5_000, held)).toEqual({
-      state: 'claimed',
-      token: key.token,
-    });
-    await store.releaseEntity!(ENTITY, key.token);
-    await store.completeEntity!(ENTITY, key.token, 2, 60_000);
-    await store.complete('d-let-go', key.token, 60_000, 'fp');
-    // Version 2 was never written, so version 1 is not older than anything recorded.
-    expect(await laterClaimFinds(store, 'd-after')).toBe('claimed');
-  });
-
-  it('keeps the held entity when another entity is let go, and writes its version', async () => {
-    const store = postgresStore({ pool: postgres.pool, table: table() });
-    const key = claimed(await store.claim('d-other', 5_000));
-    await store.claimEntity!(ENTITY, 2, 5_000, { key: 'd-other', token: key.token });
-    await store.releaseEntity!('invoice:78', key.token);
-    await store.completeEntity!(ENTITY, key.token, 2, 60_000);
-    await store.complete('d-other', key.token, 60_000, 'fp');
-    expect(await laterClaimFinds(store, 'd-after-2')).toBe('superseded');
-  });
-
-  it('keeps the held record when another record is let go, and writes it', async () => {
-    const store = postgresStore({ pool: postgres.pool, table: table() });
-    const key = claimed(await store.claim('d-record', 5_000));
-    await store.claimRecord!(RECORD, 5_000, { key: 'd-record', token: key.token });
-    await store.releaseRecord!('~["record",null,"invoice:78"]', key.token);
-    await store.completeRecord!(RECORD, key.token, 60_000);
-    await store.complete('d-record', key.token, 60_000, 'fp');
-    const run = await store.claim(RECORD, 5_000);
-    expect(run).toEqual({ state: 'done', fingerprint: 'webhook' });
-  });
-
-  it('ignores a completion or a release with a token whose claim has ended', async () => {
-    const store = postgresStore({ pool: postgres.pool, table: table() });
-    const key = claimed(await store.claim('d-late', 5_000));
-    await store.complete('d-late', key.token, 60_000, 'fp');
-    await expect(store.completeRecord!(RECORD, key.token, 60_000)).resolves.toBeUndefined();
-    await expect(store.releaseRecord!(RECORD, key.token)).resolves.toBeUndefined();
-    await expect(store.completeEntity!(ENTITY, key.token, 2, 60_000)).resolves.toBeUndefined();
-    await expect(store.releaseEntity!(ENTITY, key.token)).resolves.toBeUndefined();
-    // None of them wrote anything: the record is free for a run.
-    const run = claimed(await store.claim(RECORD, 5_000));
-    await store.release(RECORD, run.token);
-  });
-
-  /** A claim of `key` whose session Postgres has ended, and the store that made it. */
-  async function claimOnDeadSession(key: string) {
-    const store = postgresStore({ pool: postgres.pool, table: table() });
-    const result = claimed(await store.claim(key, 10_000));
-    const pid = (result.transaction!.client as unknown as { processID: number }).processID;
-    await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
-    return { store, held: { key, token: result.token } };
-  }
-
-  it.each([
-    ['claimEntity', (s: Store, h: Held) => s.claimEntity!(ENTITY, 2, 5_000, h)],
-    ['claimRecord', (s: Store, h: Held) => s.claimRecord!(RECORD, 5_000, h)],
-  ])('names %s in the error of a claim whose connection died', async (name, call) => {
-    const { store, held } = await claimOnDeadSession(`d-dead-${name}`);
-    const failure = await failureOf(call(store, held));
-    expect(failure).toBeInstanceOf(StoreUnavailableError);
-    expect(failure.message).toMatch(new RegExp(`^Postgres ${name} failed: `));
-    await Promise.resolve()
-      .then(() => store.release(held.key, held.token))
-      .catch(() => {});
-  });
-
-  it.each([
-    [
-      'completeEntity',
-      (s: Store, h: Held) => s.claimEntity!(ENTITY, 2, 5_000, h),
-      (s: Store, h: Held) => s.completeEntity!(ENTITY, h.token, 2, 60_000),
-    ],
-    [
-      'completeRecord',
-      (s: Store, h: Held) => s.claimRecord!(RECORD, 5_000, h),
-      (s: Store, h: Held) => s.completeRecord!(RECORD, h.token, 60_000),
-    ],
-  ])(
-    'names %s in the error of a completion whose connection died',
-    async (name, take, complete) => {
-      const store = postgresStore({ pool: postgres.pool, table: table() });
-      const key = `d-dead-${name}`;
-      const result = claimed(await store.claim(key, 10_000));
-      const held = { key, token: result.token };
-      await take(store, held);
-      const pid = (result.transaction!.client as unknown as { processID: number }).processID;
-      await postgres.pool.query('SELECT pg_terminate_backend($1)', [pid]);
-      const failure = await failureOf(complete(store, held));
-      expect(failure).toBeInstanceOf(StoreUnavailableError);
-      expect(failure.message).toMatch(new RegExp(`^Postgres ${name} failed: `));
-      await Promise.resolve()
-        .then(() => store.release(key, result.token))
-        .catch(() => {});
-    },
-  );
 });
-
-type Store = ReturnType<typeof postgresStore>;
-type Held = { key: string; token: string };
