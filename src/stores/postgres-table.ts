@@ -160,7 +160,8 @@ export function keyStatements(name: StoreTables): KeyStatements {
     'expires_at = excluded.expires_at ' +
     'WHERE t.version_ms <= excluded.version_ms OR t.expires_at <= clock_timestamp()) ' +
     'SELECT (SELECT fingerprint FROM key_done) AS done, ' +
-    "(SELECT array_agg(coalesce(fingerprint, '') ORDER BY n) FROM records) AS records, " +
+    // NULL for a record not done: a fingerprint may be any text, '' too.
+    '(SELECT array_agg(fingerprint ORDER BY n) FROM records) AS records, ' +
     'coalesce((SELECT version_ms > $8 FROM newest), false) AS superseded';
   return {
     claimState,

@@ -104,7 +104,8 @@ export function postgresStoreSql({
  *   dropped connection and frees its locks, so the retry is processed at once, with no lease to
  *   wait out; an entity's version rolls back with the handlers' writes.
  * - `peek` reads which keys are done in one statement, writing and creating nothing (a key in
- *   flight is seen as free: its claim then answers `in_flight`).
+ *   flight is seen as free: its claim then answers `in_flight`; a table no claim has made yet
+ *   holds nothing, so every key is free).
  * - Every call fails with `StoreUnavailableError` within `connectTimeoutMs`, never hangs. The
  *   table is created on first claim; expired keys are deleted in small batches, at most once a
  *   minute.
@@ -221,14 +222,31 @@ class PostgresStore {
   async peek(keys: readonly string[]): Promise<readonly KeyState[]> {
     if (keys.length === 0) return [];
     const stored = keys.map(storageKey);
-    const { rows } = await this.#calls.run('peek', () =>
-      this.#pool.query<{ key: string; fingerprint: string }>(this.#statements.peekDone, [stored]),
-    );
+    const rows = await this.#calls.run('peek', () => this.#doneAmong(stored));
     const done = new Map(rows.map((row) => [row.key, row.fingerprint]));
     return stored.map((key): KeyState => {
       const fingerprint = done.get(key);
       return fingerprint === undefined ? FREE : { state: 'done', fingerprint };
     });
+  }
+
+  /**
+   * The keys of `stored` that are done. A table that does not exist yet (no claim has made it)
+   * holds nothing: every key is free, and nothing is created.
+   */
+  async #doneAmong(stored: readonly string[]): Promise<{ key: string; fingerprint: string }[]> {
+    if (this.#table.made) return this.#done(stored);
+    try {
+      return await this.#done(stored);
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code === UNDEFINED_TABLE) return [];
+      throw error;
+    }
+  }
+
+  async #done(stored: readonly string[]): Promise<{ key: string; fingerprint: string }[]> {
+    const { peekDone } = this.#statements;
+    return (await this.#pool.query<{ key: string; fingerprint: string }>(peekDone, [stored])).rows;
   }
 
   /** A claim within `call`: the table made, a client in a transaction, the locks taken. */
@@ -294,7 +312,7 @@ class PostgresStore {
     const recordsDone = completion.records ?? completion;
     const { rows } = await client.query<{
       done: string | null;
-      records: string[] | null;
+      records: (string | null)[] | null;
       superseded: boolean;
     }>(this.#statements.claimState, [
       key,
@@ -318,9 +336,10 @@ class PostgresStore {
     return {
       state: 'claimed',
       request,
-      records: records.map((_, i): RecordClaim =>
-        found[i] ? { state: 'done', fingerprint: found[i] } : HELD,
-      ),
+      records: records.map((_, i): RecordClaim => {
+        const fingerprint = found[i];
+        return typeof fingerprint === 'string' ? { state: 'done', fingerprint } : HELD;
+      }),
       superseded: entity !== undefined && row.superseded,
     };
   }
@@ -349,6 +368,8 @@ class PostgresStore {
 }
 
 const HELD: RecordClaim = Object.freeze({ state: 'held' });
+/** Postgres's code for a relation that does not exist. */
+const UNDEFINED_TABLE = '42P01';
 const FREE: KeyState = Object.freeze({ state: 'free' });
 
 /** Throws once the call's deadline has passed: the caller was told it failed, so stop here. */

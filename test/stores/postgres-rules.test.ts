@@ -409,6 +409,19 @@ describe("postgresStore's records, in the key's transaction", () => {
     expect(await runFinds(store)).toBe('free');
   });
 
+  it('answers a record done with an empty fingerprint done, not held, and leaves it so', async () => {
+    const store = postgresStore({ pool: postgres.pool, table: table() });
+    const empty = { fingerprint: '', ttlMs: 60_000 };
+    const first = requestFor('delivery-7', { records: [RECORD], recordsAs: empty });
+    await store.settle(heldOf(await store.claim(first)), 'complete');
+    const second = heldOf(
+      await store.claim(requestFor('delivery-8', { records: [RECORD], recordsAs: WEBHOOK })),
+    );
+    expect(second.records).toEqual([{ state: 'done', fingerprint: '' }]);
+    await store.settle(second, 'complete');
+    expect(await runFinds(store)).toBe('done:');
+  });
+
   it('finds a record held by a run in flight, and one it recovered recovered', async () => {
     const store = postgresStore({ pool: postgres.pool, table: table() });
     const run = heldOf(await store.claim(requestFor(RECORD, { fingerprint: 'reconciled' })));
