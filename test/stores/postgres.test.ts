@@ -337,19 +337,34 @@ describe("postgresStore's one claim and one settle", () => {
     expect(pooled[0]).toMatch(/^SELECT key, fingerprint FROM .* WHERE key = ANY\(\$1/);
   });
 
-  it('peeks without creating its table: a missing one fails with 42P01 and stays missing', async () => {
+  it('peeks without creating its table: none made yet is all free and stays missing; one dropped since fails with 42P01', async () => {
     const name = table();
+    /** Whether the keys' table and the entities' exist. */
+    const tables = async () =>
+      (
+        await pool.query<{ keys: string | null; entities: string | null }>(
+          'SELECT to_regclass($1) IS NOT NULL AS keys, to_regclass($2) IS NOT NULL AS entities',
+          [`"${name}"`, `"${entityTableOf(name)}"`],
+        )
+      ).rows[0];
     const store = postgresStore({ pool, table: name });
+    // No claim has made it: nothing was recorded there, and the peek creates nothing.
+    expect(await store.peek(['k', 'l'])).toEqual([{ state: 'free' }, { state: 'free' }]);
+    expect(await tables()).toEqual({ keys: false, entities: false });
+
+    // Made by a claim, then dropped: not taken for a table not made yet, and not made again.
+    await store.settle(heldOf(await store.claim(requestFor('k'))), 'complete');
+    expect(await store.peek(['k', 'l'])).toEqual([
+      { state: 'done', fingerprint: 'fp' },
+      { state: 'free' },
+    ]);
+    await pool.query(`DROP TABLE "${name}"`);
     const failure = await failureOf(store.peek(['k']));
     expect(failure).toBeInstanceOf(StoreUnavailableError);
     expect((failure as StoreUnavailableError).code).toBe('store_unavailable');
     expect((failure.cause as { code?: unknown }).code).toBe('42P01');
     expect(failure.message).toMatch(/^Postgres peek failed: /);
-    const { rows } = await pool.query<{ keys: string | null; entities: string | null }>(
-      'SELECT to_regclass($1) AS keys, to_regclass($2) AS entities',
-      [`"${name}"`, `"${entityTableOf(name)}"`],
-    );
-    expect(rows).toEqual([{ keys: null, entities: null }]);
+    expect(await tables()).toEqual({ keys: false, entities: true });
   });
 
   describe('a claim that takes nothing rolls back what its transaction wrote', () => {
