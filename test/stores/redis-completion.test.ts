@@ -1,9 +1,11 @@
 /**
  * A completion that Redis did not receive (it was killed mid-delivery) is not lost: the store
- * sends it again once Redis is back, so the platform's resend is a duplicate, not a 409 or a
- * second run. Redis is persistent here (AOF, fsync always), as production Redis must be.
- * Some cases make it refuse writes instead (`maxmemory` of 1 byte): a completion then fails
- * while the connection stays up, and its retries can be made to fail again on purpose.
+ * sends the settle again once Redis is back (the key, the entity's records and its entity, all
+ * in one script), so the platform's resend is a duplicate, not a 409 or a second run, and the
+ * entity is not held for the rest of the lease. Redis is persistent here (AOF, fsync always), as
+ * production Redis must be (docs/stores.md#when-redis-fails). Some cases make it refuse writes
+ * instead (`maxmemory` of 1 byte): a completion then fails while the connection stays up, and its
+ * retries can be made to fail again on purpose.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -13,12 +15,27 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { createReceiver } from '../../src/receiver.js';
 import { redisStore } from '../../src/stores/redis.js';
-import type { ClaimResult, IdempotencyStore } from '../../src/stores/types.js';
+import type { Claim, IdempotencyStore } from '../../src/stores/types.js';
 import { sleep, startRedisServer, type RedisServerProcess } from '../helpers/redis.js';
+import { failureOf } from '../helpers/failure-of.js';
 import { signedRequest, SECRET } from '../helpers/signed.js';
+import { heldOf, requestFor } from './contract.js';
 
 const PREFIX = `completion-${randomUUID()}:`;
 const TIMEOUT_MS = 300;
+const IN_FLIGHT = { state: 'in_flight', held: 'key' };
+
+type Asking = Parameters<typeof requestFor>[1];
+
+/** A claim of `key` for 30 s (or `asking.leaseMs`), completed `fp` for 60 s. */
+function request(key: string, asking: Asking = {}) {
+  return requestFor(key, { leaseMs: 30_000, ttlMs: 60_000, ...asking });
+}
+
+/** `key` claimed in `store`: its claim. */
+async function claimed(store: IdempotencyStore, key: string, asking: Asking = {}) {
+  return heldOf(await store.claim(request(key, asking)));
+}
 
 let server: RedisServerProcess;
 const clients: Redis[] = [];
@@ -53,15 +70,15 @@ describe('redisStore when Redis dies between the handlers and the completion', (
     await readyAgain(client);
     const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
     const key = `resend-${randomUUID()}`;
-    const claim = tokenOf(await store.claim(key, 30_000));
+    const claim = await claimed(store, key);
     // A later, shorter lease: the completion is kept for the longest lease, not the last one.
-    await store.claim(`short-${randomUUID()}`, 1);
+    await store.claim(request(`short-${randomUUID()}`, { leaseMs: 1 }));
     await server.kill();
-    await expect(store.complete(key, claim, 60_000, 'fp')).rejects.toThrow(StoreUnavailableError);
+    await unavailable(store.settle(claim, 'complete'));
     await server.start();
     await readyAgain(client);
     // The resend reaches this process at once: the unfinished completion goes first.
-    expect(await store.claim(key, 30_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+    expect(await store.claim(request(key))).toEqual({ state: 'done', fingerprint: 'fp' });
   });
 
   it('completes it as soon as the client is ready, for a resend to another process', async () => {
@@ -69,13 +86,39 @@ describe('redisStore when Redis dies between the handlers and the completion', (
     await readyAgain(client);
     const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
     const key = `other-${randomUUID()}`;
-    const claim = tokenOf(await store.claim(key, 30_000));
+    const claim = await claimed(store, key);
     await server.kill();
-    await expect(store.complete(key, claim, 60_000, 'fp')).rejects.toThrow(StoreUnavailableError);
+    await unavailable(store.settle(claim, 'complete'));
     await server.start();
     // Another receiver process: its own client and store, no memory of the completion.
     const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
     expect(await claimSoon(other, key)).toEqual({ state: 'done', fingerprint: 'fp' });
+  });
+
+  it("completes the entity's records and frees the entity with the key, so a newer state of it runs at once", async () => {
+    const client = connect();
+    await readyAgain(client);
+    const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
+    const [key, r, e] = [`whole-${randomUUID()}`, `~["record",null,"${randomUUID()}"]`, entity()];
+    const claim = await claimed(store, key, {
+      records: [r],
+      recordsAs: { fingerprint: 'webhook', ttlMs: 60_000 },
+      version: { entity: e, versionMs: 2_000 },
+    });
+    await server.kill();
+    await unavailable(store.settle(claim, 'complete'));
+    await server.start();
+    // Another process, with another delivery of the entity: the entity is not held for the rest
+    // of the lease (30 s), the version 2 000 stands, and the record is done.
+    const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+    const newer = heldOf(await claimSoon(other, `newer-${randomUUID()}`, e, 3_000));
+    expect(newer.superseded).toBe(false);
+    await other.settle(newer, 'release');
+    expect(heldOf(await claimSoon(other, `older-${randomUUID()}`, e, 1_500)).superseded).toBe(true);
+    expect(await other.peek([key, r])).toEqual([
+      { state: 'done', fingerprint: 'fp' },
+      { state: 'done', fingerprint: 'webhook' },
+    ]);
   });
 
   it('answers the platform resend 200 duplicate and runs the handler once', async () => {
@@ -89,12 +132,12 @@ describe('redisStore when Redis dies between the handlers and the completion', (
       runs++;
       if (runs === 1) await server.kill();
     });
-    const request = signedRequest({ event: 'UserSignedIn', data: {} });
+    const delivery = signedRequest({ event: 'UserSignedIn', data: {} });
     // The handler ran; the completion could not reach Redis: still acknowledged.
-    expect((await receiver.handle(request)).outcome).toBe('processed');
+    expect((await receiver.handle(delivery)).outcome).toBe('processed');
     await server.start();
     await readyAgain(client);
-    const resend = await receiver.handle(request);
+    const resend = await receiver.handle(delivery);
     expect(resend).toMatchObject({ status: 200, outcome: 'duplicate' });
     expect(runs).toBe(1);
   });
@@ -105,14 +148,12 @@ describe('redisStore when Redis dies between the handlers and the completion', (
     const listeners = client.listenerCount('ready');
     const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
     const keys = [`first-${randomUUID()}`, `second-${randomUUID()}`];
-    const tokens = [];
-    for (const key of keys) tokens.push(tokenOf(await store.claim(key, 30_000)));
-    await server.kill();
+    const claims = [];
     for (const [i, key] of keys.entries()) {
-      await expect(store.complete(key, tokens[i]!, 60_000, `fp${i}`)).rejects.toThrow(
-        StoreUnavailableError,
-      );
+      claims.push(await claimed(store, key, { fingerprint: `fp${i}` }));
     }
+    await server.kill();
+    for (const claim of claims) await unavailable(store.settle(claim, 'complete'));
     await server.start();
     const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
     for (const [i, key] of keys.entries()) {
@@ -127,37 +168,44 @@ describe('redisStore when Redis dies between the handlers and the completion', (
     await readyAgain(client);
     const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
     const key = `expired-${randomUUID()}`;
-    const claim = tokenOf(await store.claim(key, 200));
+    const claim = await claimed(store, key, { leaseMs: 200 });
     await server.kill();
-    await expect(store.complete(key, claim, 60_000, 'fp')).rejects.toThrow(StoreUnavailableError);
+    await unavailable(store.settle(claim, 'complete'));
     await sleep(400);
     await server.start();
     await readyAgain(client);
     // The lease ran out while Redis was down: the key is free, and stays so.
-    expect((await store.claim(key, 30_000)).state).toBe('claimed');
+    expect((await store.claim(request(key))).state).toBe('claimed');
   });
 });
 
 describe('redisStore when Redis takes a claim and its answer never comes', () => {
-  it('takes the lease back once the connection is back, so the key is not held for leaseMs', async () => {
+  it('takes the lease back once the connection is back, so neither the key nor the entity is held for leaseMs', async () => {
     const proxy = await startProxy(server.port);
     try {
       const client = connect(proxy.url);
       await readyAgain(client);
       const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
-      const key = `unanswered-${randomUUID()}`;
+      const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
+      const [key, e] = [`unanswered-${randomUUID()}`, entity()];
+      await other.settle(
+        heldOf(await other.claim(request(`applied-${randomUUID()}`, at(e, 1_000)))),
+        'complete',
+      );
       // Redis runs the claim; its answer is lost (as when Redis dies right after its fsync).
       proxy.dropReplies = true;
-      await expect(store.claim(key, 60_000)).rejects.toThrow(StoreUnavailableError);
+      await unavailable(store.claim(request(key, { leaseMs: 60_000, ...at(e, 2_000) })));
       proxy.dropRequests = true;
       // Another process sees the lease nobody will complete.
-      const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
-      expect(await other.claim(key, 60_000)).toEqual({ state: 'in_flight' });
+      expect(await other.claim(request(key, { leaseMs: 60_000 }))).toEqual(IN_FLIGHT);
       // The connection drops and comes back: the store releases its lease at once.
       proxy.dropReplies = false;
       proxy.dropRequests = false;
       proxy.cut();
       expect((await claimSoon(other, key)).state).toBe('claimed');
+      // The entity too, with the version it had before that claim: 1 500 is not superseded.
+      const between = heldOf(await claimSoon(other, `between-${randomUUID()}`, e, 1_500));
+      expect(between.superseded).toBe(false);
     } finally {
       await proxy.close();
     }
@@ -173,9 +221,9 @@ describe('redisStore when Redis takes a claim and its answer never comes', () =>
       const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 1000 });
       const key = `resend-down-${randomUUID()}`;
       // Redis knows the claim script, so the claim below runs there at once (no NOSCRIPT).
-      await store.claim(`warm-${randomUUID()}`, 1000);
+      await store.claim(request(`warm-${randomUUID()}`, { leaseMs: 1000 }));
       proxy.dropReplies = true;
-      await expect(store.claim(key, 60_000)).rejects.toThrow(StoreUnavailableError);
+      await unavailable(store.claim(request(key, { leaseMs: 60_000 })));
       proxy.dropRequests = true;
       // The connection drops and stays down; the platform's resend reaches this process then.
       proxy.refuse = true;
@@ -183,9 +231,9 @@ describe('redisStore when Redis takes a claim and its answer never comes', () =>
       proxy.dropReplies = false;
       proxy.dropRequests = false;
       while (client.status === 'ready') await sleep(5);
-      await expect(store.claim(key, 60_000)).rejects.toThrow(StoreUnavailableError);
+      await unavailable(store.claim(request(key, { leaseMs: 60_000 })));
       const other = redisStore({ client: connect(), prefix: PREFIX, commandTimeoutMs: 1000 });
-      expect(await other.claim(key, 60_000)).toEqual({ state: 'in_flight' });
+      expect(await other.claim(request(key, { leaseMs: 60_000 }))).toEqual(IN_FLIGHT);
       // Back: the lease Redis took is released, not the one of the resend, which it never saw.
       proxy.refuse = false;
       expect((await claimSoon(other, key)).state).toBe('claimed');
@@ -208,10 +256,12 @@ describe('redisStore when Redis takes a claim and answers after the call gave up
       const key = `late-${randomUUID()}`;
       proxy.replyDelayMs = 1300;
       const startedAt = Date.now();
-      await expect(store.claim(key, 60_000)).rejects.toThrow(StoreUnavailableError);
-      expect(await other.claim(key, 60_000)).toEqual({ state: 'in_flight' });
+      await unavailable(store.claim(request(key, { leaseMs: 60_000 })));
+      expect(await other.claim(request(key, { leaseMs: 60_000 }))).toEqual(IN_FLIGHT);
       await sleep(1600 - (Date.now() - startedAt));
-      expect(await other.claim(key, 60_000)).toMatchObject({ state: 'claimed' });
+      expect(await other.claim(request(key, { leaseMs: 60_000 }))).toMatchObject({
+        state: 'claimed',
+      });
       expect(Date.now() - startedAt).toBeLessThan(1900);
     } finally {
       await proxy.close();
@@ -237,26 +287,40 @@ describe('redisStore when Redis refuses writes (maxmemory reached) while a compl
     // comes neither before the resends of a test nor before Redis has memory again.
     const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 2000 });
     const key = `${name}-${randomUUID()}`;
-    const claim = tokenOf(await store.claim(key, 30_000));
+    const claim = await claimed(store, key);
     await refusingWrites(async () => {
       // The handlers ran; Redis refuses the completion's write: it is kept.
-      const completion = await failureOf(store.complete(key, claim, 60_000, 'fp'));
+      const completion = await unavailable(store.settle(claim, 'complete'));
       expect(completion.message).toMatch(/^Redis complete failed: OOM /);
       await whileRefusing(store, key);
     });
     return { client, store, key };
   }
 
-  it('keeps the completion through a resend that fails too, and finishes it before the next resend', async () => {
+  it('answers a resend in flight while the completion is refused again, keeping it; finishes it before the next resend', async () => {
     const { store, key } = await refusedCompletion('full', async (refusing, refused) => {
-      // The platform's resend: the kept completion is tried first and refused again, then the
-      // claim itself is refused. Neither loses the completion.
-      const resend = await failureOf(refusing.claim(refused, 30_000));
-      expect(resend.message).toMatch(/^Redis claim failed: OOM /);
+      // The platform's resend: the kept completion is tried first and refused again; the claim
+      // finds the key held by the delivery's own lease (it writes nothing, so no OOM).
+      expect(await refusing.claim(request(refused))).toEqual(IN_FLIGHT);
     });
     // Memory again: the next resend finishes the completion first, so it is a duplicate, not
     // in_flight for the rest of the lease (and processed again after it).
-    expect(await store.claim(key, 30_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+    expect(await store.claim(request(key))).toEqual({ state: 'done', fingerprint: 'fp' });
+  });
+
+  it('keeps the completion through a resend whose claim fails too, not the release of that claim', async () => {
+    const { store, key } = await refusedCompletion('busy', async (refusing, refused) => {
+      // Redis is busy: the kept completion is tried first and refused again, then the claim
+      // itself is refused after it was sent. Redis may have taken that claim, for all the store
+      // knows, but the completion kept for the key must not give way to its release.
+      await whileBusy(async () => {
+        const resend = await unavailable(refusing.claim(request(refused)));
+        expect(resend.message).toMatch(/^Redis claim failed: BUSY /);
+      });
+    });
+    // The next resend finishes the completion first: a duplicate, not in_flight for the rest
+    // of the lease (and processed again after it).
+    expect(await store.claim(request(key))).toEqual({ state: 'done', fingerprint: 'fp' });
   });
 
   it('sends the completion again commandTimeoutMs later on its own, since no ready comes', async () => {
@@ -280,16 +344,14 @@ describe('redisStore when one kept call goes through and another is refused agai
       const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: TIMEOUT_MS });
       const failedKey = `failed-${randomUUID()}`;
       const doneKey = `done-${randomUUID()}`;
-      const failedToken = tokenOf(await store.claim(failedKey, 30_000));
-      const doneToken = tokenOf(await store.claim(doneKey, 30_000));
+      const failedClaim = await claimed(store, failedKey);
+      const doneClaim = await claimed(store, doneKey);
       // The connection drops and stays down: a release and a completion fail, and are kept.
       proxy.refuse = true;
       proxy.cut();
       while (client.status === 'ready') await sleep(5);
-      await expect(store.release(failedKey, failedToken)).rejects.toThrow(StoreUnavailableError);
-      await expect(store.complete(doneKey, doneToken, 60_000, 'fp')).rejects.toThrow(
-        StoreUnavailableError,
-      );
+      await unavailable(store.settle(failedClaim, 'release'));
+      await unavailable(store.settle(doneClaim, 'complete'));
       // It comes back to a Redis out of memory: the release goes through (DEL needs none), the
       // completion is refused again.
       await outOfMemory(admin, true);
@@ -324,10 +386,10 @@ describe('redisStore with two calls kept for one key', () => {
     await readyAgain(client);
     const admin = connect();
     const store = redisStore({ client, prefix: PREFIX, commandTimeoutMs: 2000 });
-    // Redis knows the three scripts: each call below is one command, sent at once, in order.
-    const warm = [`warm-${randomUUID()}`, `warm-${randomUUID()}`];
-    await store.complete(warm[0]!, tokenOf(await store.claim(warm[0]!, 30_000)), 60_000, 'fp');
-    await store.release(warm[1]!, tokenOf(await store.claim(warm[1]!, 30_000)));
+    // Redis knows the two scripts (claim, settle): each call below is one command, sent at
+    // once, in order.
+    const warm = `warm-${randomUUID()}`;
+    await store.settle(await claimed(store, warm), 'complete');
     const key = `twice-${randomUUID()}`;
     // A BLPOP on the store's own connection holds back whatever the store sends after it.
     const gate = `${PREFIX}gate-${randomUUID()}`;
@@ -337,29 +399,29 @@ describe('redisStore with two calls kept for one key', () => {
       // kept. A second delivery of the same key, sent just after it, is held back until Redis
       // has memory again, and takes the key.
       await outOfMemory(admin, true);
-      const first = store.claim(key, 30_000);
+      const first = store.claim(request(key));
       const firstGate = held();
-      const second = store.claim(key, 30_000);
-      expect((await failureOf(first)).message).toMatch(/^Redis claim failed: OOM /);
+      const second = store.claim(request(key));
+      expect((await unavailable(first)).message).toMatch(/^Redis claim failed: OOM /);
       await outOfMemory(admin, false);
       await admin.lpush(gate, 'open');
       await firstGate;
-      const token = tokenOf(await second);
+      const claim = heldOf(await second);
       // Out of memory again: the second delivery's completion is refused, and kept in place of
       // the release. The release is meanwhile being sent again (a resend's claim sends it
       // first), held back until the completion was kept.
       await outOfMemory(admin, true);
-      const completion = store.complete(key, token, 60_000, 'fp');
+      const completion = store.settle(claim, 'complete');
       const secondGate = held();
-      const resend = store.claim(key, 30_000);
-      expect((await failureOf(completion)).message).toMatch(/^Redis complete failed: OOM /);
+      const resend = store.claim(request(key));
+      expect((await unavailable(completion)).message).toMatch(/^Redis complete failed: OOM /);
       await outOfMemory(admin, false);
       await admin.lpush(gate, 'open');
       await secondGate;
       // The release is done (it freed nothing: the key holds the second lease)...
-      expect(await resend).toEqual({ state: 'in_flight' });
+      expect(await resend).toEqual(IN_FLIGHT);
       // ...and the completion kept after it is still there: the next resend sends it first.
-      expect(await store.claim(key, 30_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+      expect(await store.claim(request(key))).toEqual({ state: 'done', fingerprint: 'fp' });
     } finally {
       await outOfMemory(admin, false);
       admin.disconnect();
@@ -394,15 +456,41 @@ async function refusingWrites(work: () => Promise<void>): Promise<void> {
   }
 }
 
-/** The error `work` rejects with (an `Error`: a rejection with anything else fails the test). */
-async function failureOf(work: Promise<unknown>): Promise<Error> {
+/**
+ * Runs `work` while the test server runs a script that never ends: past the busy threshold (set
+ * to 20 ms here) every command of another client is answered BUSY, writing nothing. The script
+ * is killed after.
+ */
+async function whileBusy(work: () => Promise<void>): Promise<void> {
+  const admin = connect();
+  await admin.config('SET', 'lua-time-limit', '20');
+  const looping = connect()
+    .eval('while true do end', 0)
+    .catch(() => {});
   try {
-    await work;
-  } catch (error) {
-    if (error instanceof StoreUnavailableError) return error;
+    await vi.waitFor(
+      async () => expect((await failureOf(admin.ping())).message).toMatch(/^BUSY /),
+      {
+        timeout: 5000,
+        interval: 10,
+      },
+    );
+    await work();
+  } finally {
+    await admin.script('KILL');
+    await looping;
+    await admin.config('SET', 'lua-time-limit', '5000');
+    admin.disconnect();
+  }
+}
+
+/** The `StoreUnavailableError`, with its stable code, that `work` rejects with. */
+async function unavailable(work: Promise<unknown>): Promise<StoreUnavailableError> {
+  const error = await failureOf(work);
+  if (!(error instanceof StoreUnavailableError) || error.code !== 'store_unavailable') {
     throw new Error(`expected a StoreUnavailableError, got ${String(error)}`);
   }
-  throw new Error('expected a rejection');
+  return error;
 }
 
 /** A TCP proxy in front of Redis that can drop what goes either way, and cut every connection. */
@@ -461,12 +549,21 @@ async function startProxy(port: number): Promise<Proxy> {
   return Object.assign(proxy, { url: `redis://127.0.0.1:${listening}` });
 }
 
-/** Claims until the answer is not in_flight (the other process's retry lands within ms). */
-async function claimSoon(store: IdempotencyStore, key: string): Promise<ClaimResult> {
+/**
+ * Claims `key` (or, with `e`, a delivery `key` of entity `e` at `versionMs`) until the answer is
+ * not in_flight (the other process's retry lands within ms).
+ */
+async function claimSoon(
+  store: IdempotencyStore,
+  key: string,
+  e?: string,
+  versionMs = 0,
+): Promise<Claim> {
   const deadline = Date.now() + 5000;
+  const asking = e === undefined ? {} : at(e, versionMs);
   for (;;) {
     try {
-      const result = await store.claim(key, 30_000);
+      const result = await store.claim(request(key, asking));
       if (result.state !== 'in_flight' || Date.now() > deadline) return result;
     } catch (error) {
       if (Date.now() > deadline) throw error;
@@ -475,7 +572,12 @@ async function claimSoon(store: IdempotencyStore, key: string): Promise<ClaimRes
   }
 }
 
-function tokenOf(result: ClaimResult): string {
-  if (result.state !== 'claimed') throw new Error(`expected a claim, got ${result.state}`);
-  return result.token;
+/** What a claim asks for to take entity `e` at `versionMs`. */
+function at(e: string, versionMs: number): Asking {
+  return { version: { entity: e, versionMs } };
+}
+
+/** An entity as the receiver names one (src/delivery-key.ts' entityKeyOf). */
+function entity(): string {
+  return `~["entity",null,"invoice:${randomUUID()}"]`;
 }
