@@ -11,9 +11,10 @@ import { createServer, connect, type AddressInfo, type Server, type Socket } fro
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { postgresStore } from '../../src/stores/postgres.js';
-import type { ClaimResult } from '../../src/stores/types.js';
+import type { HeldClaim } from '../../src/stores/types.js';
 import { usePostgresPool } from '../helpers/postgres.js';
 import { sleep } from '../helpers/redis.js';
+import { heldOf, requestFor } from './contract.js';
 
 const postgres = usePostgresPool('sh_slow');
 
@@ -121,13 +122,11 @@ async function throughProxy(): Promise<{ proxy: SlowCloseProxy; pool: pg.Pool }>
   return { proxy, pool };
 }
 
-function claimed(result: ClaimResult): Extract<ClaimResult, { state: 'claimed' }> {
-  if (result.state !== 'claimed') throw new Error(`expected a claim, got ${result.state}`);
-  return result;
-}
+/** A claim of the key 'k' for a minute (its lease never runs out in a test). */
+const K = requestFor('k', { leaseMs: 60_000 });
 
 /** The backend pid of a claim's session. */
-function pidOf(result: Extract<ClaimResult, { state: 'claimed' }>): number {
+function pidOf(result: HeldClaim): number {
   return (result.transaction!.client as unknown as { processID: number }).processID;
 }
 
@@ -151,22 +150,22 @@ describe('postgresStore with sessions that end slowly', () => {
   it('waits for the session of an abandoned claim to end before claiming its key again', async () => {
     const { proxy, pool } = await throughProxy();
     const store = postgresStore({ pool, table: postgres.table(), connectTimeoutMs: 10_000 });
-    const first = claimed(await store.claim('k', 60_000));
+    const first = heldOf(await store.claim(K));
     const held = gate();
     proxy.terminate = held;
     first.transaction!.abandon();
     // The old session still holds the key's lock: answering now would be in_flight.
-    const second = store.claim('k', 60_000);
+    const second = store.claim(K);
     await settledWithin(second, 1000);
     held.open();
     expect((await second).state).toBe('claimed');
-    await store.release('k', claimed(await second).token);
+    await store.settle(heldOf(await second), 'release');
   });
 
   it('claims the key after connectTimeoutMs / 2 when the abandoned client never hears its end', async () => {
     const { proxy, pool } = await throughProxy();
     const store = postgresStore({ pool, table: postgres.table(), connectTimeoutMs: 3000 });
-    const first = claimed(await store.claim('k', 60_000));
+    const first = heldOf(await store.claim(K));
     const pid = pidOf(first);
     // Postgres ends the session at once; the client's socket stays open (until the test ends).
     const never = gate();
@@ -175,9 +174,9 @@ describe('postgresStore with sessions that end slowly', () => {
     first.transaction!.abandon();
     await sessionEnded(pid);
     // The wait for the end gives up after 1.5 s, within the claim's 3 s.
-    const second = await store.claim('k', 60_000);
+    const second = await store.claim(K);
     expect(second.state).toBe('claimed');
-    await store.release('k', claimed(second).token);
+    await store.settle(heldOf(second), 'release');
   });
 
   it('keeps waiting for the newer abandoned session of a key when an older one ends', async () => {
@@ -193,7 +192,7 @@ describe('postgresStore with sessions that end slowly', () => {
       },
     } as unknown as pg.Pool;
     const store = postgresStore({ pool: gated, table: postgres.table(), connectTimeoutMs: 20_000 });
-    const first = claimed(await store.claim('k', 60_000));
+    const first = heldOf(await store.claim(K));
     const firstPid = pidOf(first);
     const firstClient = first.transaction!.client as unknown as pg.PoolClient;
     // The first session ends on the server at once, but its client hears it only later.
@@ -201,7 +200,7 @@ describe('postgresStore with sessions that end slowly', () => {
     cleanups.push(async () => firstHeard.open());
     proxy.clientClose = firstHeard;
     connecting = gate();
-    const second = store.claim('k', 60_000);
+    const second = store.claim(K);
     first.transaction!.abandon();
     await sessionEnded(firstPid);
     // The second claim gets the key; its session, once abandoned, is held open on the server.
@@ -210,31 +209,31 @@ describe('postgresStore with sessions that end slowly', () => {
     cleanups.push(async () => secondHeld.open());
     proxy.terminate = secondHeld;
     connecting.open();
-    const secondClaim = claimed(await second);
+    const secondClaim = heldOf(await second);
     secondClaim.transaction!.abandon();
     // Now the first client hears its end: that must not forget the second session's wait.
     const firstEnded = new Promise<void>((resolve) => firstClient.once('end', () => resolve()));
     firstHeard.open();
     await firstEnded;
     await sleep(0);
-    const third = store.claim('k', 60_000);
+    const third = store.claim(K);
     await settledWithin(third, 1000);
     secondHeld.open();
     expect((await third).state).toBe('claimed');
-    await store.release('k', claimed(await third).token);
+    await store.settle(heldOf(await third), 'release');
   });
 
   it('rolls back a released claim before it resolves, not when its session ends', async () => {
     const { proxy, pool } = await throughProxy();
     const store = postgresStore({ pool, table: postgres.table(), connectTimeoutMs: 10_000 });
-    const first = claimed(await store.claim('k', 60_000));
+    const first = heldOf(await store.claim(K));
     const held = gate();
     cleanups.push(async () => held.open());
     proxy.terminate = held;
-    await store.release('k', first.token);
+    await store.settle(first, 'release');
     // The released session has not ended (its Terminate is held), yet the key is free.
-    const second = await store.claim('k', 60_000);
+    const second = await store.claim(K);
     expect(second.state).toBe('claimed');
-    await store.release('k', claimed(second).token);
+    await store.settle(heldOf(second), 'release');
   });
 });
