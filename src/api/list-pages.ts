@@ -90,6 +90,7 @@ class PageReader<S extends z.ZodType, O extends ListOptions> {
   readonly #operation: ListOperation<S, O>;
   readonly #settings: Paging;
   readonly #seen = new Set<unknown>();
+  readonly #seenInvalid = new Set<unknown>();
 
   constructor(client: Client, operation: ListOperation<S, O>, settings: Paging) {
     this.#client = client;
@@ -157,6 +158,10 @@ class PageReader<S extends z.ZodType, O extends ListOptions> {
       const result = operation.schema.safeParse(raw);
       if (!result.success) {
         const id = idOf(raw, operation.idField);
+        // Ranges share their middle instant: an item there is read twice, but told once.
+        const seenAs = id ?? JSON.stringify(raw);
+        if (this.#seenInvalid.has(seenAs)) continue;
+        this.#seenInvalid.add(seenAs);
         this.invalid.add({
           kind: operation.kind,
           id,

@@ -142,33 +142,43 @@ async function runHandler<K extends ReconcileKind>(
   { store, tenant, handlerTimeoutMs, signal: runSignal }: RecoveryConfig,
   claim: HeldClaim,
 ): Promise<Settled | 'timeout' | 'aborted'> {
-  const timeout = AbortSignal.timeout(handlerTimeoutMs);
-  const signal = runSignal === undefined ? timeout : AbortSignal.any([runSignal, timeout]);
+  // A controller of its own rather than AbortSignal.timeout and AbortSignal.any: once the
+  // handler ended, its signal must be left alone (work it left behind is not aborted later), and
+  // no listener stays on the run's signal, which lives for the whole run.
+  const controller = new AbortController();
   const ctx: ReconcileContext = {
     kind,
     id,
     entity,
     tenant,
     transaction: claim.transaction?.client,
-    signal,
+    signal: controller.signal,
   };
-  let stop = (): void => {};
-  const stopped = new Promise<'timeout' | 'aborted'>((resolve) => {
-    stop = () => resolve(runSignal?.aborted === true ? 'aborted' : 'timeout');
-    if (signal.aborted) stop();
-    else signal.addEventListener('abort', stop, { once: true });
-  });
+  let stopped: (why: 'timeout' | 'aborted') => void = () => {};
+  const stop = new Promise<'timeout' | 'aborted'>((resolve) => (stopped = resolve));
+  const onAbort = () => {
+    controller.abort(runSignal?.reason);
+    stopped('aborted');
+  };
+  runSignal?.addEventListener('abort', onAbort, { once: true });
+  const timer = setTimeout(() => {
+    controller.abort(new Error(`the ${kind} handler timed out after ${handlerTimeoutMs} ms`));
+    stopped('timeout');
+  }, handlerTimeoutMs);
   const settled = new Promise((resolve) => resolve(handler(item, ctx))).then(
     (): Settled => ({ ok: true }),
     (error: unknown): Settled => ({ ok: false, error }),
   );
-  const ended = await Promise.race([settled, stopped]);
-  signal.removeEventListener('abort', stop);
+  const ended = await Promise.race([settled, stop]);
+  clearTimeout(timer);
+  runSignal?.removeEventListener('abort', onAbort);
   if (typeof ended !== 'string') return ended;
   claim.transaction?.abandon();
+  // Its end settles the records: completed if it succeeded and the store records it, else freed
+  // now rather than at the end of the lease (a store may throw as well as reject: both caught).
   void settled.then(async (late) => {
-    if (late.ok) await recordRecovery(store, claim);
-    else await freeQuietly(store, claim);
+    if (late.ok && (await recordRecovery(store, claim)).ok) return;
+    await freeQuietly(store, claim);
   });
   return ended;
 }

@@ -10,6 +10,7 @@ import { RECORDED_BY_WEBHOOK } from '../../src/entity-records.js';
 import type { MockInvoice, MockListItems } from '../../src/testing/mock-lists.js';
 import { createMockSchoolApi, type MockSchoolApi } from '../../src/testing/mock-school-api.js';
 import type { IdempotencyStore } from '../../src/stores/types.js';
+import { heldOf, requestFor } from '../stores/contract.js';
 
 export const MINUTE = 60_000;
 export const HOUR = 3_600_000;
@@ -72,9 +73,8 @@ export async function recordWebhook(
   tenant?: string,
 ): Promise<void> {
   const record = recordKeyOf(entity, tenant);
-  const claim = await store.claim(record, 60_000);
-  if (claim.state !== 'claimed') throw new Error(`expected to claim ${record}`);
-  await store.complete(record, claim.token, 35 * DAY, RECORDED_BY_WEBHOOK);
+  const request = requestFor(record, { fingerprint: RECORDED_BY_WEBHOOK, ttlMs: 35 * DAY });
+  await store.settle(heldOf(await store.claim(request)), 'complete');
 }
 
 /** The requests the mock got for the list at `path`, as their query parameters. */

@@ -8,6 +8,7 @@
  * reconciler.test.ts.
  */
 
+import { recordKeyOf } from '../../src/delivery-key.js';
 import { describe, expect, it, vi } from 'vitest';
 import { entityOf } from '../../src/entity-of.js';
 import type { ListingOptions } from '../../src/reconcile/listings.js';
@@ -63,7 +64,7 @@ describe('listEntities, loaded afresh', () => {
     [
       'access',
       'productAccesses',
-      { accessId: 31 },
+      { accessId: 31, productId: 5, user: { id: 9 } },
       { createdAt: range(NOW - 2 * DAY) },
       { event: 'ProductEnrolledViaPayment', data: { access: { id: 31 } } },
     ],
@@ -87,9 +88,16 @@ describe('listEntities, loaded afresh', () => {
       const { listEntities } = await freshListings();
       const { api, calls } = recordingApi({ [method]: [item] });
       const listed = [];
-      for await (const entity of listEntities(kind, api, window, options)) listed.push(entity);
+      for await (const entity of listEntities(kind, api, window, options, undefined)) {
+        listed.push(entity);
+      }
       const [id] = Object.values(item);
-      expect(listed).toEqual([{ item, id: String(id), entity: entityOf(webhook)!.key }]);
+      const entity = entityOf(webhook)!.key;
+      // An access is also checked under the enrollment a webhook without it records.
+      const also = kind === 'access' ? [recordKeyOf('enrollment:9:5', undefined)] : [];
+      expect(listed).toEqual([
+        { item, id: String(id), entity, records: [recordKeyOf(entity, undefined), ...also] },
+      ]);
       expect(calls).toEqual([[method, { ...filter, ...options }]]);
     },
   );

@@ -10,7 +10,7 @@ import { checkReconcilerOptions } from '../../src/reconcile/settings.js';
 import type { ReconcilerOptions } from '../../src/reconcile/types.js';
 import { memoryStore } from '../../src/stores/memory.js';
 import { configRefusal } from '../helpers/failure-of.js';
-import { DAY, HOUR, MINUTE } from './helpers.js';
+import { DAY, MINUTE } from './helpers.js';
 
 const api = {
   invoices() {},
@@ -29,15 +29,17 @@ function check(options: Partial<Record<keyof ReconcilerOptions, unknown>>) {
 const refusal = (make: () => unknown): string => configRefusal(make).message;
 
 describe('defaults', () => {
-  it('leaves out entities younger than 5 hours, lists invoices 7 days further back, 1000 a page', () => {
+  it("leaves out entities younger than the platform's retry span and a quarter hour, lists invoices 7 days further back, 1000 a page", () => {
     const settings = checkReconcilerOptions({ api, store });
     expect(settings).toEqual({
       api,
       store,
       tenant: undefined,
-      minAgeMs: 5 * HOUR,
+      // The platform's last retry comes 11 + 33 + 77 + 165 minutes after the first attempt.
+      minAgeMs: (11 + 33 + 77 + 165) * MINUTE + 15 * MINUTE,
       lookbackMs: 7 * DAY,
       handlerTimeoutMs: MINUTE,
+      inFlightWaitMs: 30_000,
       leaseMs: 2 * MINUTE,
       take: 1000,
       now: Date.now,
@@ -82,7 +84,7 @@ describe('the store', () => {
 
   it('refuses a receiver whose store is null', () => {
     expect(refusal(() => check({ store: undefined, receiver: { store: null } }))).toBe(
-      'store must be an idempotency store (claim, complete and release)',
+      'store must be an idempotency store (claim, settle, peek)',
     );
   });
 
@@ -105,14 +107,26 @@ describe('the store', () => {
     );
   });
 
-  it.each<[string, unknown]>([
-    ['a string', 'redis://127.0.0.1'],
-    ['no claim', { complete() {}, release() {} }],
-    ['no complete', { claim() {}, release() {} }],
-    ['no release', { claim() {}, complete() {} }],
-  ])('refuses a store with %s', (_name, given) => {
-    expect(refusal(() => check({ store: given }))).toBe(
-      'store must be an idempotency store (claim, complete and release)',
+  it('refuses a string for a store', () => {
+    expect(refusal(() => check({ store: 'redis://127.0.0.1' }))).toBe(
+      'store must be an idempotency store (claim, settle, peek)',
+    );
+  });
+
+  it.each<[string, unknown, string]>([
+    ['no claim', { settle() {}, peek() {} }, 'claim()'],
+    ['no settle', { claim() {}, peek() {} }, 'settle()'],
+    ['no peek', { claim() {}, settle() {} }, 'peek()'],
+    [
+      'the methods of an earlier contract',
+      { claim() {}, complete() {}, release() {} },
+      'settle(), peek()',
+    ],
+  ])('refuses a store with %s, naming what it lacks', (_name, given, missing) => {
+    expect(refusal(() => check({ store: given }))).toMatch(
+      new RegExp(
+        `^store lacks ${missing.replace(/[()]/g, '\\$&')}: an idempotency store has claim, settle, peek`,
+      ),
     );
   });
 });
