@@ -335,6 +335,19 @@ describe("postgresStore's one claim and one settle", () => {
     expect(sent).toEqual(['ROLLBACK']);
     expect(pooled).toHaveLength(1);
     expect(pooled[0]).toMatch(/^SELECT key, fingerprint FROM .* WHERE key = ANY\(\$1/);
+
+    // A claim that takes nothing ends its transaction before it answers: a key held is its
+    // locks and the ROLLBACK; a key done, the claim's two queries and the ROLLBACK.
+    const holding = heldOf(await store.claim(everything('holding')));
+    sent.length = 0;
+    expect(await store.claim(everything('holding'))).toEqual({ state: 'in_flight', held: 'key' });
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toBe('ROLLBACK');
+    sent.length = 0;
+    expect(await store.claim(everything('counted'))).toEqual({ state: 'done', fingerprint: 'fp' });
+    expect(sent).toHaveLength(3);
+    expect(sent[2]).toBe('ROLLBACK');
+    await store.settle(holding, 'release');
   });
 
   it('peeks without creating its table: none made yet is all free and stays missing; one dropped since fails with 42P01', async () => {
