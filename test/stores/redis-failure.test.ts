@@ -4,7 +4,8 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { redisStore } from '../../src/stores/redis.js';
-import type { AsyncIdempotencyStore } from '../../src/stores/types.js';
+import { CLAIM, SETTLE } from '../../src/stores/redis-scripts.js';
+import type { HeldClaim, IdempotencyStore } from '../../src/stores/types.js';
 import {
   sleep,
   startRedisCluster,
@@ -12,7 +13,7 @@ import {
   type RedisClusterProcess,
   type RedisServerProcess,
 } from '../helpers/redis.js';
-import { describeStoreContract } from './contract.js';
+import { describeStoreContract, heldOf, requestFor } from './contract.js';
 
 const TIMEOUT_MS = 300;
 // "Within about commandTimeoutMs": the timeout plus scheduling slack.
@@ -21,7 +22,7 @@ const PREFIX = 'failure:';
 
 let server: RedisServerProcess;
 let client: Redis;
-let store: AsyncIdempotencyStore;
+let store: IdempotencyStore;
 let cluster: RedisClusterProcess;
 let clusterClient: Cluster;
 
@@ -57,8 +58,8 @@ describe('redisStore when Redis fails', () => {
       const key = `down-${randomUUID()}`;
       keys.push(key);
       const status = client.status;
-      const { error, elapsedMs } = await timed(store.claim(key, 60_000));
-      expect(error).toBeInstanceOf(StoreUnavailableError);
+      const { error, elapsedMs } = await timed(store.claim(wholeRequest(key)));
+      expectUnavailable(error);
       expect(elapsedMs).toBeLessThan(BOUND_MS);
       (elapsed[status] ??= []).push(elapsedMs);
       await sleep(50);
@@ -71,38 +72,45 @@ describe('redisStore when Redis fails', () => {
     expect(notReady.length).toBeGreaterThan(3);
     expect(Math.max(...notReady)).toBeLessThan(100);
     const [key = ''] = keys;
-    for (const [name, call] of [
-      ['complete', store.complete(key, 'token', 60_000, 'fp')],
-      ['release', store.release(key, 'token')],
-    ] as const) {
-      const { error, elapsedMs } = await timed(call);
-      expect(error).toBeInstanceOf(StoreUnavailableError);
+    // A claim of the key, its record and its entity, as a delivery that claimed before the stop
+    // would hold: its settle fails as fast.
+    const held = claimOf(wholeRequest(key));
+    for (const name of ['complete', 'release'] as const) {
+      const { error, elapsedMs } = await timed(store.settle(held, name));
+      expectUnavailable(error);
       expect((error as Error).message).toMatch(new RegExp(`^Redis ${name} failed: `));
       expect(elapsedMs).toBeLessThan(BOUND_MS);
     }
     // A claim of another key while those wait to be sent again fails as any other does.
-    const other = await timed(store.claim(`other-${randomUUID()}`, 60_000));
-    expect(other.error).toBeInstanceOf(StoreUnavailableError);
+    const other = await timed(store.claim(requestFor(`other-${randomUUID()}`)));
+    expectUnavailable(other.error);
+    // So does a peek.
+    const peek = await timed(store.peek([key]));
+    expectUnavailable(peek.error);
+    expect((peek.error as Error).message).toMatch(/^Redis peek failed: /);
 
     await server.start();
     await untilReady(client);
     // The fresh server has run nothing but what the client sent since it came back: no SET.
     expect(await commandCalls(client, 'set')).toBe(0);
     expect(await client.exists(...keys.map(redisKey))).toBe(0);
+    expect(
+      await client.exists(...keys.flatMap((k) => [redisKey(recordOf(k)), entityLease(k)])),
+    ).toBe(0);
     // The same store instance works again; no state of its own was broken.
-    expect((await store.claim(key, 60_000)).state).toBe('claimed');
+    expect(heldOf(await store.claim(wholeRequest(key))).records).toEqual([{ state: 'held' }]);
   });
 
   it('lets nothing of a claim that timed out on a frozen Redis land when it wakes up', async () => {
     // Redis knows the script, so the late claim really runs there and the script refuses it.
-    await store.claim(`warm-${randomUUID()}`, 1000);
+    await store.claim(requestFor(`warm-${randomUUID()}`, { leaseMs: 1000 }));
     await client.config('RESETSTAT');
     const key = `frozen-${randomUUID()}`;
     server.pause();
     try {
       // The connection stays "ready": the claim is written to the socket and waits there.
-      const { error, elapsedMs } = await timed(store.claim(key, 60_000));
-      expect(error).toBeInstanceOf(StoreUnavailableError);
+      const { error, elapsedMs } = await timed(store.claim(wholeRequest(key)));
+      expectUnavailable(error);
       expect((error as Error).message).toBe(`Redis did not answer claim within ${TIMEOUT_MS} ms`);
       expect(elapsedMs).toBeLessThan(BOUND_MS);
       expect(client.status).toBe('ready');
@@ -113,14 +121,14 @@ describe('redisStore when Redis fails', () => {
     await client.ping();
     expect(await commandCalls(client, 'evalsha')).toBe(1);
     expect(await commandCalls(client, 'set')).toBe(0);
-    expect(await client.exists(redisKey(key))).toBe(0);
+    expect(await client.exists(redisKey(key), redisKey(recordOf(key)), entityLease(key))).toBe(0);
   });
 
   it('lets nothing of a claim that ioredis re-sends after a reconnect land', async () => {
     const key = `resent-${randomUUID()}`;
     server.pause();
-    const { error, elapsedMs } = await timed(store.claim(key, 60_000));
-    expect(error).toBeInstanceOf(StoreUnavailableError);
+    const { error, elapsedMs } = await timed(store.claim(wholeRequest(key)));
+    expectUnavailable(error);
     expect(elapsedMs).toBeLessThan(BOUND_MS);
     // The claim sits in ioredis's queue of sent-but-unanswered commands; killing the server
     // drops the connection, and ioredis re-sends that queue once it is ready again.
@@ -134,8 +142,8 @@ describe('redisStore when Redis fails', () => {
     expect(await commandCalls(client, 'evalsha')).toBeGreaterThanOrEqual(1);
     expect(await commandCalls(client, 'time')).toBe(0);
     expect(await commandCalls(client, 'set')).toBe(0);
-    expect(await client.exists(redisKey(key))).toBe(0);
-    expect((await store.claim(key, 60_000)).state).toBe('claimed');
+    expect(await client.exists(redisKey(key), redisKey(recordOf(key)), entityLease(key))).toBe(0);
+    expect((await store.claim(wholeRequest(key))).state).toBe('claimed');
   });
 
   it('fails at once on a client that was closed', async () => {
@@ -144,9 +152,9 @@ describe('redisStore when Redis fails', () => {
     await closed.quit();
     await until(() => closed.status === 'end');
     const { error, elapsedMs } = await timed(
-      redisStore({ client: closed, commandTimeoutMs: TIMEOUT_MS }).claim('k', 1000),
+      redisStore({ client: closed, commandTimeoutMs: TIMEOUT_MS }).claim(requestFor('k')),
     );
-    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expectUnavailable(error);
     expect((error as Error).message).toMatch(/not ready \(status: end\)/);
     expect(elapsedMs).toBeLessThan(100);
   });
@@ -159,10 +167,10 @@ describe('redisStore when Redis fails', () => {
     });
     authed.on('error', () => {});
     const { error } = await timed(
-      redisStore({ client: authed, commandTimeoutMs: TIMEOUT_MS }).claim('k', 1000),
+      redisStore({ client: authed, commandTimeoutMs: TIMEOUT_MS }).claim(requestFor('k')),
     );
     authed.disconnect();
-    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expectUnavailable(error);
     const seen = JSON.stringify(error, Object.getOwnPropertyNames(error));
     const cause = (error as Error).cause;
     expect(seen + String(cause) + JSON.stringify(cause)).not.toContain(secret);
@@ -170,26 +178,29 @@ describe('redisStore when Redis fails', () => {
 
   it('loads its scripts again after Redis forgets them (SCRIPT FLUSH)', async () => {
     const key = `noscript-${randomUUID()}`;
-    const claim = await store.claim(key, 60_000);
-    if (claim.state !== 'claimed') throw new Error('expected a claim');
     await client.script('FLUSH');
-    await store.complete(key, claim.token, 60_000, 'fp');
+    const claim = heldOf(await store.claim(wholeRequest(key)));
     await client.script('FLUSH');
-    expect(await store.claim(key, 60_000)).toEqual({ state: 'done', fingerprint: 'fp' });
+    await store.settle(claim, 'complete');
+    await client.script('FLUSH');
+    expect(await store.claim(requestFor(key))).toEqual({ state: 'done', fingerprint: 'fp' });
+    expect(await store.peek([recordOf(key)])).toEqual([{ state: 'done', fingerprint: 'fp' }]);
+    expect(await client.exists(entityLease(key))).toBe(0);
   });
 
   it('refuses complete and release from a token whose lease expired and was taken over', async () => {
     const key = `stale-${randomUUID()}`;
-    const first = await store.claim(key, 100);
+    const first = heldOf(
+      await store.claim(requestFor(key, { leaseMs: 100, ttlMs: 999_999, fingerprint: 'stale' })),
+    );
     await sleep(200);
-    const second = await store.claim(key, 60_000);
-    if (first.state !== 'claimed' || second.state !== 'claimed') throw new Error('expected claims');
+    const second = heldOf(await store.claim(requestFor(key, { leaseMs: 60_000 })));
     const before = await client.pttl(redisKey(key));
-    await store.complete(key, first.token, 999_999, 'stale');
-    await store.release(key, first.token);
+    await store.settle(first, 'complete');
+    await store.settle(first, 'release');
     expect(await client.get(redisKey(key))).toBe(`L:${second.token}`);
     expect(await client.pttl(redisKey(key))).toBeLessThanOrEqual(before);
-    await store.complete(key, second.token, 60_000, 'fp');
+    await store.settle(second, 'complete');
     expect(await client.get(redisKey(key))).toBe('D:fp');
   });
 });
@@ -205,7 +216,9 @@ describe('redisStore on a Redis Cluster', () => {
       '}{x}',
       '%',
     ];
-    for (const key of keys) expect((await clusterStore.claim(key, 60_000)).state).toBe('claimed');
+    for (const key of keys) {
+      expect((await clusterStore.claim(requestFor(key))).state).toBe('claimed');
+    }
     for (const key of keys) {
       const escaped = key.replace(/%/g, '%25').replace(/\{/g, '%7B').replace(/\}/g, '%7D');
       const stored = `${prefix}ns:{${escaped}}`;
@@ -218,7 +231,59 @@ describe('redisStore on a Redis Cluster', () => {
     expect(sizes).toHaveLength(3);
     for (const size of sizes) expect(size).toBeGreaterThan(0);
   });
+
+  it('sends a claim whose key, record and entity fall in three slots as one script per slot, and its settle too', async () => {
+    const prefix = `cluster-slots-${randomUUID()}:`;
+    const clusterStore = redisStore({ client: clusterClient, prefix });
+    const [key, r, e] = await threeSlots();
+    const masters = clusterClient.nodes('master');
+    // Every node knows both scripts, so each is one EVALSHA (no NOSCRIPT, no EVAL).
+    await Promise.all(
+      masters.flatMap((node) => [node.script('LOAD', CLAIM.lua), node.script('LOAD', SETTLE.lua)]),
+    );
+    await Promise.all(masters.map((node) => node.config('RESETSTAT')));
+    const request = requestFor(key, { records: [r], version: { entity: e, versionMs: 1_000 } });
+    const claim = heldOf(await clusterStore.claim(request));
+    expect(claim.records).toEqual([{ state: 'held' }]);
+    expect(await scriptsRun(masters)).toEqual({ evalsha: 3, eval: 0 });
+    await clusterStore.settle(claim, 'complete');
+    expect(await scriptsRun(masters)).toEqual({ evalsha: 6, eval: 0 });
+    expect(await clusterStore.peek([key, r])).toEqual([
+      { state: 'done', fingerprint: 'fp' },
+      { state: 'done', fingerprint: 'fp' },
+    ]);
+    const older = requestFor(`older-${randomUUID()}`, { version: { entity: e, versionMs: 999 } });
+    expect(heldOf(await clusterStore.claim(older)).superseded).toBe(true);
+  });
 });
+
+/** Three keys of this run whose hash tags fall in three different slots of the cluster. */
+async function threeSlots(): Promise<[string, string, string]> {
+  const keys: string[] = [];
+  const slots = new Set<number>();
+  while (keys.length < 3) {
+    const key = `apart-${randomUUID()}`;
+    const slot = Number(await clusterClient.cluster('KEYSLOT', key));
+    if (slots.has(slot)) continue;
+    slots.add(slot);
+    keys.push(key);
+  }
+  return [keys[0]!, keys[1]!, keys[2]!];
+}
+
+/** How many scripts the masters ran since their stats were reset. */
+async function scriptsRun(masters: readonly Redis[]): Promise<{ evalsha: number; eval: number }> {
+  const counts = await Promise.all(
+    masters.map(async (node) => [
+      await commandCalls(node, 'evalsha'),
+      await commandCalls(node, 'eval'),
+    ]),
+  );
+  return {
+    evalsha: counts.reduce((sum, [evalsha]) => sum + evalsha!, 0),
+    eval: counts.reduce((sum, [, evals]) => sum + evals!, 0),
+  };
+}
 
 describeStoreContract('redisStore on a Redis Cluster', async () => ({
   store: redisStore({ client: clusterClient, prefix: `contract-${randomUUID()}:` }),
@@ -227,6 +292,42 @@ describeStoreContract('redisStore on a Redis Cluster', async () => ({
 
 function redisKey(key: string): string {
   return `${PREFIX}{${key}}`;
+}
+
+/** The record a test's delivery of `key` takes (one of its own). */
+function recordOf(key: string): string {
+  return `~["record",null,"${key}"]`;
+}
+
+/** The Redis key of the lease on the entity a test's delivery of `key` takes (one of its own). */
+function entityLease(key: string): string {
+  return `${redisKey(`~["entity",null,"${key}"]`)}:entity-lease`;
+}
+
+/** A delivery's whole claim of `key`: its record and its entity too, for 60 s. */
+function wholeRequest(key: string) {
+  return requestFor(key, {
+    leaseMs: 60_000,
+    records: [recordOf(key)],
+    version: { entity: `~["entity",null,"${key}"]`, versionMs: 1_000 },
+  });
+}
+
+/** A claim of `request` as the store would have answered it (for a settle the store refuses). */
+function claimOf(request: ReturnType<typeof requestFor>): HeldClaim {
+  return {
+    state: 'claimed',
+    request,
+    token: 'token',
+    records: (request.records ?? []).map(() => ({ state: 'held' })),
+    superseded: false,
+  };
+}
+
+/** `error` is a `StoreUnavailableError`, with its stable code. */
+function expectUnavailable(error: unknown): void {
+  expect(error).toBeInstanceOf(StoreUnavailableError);
+  expect((error as StoreUnavailableError).code).toBe('store_unavailable');
 }
 
 async function timed(promise: Promise<unknown>): Promise<{ error: unknown; elapsedMs: number }> {
