@@ -442,7 +442,13 @@ function answerOf(
     if (reply.status === 'rejected') return { state: 'failed', error: reply.reason };
     const value = reply.value;
     if (value.outcome !== 'held') continue;
-    const found = checkedValue(value.value);
+    // A value this store did not write fails the claim, after what other slots took is given back.
+    let found: string;
+    try {
+      found = checkedValue(value.value);
+    } catch (error) {
+      return { state: 'failed', error };
+    }
     // The key done wins: the delivery is a duplicate whatever else is held.
     if (value.what === 'key' && parts[i]!.hasKey && found.startsWith(DONE)) {
       return { state: 'done', fingerprint: found.slice(DONE.length) };

@@ -6,6 +6,7 @@ import { StoreUnavailableError } from '../../src/errors.js';
 import { redisStore } from '../../src/stores/redis.js';
 import { CLAIM, SETTLE } from '../../src/stores/redis-scripts.js';
 import type { HeldClaim, IdempotencyStore } from '../../src/stores/types.js';
+import { failureOf } from '../helpers/failure-of.js';
 import {
   sleep,
   startRedisCluster,
@@ -254,6 +255,28 @@ describe('redisStore on a Redis Cluster', () => {
     ]);
     const older = requestFor(`older-${randomUUID()}`, { version: { entity: e, versionMs: 999 } });
     expect(heldOf(await clusterStore.claim(older)).superseded).toBe(true);
+  });
+
+  it('gives back what the other slots took when one holds a value it did not write', async () => {
+    const prefix = `cluster-foreign-${randomUUID()}:`;
+    const clusterStore = redisStore({ client: clusterClient, prefix });
+    const [key, r, e] = await threeSlots();
+    await clusterClient.set(`${prefix}{${r}}`, 'something else', 'PX', 60_000);
+    const request = requestFor(key, {
+      leaseMs: 60_000,
+      records: [r],
+      version: { entity: e, versionMs: 1_000 },
+    });
+    const error = await failureOf(clusterStore.claim(request));
+    expectUnavailable(error);
+    expect(error.message).toBe(
+      'Redis claim failed: the key holds a value this store did not write',
+    );
+    // The key's slot and the entity's took their part: both are given back, not held for 60 s.
+    expect(await clusterClient.exists(`${prefix}{${key}}`)).toBe(0);
+    expect(await clusterClient.exists(`${prefix}{${e}}:entity-lease`)).toBe(0);
+    expect(await clusterClient.exists(`${prefix}{${e}}:entity`)).toBe(0);
+    expect(await clusterStore.peek([key])).toEqual([{ state: 'free' }]);
   });
 });
 
