@@ -118,7 +118,7 @@ function cutRuns(pipeline: DeliveryPipeline): Record<PipelineCut, CutRun> {
   const parsed = read.then(findSecrets).then(verify).then(parse);
   const aged = parsed.then(checkAge);
   const validated = aged.then(validate);
-  const claimed = validated.then(claim<Validated>);
+  const claimed = validated.then(claim);
   const dispatched = claimed.then(dispatch);
   return {
     read,

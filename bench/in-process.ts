@@ -133,9 +133,13 @@ async function measureKind(kind: BodyKind): Promise<StepCosts> {
   const storeUs = await timeAsync(
     async (i) => {
       const key = keys[i % keys.length] + String(i);
-      const claim = await store.claim(key, RECEIVER_DEFAULTS.leaseMs);
+      const claim = await store.claim({
+        key,
+        leaseMs: RECEIVER_DEFAULTS.leaseMs,
+        completion: { fingerprint, ttlMs: RECEIVER_DEFAULTS.dedupTtlMs },
+      });
       if (claim.state !== 'claimed') throw new Error('the store did not hand out a fresh key');
-      await store.complete(key, claim.token, RECEIVER_DEFAULTS.dedupTtlMs, fingerprint);
+      await store.settle(claim, 'complete');
     },
     MEASURE_MS,
     keys.length * 4,
@@ -198,13 +202,18 @@ async function measureHeap(count = 100_000): Promise<InProcessResult['heap']> {
     // string from JSON.parse (randomUUID() alone returns a rope of a dozen pieces).
     const key = JSON.parse(`"${randomUUID()}"`) as string;
     const fingerprint = String(await verify(String(i), signatureOf(String(i))));
-    const claim = await store.claim(key, RECEIVER_DEFAULTS.leaseMs);
+    const claim = await store.claim({
+      key,
+      leaseMs: RECEIVER_DEFAULTS.leaseMs,
+      completion: { fingerprint, ttlMs: RECEIVER_DEFAULTS.dedupTtlMs },
+    });
     if (claim.state !== 'claimed') throw new Error('claim failed');
-    await store.complete(key, claim.token, RECEIVER_DEFAULTS.dedupTtlMs, fingerprint);
+    await store.settle(claim, 'complete');
   }
   const after = settle();
   // Keep the store alive until after the measurement.
-  if ((await store.claim(randomUUID(), 1)).state !== 'claimed') throw new Error('unreachable');
+  const probe = { key: randomUUID(), leaseMs: 1, completion: { fingerprint: '', ttlMs: 1 } };
+  if ((await store.claim(probe)).state !== 'claimed') throw new Error('unreachable');
   const bytes = after - before;
   return { keys: count, bytes, bytesPerKey: bytes / count };
 }

@@ -73,8 +73,11 @@ export function sameWork(
         return answered('invalid_payload', key);
       }
     }
-    const claim = store.claim(key, leaseMs);
-    if (isPromiseLike(claim)) throw new Error('the store claimed asynchronously');
+    const claim = await store.claim({
+      key,
+      leaseMs,
+      completion: { fingerprint, ttlMs: dedupTtlMs },
+    });
     if (claim.state === 'in_flight') return answered('in_flight', key);
     if (claim.state === 'done') return answered('duplicate', key);
     // What the checks above made sure of, as the pipeline's validate step hands it on.
@@ -82,10 +85,10 @@ export function sameWork(
     const handlersOutcome = await runHandlers(handlers, event, deadlines);
     if (isTimedOut(handlersOutcome)) return answered('timeout', key);
     if (!handlersOutcome.ok) {
-      void store.release(key, claim.token);
+      void store.settle(claim, 'release');
       return answered('handler_failed', key);
     }
-    void store.complete(key, claim.token, dedupTtlMs, fingerprint);
+    void store.settle(claim, 'complete');
     return answered('processed', key);
   };
 }
