@@ -6,7 +6,6 @@
 
 import { ConfigError } from '../errors.js';
 import { isSecureUrl } from '../links/is-secure-url.js';
-import type { RequestContext } from './error-from-response.js';
 import { listItems } from './list-pages.js';
 import { isPositiveInteger } from './list-query.js';
 import {
@@ -25,15 +24,10 @@ import type {
   ProductAccessListItem,
   UserListItem,
 } from './list-schemas.js';
-import { retryDelay, sleep } from './retry-delay.js';
+import { RETRY_ON } from './retry-delay.js';
+import { sendWithRetries } from './send-with-retries.js';
 import { sessionTokenResponseSchema, type Session } from './session-schema.js';
-import {
-  readBody,
-  request,
-  type ApiRequest,
-  type Client,
-  type SchoolApiView,
-} from './transport.js';
+import type { ApiRequest, Client, SchoolApiView } from './transport.js';
 
 export type { SchoolApiView } from './transport.js';
 import { API_CLIENT_DEFAULTS } from '../defaults.js';
@@ -232,25 +226,19 @@ async function createSessionToken(
 ): Promise<CreateSessionTokenResult> {
   assertPositiveInteger(userId, 'userId');
   if (typeof forceCreate !== 'boolean') throw new TypeError('forceCreate must be a boolean');
-  signal?.throwIfAborted();
   const call: ApiRequest = {
     method: 'POST',
     path: ENDPOINT_PATH,
     body: JSON.stringify({ userId, forceCreate }),
   };
   const { sellerId, schoolId } = client.view;
-  const context: RequestContext = { userId, sellerId, schoolId };
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      const { status, text } = await request(client, call, context, signal);
-      const { payload } = readBody(status, text, sessionTokenResponseSchema);
-      return { isCreated: payload.isCreated, session: payload.session };
-    } catch (error) {
-      const delay = attempt < client.retries ? retryDelay(error, attempt, forceCreate) : undefined;
-      if (delay === undefined) throw error;
-      await sleep(delay, signal);
-    }
-  }
+  const { payload } = await sendWithRetries(client, call, {
+    schema: sessionTokenResponseSchema,
+    retryOn: forceCreate ? RETRY_ON.forcedSession : RETRY_ON.createOrGet,
+    context: { userId, sellerId, schoolId },
+    signal,
+  });
+  return { isCreated: payload.isCreated, session: payload.session };
 }
 
 function apiRoot(baseUrl: string | URL): string {

@@ -11,7 +11,7 @@ import { InvalidListItemsError, RateLimitError, type InvalidListItem } from './e
 import type { ListKind, ListOperation, ListOptions } from './list-operations.js';
 import { isPositiveInteger, listQuery, matchesNothing, type QueryFilters } from './list-query.js';
 import { listPageResponseSchema, type ListPage } from './list-schemas.js';
-import { rateLimitDelay, retryDelay, sleep } from './retry-delay.js';
+import { rateLimitDelay, RETRY_ON, retryDelay, sleep } from './retry-delay.js';
 import { issueMessages, readBody, request, type Client } from './transport.js';
 
 /** The most items a page may hold (docs/platform.md#list-operations). */
@@ -127,8 +127,8 @@ async function fetchPage(client: Client, path: string, settings: Paging): Promis
         waited += delay;
         if (waited > maxRateLimitWaitMs) throw error;
       } else {
-        // `false`: the session-token rule against repeating a create; a list only reads.
-        delay = failures < client.retries ? retryDelay(error, failures, false) : undefined;
+        delay =
+          failures < client.retries ? retryDelay(error, failures, RETRY_ON.createOrGet) : undefined;
         failures += 1;
         if (delay === undefined) throw error;
       }
