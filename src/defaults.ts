@@ -135,6 +135,10 @@ export const API_CLIENT_DEFAULTS = /* @__PURE__ */ constants(
       listTake: 1000,
       /** How long one page of a list may wait out `429 Rate` answers, in all. */
       listRateLimitWaitMs: 10 * MINUTE,
+      /** How long `exportQuery` waits between two reads of an export's result. */
+      exportIntervalMs: SECOND,
+      /** How long `exportQuery` waits for an export to finish, from its start. */
+      exportMaxWaitMs: 10 * MINUTE,
     }) as const,
 );
 
