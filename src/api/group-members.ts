@@ -68,14 +68,11 @@ export async function addGroupMembers(
   userIds: readonly number[],
   { signal }: ApiCallOptions = {},
 ): Promise<AddGroupMembersResult> {
-  const calls = chunks(groupId, userIds);
-  const merged: AddGroupMembersResult = { created: [], exist: [] };
-  for (const chunk of calls) {
-    const { created, exist } = await sendMany(client, 'POST', groupId, chunk, addAnswer, signal);
-    merged.created.push(...created);
-    merged.exist.push(...exist);
-  }
-  return merged;
+  const answers = await sendAll(client, 'POST', groupId, userIds, addAnswer, signal);
+  return {
+    created: answers.flatMap((answer) => answer.created),
+    exist: answers.flatMap((answer) => answer.exist),
+  };
 }
 
 /**
@@ -88,32 +85,40 @@ export async function removeGroupMembers(
   userIds: readonly number[],
   { signal }: ApiCallOptions = {},
 ): Promise<RemoveGroupMembersResult> {
-  const calls = chunks(groupId, userIds);
-  let affected = 0;
-  for (const chunk of calls) {
-    const answer = await sendMany(client, 'DELETE', groupId, chunk, removeAnswer, signal);
-    affected += answer.affected;
-  }
-  return { affected };
+  const answers = await sendAll(client, 'DELETE', groupId, userIds, removeAnswer, signal);
+  return { affected: answers.reduce((sum, answer) => sum + answer.affected, 0) };
 }
 
-/** One call of a group's members with `{ userIds }`. */
-function sendMany<S extends z.ZodType>(
+/**
+ * The answers of the calls `userIds` take, each `{ userIds }` of at most {@link MAX_IDS_PER_CALL},
+ * sent one after the other (a failure ends them: the calls before it stay applied).
+ */
+async function sendAll<S extends z.ZodType>(
   client: Client,
   method: 'POST' | 'DELETE',
   groupId: number,
   userIds: readonly number[],
   schema: S,
   signal: AbortSignal | undefined,
-): Promise<z.output<S>> {
+): Promise<z.output<S>[]> {
+  const calls = chunks(groupId, userIds);
   const verb = method === 'POST' ? 'create-many' : 'delete-many';
   const path = `/saas/v2/group/${groupId}/member/${verb}`;
   const { sellerId, schoolId } = client.view;
-  return sendWithRetries(
-    client,
-    { method, path, body: JSON.stringify({ userIds }) },
-    { schema, retryOn: RETRY_ON.repeatable, context: { sellerId, schoolId }, signal },
-  );
+  const answers: z.output<S>[] = [];
+  for (const ids of calls) {
+    const call = { method, path, body: JSON.stringify({ userIds: ids }) };
+    const context = { sellerId, schoolId };
+    answers.push(
+      await sendWithRetries(client, call, {
+        schema,
+        retryOn: RETRY_ON.repeatable,
+        context,
+        signal,
+      }),
+    );
+  }
+  return answers;
 }
 
 /**
