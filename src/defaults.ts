@@ -129,7 +129,7 @@ export const API_CLIENT_DEFAULTS = /* @__PURE__ */ constants(
     ({
       /** How long one attempt may take, answer body included. */
       timeoutMs: 30 * SECOND,
-      /** Retries of a call the platform did not serve (a 429, a 5xx, a network error). */
+      /** Retries of a failed call, of the failures its kind retries (src/api/retry-delay.ts). */
       retries: 2,
       /** Items per page of a list: the platform's most, so the fewest calls against its rate limit. */
       listTake: 1000,

@@ -76,7 +76,7 @@ export interface SchoolApiOptions {
   schoolId: number;
   /** How long one attempt may take, answer body included. Default 30 000 ms. */
   timeoutMs?: number;
-  /** How many times a retryable failure is retried (see `retryDelay`). Default 2. */
+  /** How many times a retryable failure is retried (which ones: docs/api.md#how-the-client-behaves). Default 2. */
   retries?: number;
   /** The fetch to use. Default: the global `fetch`, looked up on each call. */
   fetch?: typeof globalThis.fetch;

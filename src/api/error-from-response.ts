@@ -18,9 +18,10 @@ import {
 import { parseRetryAfter } from './parse-retry-after.js';
 
 /**
- * Who the failed request was about, for messages that say what to fix. `userId` is the session-token
- * operation's user; the two rows about that user (a user of another school, an admin) are read only
- * when it is given: a list names no user, so its 401 and 400 are read as the key's and the request's.
+ * Who the failed request was about, for messages that say what to fix. `userId` is the user the
+ * request names (the session token's, or the user of `updateUser` and the state operations); the
+ * rows about that user (a user of another school, an admin) are read only when it is given: a list
+ * names no user, so its 401 and 400 are read as the key's and the request's.
  */
 export interface RequestContext {
   readonly userId?: number | undefined;

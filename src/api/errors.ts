@@ -21,8 +21,8 @@ export interface SchoolApiErrorOptions {
 }
 
 /**
- * The base class of every error the session-token client throws. It is also thrown as such for
- * an answer no subclass describes (a 404, a redirect).
+ * The base class of every error the API client throws. It is also thrown as such for an answer
+ * no subclass describes (a 404, a redirect).
  *
  * @example
  * ```ts
@@ -230,7 +230,8 @@ export class NetworkError extends SchoolApiError {
 
 /**
  * No complete answer within `timeoutMs` (per attempt). `status` is 0, `code` is `timeout`.
- * Never retried: the platform may still be creating the session.
+ * Retried only by the calls that are safe to repeat (users but `createUser`, groups, exports);
+ * never by the session token (the platform may still be creating the session) or `createUser`.
  *
  * @example
  * ```ts
@@ -242,7 +243,8 @@ export class TimeoutError extends SchoolApiError {
 }
 
 /**
- * A success status whose body is not the documented `{ payload: { isCreated, session } }`;
+ * A success status whose body is not what the operation answers (the session token's
+ * `{ payload: { isCreated, session } }`, a list's page, a user operation's `{ user }`…);
  * `code` is `invalid_response` and `messages` name the fields at fault (never their values).
  *
  * @example
