@@ -135,12 +135,16 @@ export const API_CLIENT_DEFAULTS = /* @__PURE__ */ constants(
     ({
       /** How long one attempt may take, answer body included. */
       timeoutMs: 30 * SECOND,
-      /** Retries of a call the platform did not serve (a 429, a 5xx, a network error). */
+      /** Retries of a failed call, of the failures its kind retries (src/api/retry-delay.ts). */
       retries: 2,
       /** Items per page of a list: the platform's most, so the fewest calls against its rate limit. */
       listTake: PLATFORM_LIMITS.maxListTake,
       /** How long one page of a list may wait out `429 Rate` answers, in all. */
       listRateLimitWaitMs: 10 * MINUTE,
+      /** How long `exportQuery` waits between two reads of an export's result. */
+      exportIntervalMs: SECOND,
+      /** How long `exportQuery` waits for an export to finish, from its start. */
+      exportMaxWaitMs: 10 * MINUTE,
     }) as const,
 );
 

@@ -114,6 +114,8 @@ describe("the package's defaults", () => {
       retries: 2,
       listTake: 1000,
       listRateLimitWaitMs: 10 * 60_000,
+      exportIntervalMs: 1_000,
+      exportMaxWaitMs: 10 * 60_000,
     });
     expect(INSPECTOR_DEFAULTS).toEqual({ keep: 500 });
     expect(PG_BOSS_DEFAULTS).toEqual({

@@ -1,6 +1,6 @@
 // The one retry policy every inbox reads, and the curve the API client's backoff shares.
 import { describe, expect, it } from 'vitest';
-import { BASE_DELAY_MS, MAX_DELAY_MS, retryDelay } from '../src/api/retry-delay.js';
+import { BASE_DELAY_MS, MAX_DELAY_MS, RETRY_ON, retryDelay } from '../src/api/retry-delay.js';
 import { ServerError } from '../src/api/errors.js';
 import {
   DEFAULT_RETRY_POLICY,
@@ -36,7 +36,9 @@ describe('the retry policy', () => {
 
   it('is the curve of the API client, from BASE_DELAY_MS up to MAX_DELAY_MS', () => {
     const error = new ServerError('bad gateway', { status: 502, code: 'server_error' });
-    const waits = [0, 1, 2, 3, 4, 5].map((attempt) => retryDelay(error, attempt, false));
+    const waits = [0, 1, 2, 3, 4, 5].map((attempt) =>
+      retryDelay(error, attempt, RETRY_ON.createOrGet),
+    );
     expect(waits).toEqual(
       [0, 1, 2, 3, 4, 5].map((n) => Math.min(BASE_DELAY_MS * 2 ** n, MAX_DELAY_MS)),
     );

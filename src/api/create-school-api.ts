@@ -1,12 +1,12 @@
 /**
  * The API client: `createSchoolApi`, its session-token operation (docs/platform.md#session-tokens and
- * #authentication) and its lists (docs/platform.md#list-operations).
+ * #authentication), its lists (docs/platform.md#list-operations), and its users, groups and exports
+ * (docs/platform.md#users-groups-and-exports).
  * @module
  */
 
 import { ConfigError } from '../errors.js';
 import { isSecureUrl } from '../links/is-secure-url.js';
-import type { RequestContext } from './error-from-response.js';
 import { listItems } from './list-pages.js';
 import { isPositiveInteger } from './list-query.js';
 import {
@@ -25,15 +25,38 @@ import type {
   ProductAccessListItem,
   UserListItem,
 } from './list-schemas.js';
-import { retryDelay, sleep } from './retry-delay.js';
-import { sessionTokenResponseSchema, type Session } from './session-schema.js';
+import { RETRY_ON } from './retry-delay.js';
+import { sendWithRetries } from './send-with-retries.js';
+import type { ApiUser } from './api-user-schema.js';
 import {
-  readBody,
-  request,
-  type ApiRequest,
-  type Client,
-  type SchoolApiView,
-} from './transport.js';
+  exportQuery,
+  type ExportFile,
+  type ExportQuery,
+  type ExportQueryOptions,
+} from './export-query.js';
+import {
+  addGroupMembers,
+  removeGroupMembers,
+  type AddGroupMembersResult,
+  type RemoveGroupMembersResult,
+} from './group-members.js';
+import {
+  createUser,
+  findUser,
+  getUserState,
+  setUserState,
+  updateUser,
+  upsertUser,
+  type ApiCallOptions,
+  type FindUserBy,
+  type SetUserStateResult,
+  type UpsertUserResult,
+  type UserInput,
+  type UserResult,
+  type UserStateKey,
+} from './user-operations.js';
+import { sessionTokenResponseSchema, type Session } from './session-schema.js';
+import type { ApiRequest, Client, SchoolApiView } from './transport.js';
 
 export type { SchoolApiView } from './transport.js';
 import { API_CLIENT_DEFAULTS } from '../defaults.js';
@@ -53,7 +76,7 @@ export interface SchoolApiOptions {
   schoolId: number;
   /** How long one attempt may take, answer body included. Default 30 000 ms. */
   timeoutMs?: number;
-  /** How many times a retryable failure is retried (see `retryDelay`). Default 2. */
+  /** How many times a retryable failure is retried (which ones: docs/api.md#how-the-client-behaves). Default 2. */
   retries?: number;
   /** The fetch to use. Default: the global `fetch`, looked up on each call. */
   fetch?: typeof globalThis.fetch;
@@ -111,6 +134,59 @@ export interface SchoolApi extends Readonly<SchoolApiView> {
    * {@link SchoolApi.invoices} is.
    */
   users(options?: UserListOptions): SchoolApiList<UserListItem>;
+  /**
+   * Creates a user (`POST /saas/v2/user/create`, permission SchoolManageUsers); the platform sends
+   * UserCreatedViaLms. Not idempotent: once the request may have reached the platform (a timeout,
+   * a lost connection, a 5xx) it is not sent again, and the error says the user may exist. Prefer
+   * {@link SchoolApi.upsertUser}, which is safe to repeat.
+   */
+  createUser(user: UserInput, options?: ApiCallOptions): Promise<UserResult>;
+  /** Updates a user's logins and profile (`PUT /saas/v2/user/<userId>/update`); null clears a field. */
+  updateUser(userId: number, user: UserInput, options?: ApiCallOptions): Promise<UserResult>;
+  /**
+   * Updates the user these logins match, or creates one (`PUT /saas/v2/user/upsert`); safe to
+   * repeat, so retried like every call but `createUser`.
+   */
+  upsertUser(user: UserInput, options?: ApiCallOptions): Promise<UpsertUserResult>;
+  /**
+   * The user with this login (an email or a phone), `tgId` or `extId` (`GET /saas/v2/user/find`),
+   * or null when the school has none.
+   */
+  findUser(by: FindUserBy, options?: ApiCallOptions): Promise<ApiUser | null>;
+  /** A user's state under `key` (`GET /saas/v2/user/<userId>/state/get`), or null when none is set. */
+  getUserState(userId: number, key: UserStateKey, options?: ApiCallOptions): Promise<unknown>;
+  /** Writes a user's state under `key` (`PUT /saas/v2/user/<userId>/state/set`). */
+  setUserState(
+    userId: number,
+    key: UserStateKey,
+    value: unknown,
+    options?: ApiCallOptions,
+  ): Promise<SetUserStateResult>;
+  /**
+   * Makes the users members of the group (`POST /saas/v2/group/<groupId>/member/create-many`):
+   * any number of ids, sent 100 a call, one call after another; `created` and `exist` merged.
+   * A failure ends the call, and the calls before it stay applied: calling again is safe.
+   */
+  addGroupMembers(
+    groupId: number,
+    userIds: readonly number[],
+    options?: ApiCallOptions,
+  ): Promise<AddGroupMembersResult>;
+  /**
+   * Removes the users from the group (`DELETE /saas/v2/group/<groupId>/member/delete-many`), sent
+   * as {@link SchoolApi.addGroupMembers} sends them; `affected` summed.
+   */
+  removeGroupMembers(
+    groupId: number,
+    userIds: readonly number[],
+    options?: ApiCallOptions,
+  ): Promise<RemoveGroupMembersResult>;
+  /**
+   * Starts an export (`POST /saas/v2/query-export/generate`) and reads its result every
+   * `intervalMs` until its file is ready; `Failed`, `Canceled` or no end within `maxWaitMs` is an
+   * `ExportError`.
+   */
+  exportQuery(query: ExportQuery, options?: ExportQueryOptions): Promise<ExportFile>;
   /** `{ baseUrl, sellerId, schoolId }`: never the API key. */
   toJSON(): SchoolApiView;
 }
@@ -124,8 +200,8 @@ const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /**
- * Creates a client of the platform's API: the session-token operation and the four lists. The API
- * key stays in a closure: no property, `JSON.stringify(api)`, `util.inspect(api)` or error ever
+ * Creates a client of the platform's API: the session-token operation, the four lists, and the
+ * users, groups and exports. The API key stays in a closure: no property, `JSON.stringify(api)`, `util.inspect(api)` or error ever
  * shows it.
  *
  * @example
@@ -140,6 +216,8 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
  * for await (const invoice of api.invoices({ paid: true, createdAt: { from: '2026-11-01' } })) {
  *   console.log(invoice.invoiceId, invoice.user.id);
  * }
+ * const { user } = await api.upsertUser({ email: 'ada@example.com', profile: { firstName: 'Ada' } });
+ * await api.addGroupMembers(12, [user.id]);
  * ```
  */
 export function createSchoolApi(options: SchoolApiOptions): SchoolApi {
@@ -153,6 +231,21 @@ export function createSchoolApi(options: SchoolApiOptions): SchoolApi {
     productAccesses: (call?: ProductAccessListOptions) => listItems(client, PRODUCT_ACCESSES, call),
     certificates: (call?: CertificateListOptions) => listItems(client, CERTIFICATES, call),
     users: (call?: UserListOptions) => listItems(client, USERS, call),
+    createUser: (user: UserInput, call?: ApiCallOptions) => createUser(client, user, call),
+    updateUser: (userId: number, user: UserInput, call?: ApiCallOptions) =>
+      updateUser(client, userId, user, call),
+    upsertUser: (user: UserInput, call?: ApiCallOptions) => upsertUser(client, user, call),
+    findUser: (by: FindUserBy, call?: ApiCallOptions) => findUser(client, by, call),
+    getUserState: (userId: number, key: UserStateKey, call?: ApiCallOptions) =>
+      getUserState(client, userId, key, call),
+    setUserState: (userId: number, key: UserStateKey, value: unknown, call?: ApiCallOptions) =>
+      setUserState(client, userId, key, value, call),
+    addGroupMembers: (groupId: number, userIds: readonly number[], call?: ApiCallOptions) =>
+      addGroupMembers(client, groupId, userIds, call),
+    removeGroupMembers: (groupId: number, userIds: readonly number[], call?: ApiCallOptions) =>
+      removeGroupMembers(client, groupId, userIds, call),
+    exportQuery: (query: ExportQuery, call?: ExportQueryOptions) =>
+      exportQuery(client, query, call),
     toJSON: (): SchoolApiView => ({ ...view }),
     [INSPECT]: (
       _depth: number,
@@ -232,25 +325,19 @@ async function createSessionToken(
 ): Promise<CreateSessionTokenResult> {
   assertPositiveInteger(userId, 'userId');
   if (typeof forceCreate !== 'boolean') throw new TypeError('forceCreate must be a boolean');
-  signal?.throwIfAborted();
   const call: ApiRequest = {
     method: 'POST',
     path: ENDPOINT_PATH,
     body: JSON.stringify({ userId, forceCreate }),
   };
   const { sellerId, schoolId } = client.view;
-  const context: RequestContext = { userId, sellerId, schoolId };
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      const { status, text } = await request(client, call, context, signal);
-      const { payload } = readBody(status, text, sessionTokenResponseSchema);
-      return { isCreated: payload.isCreated, session: payload.session };
-    } catch (error) {
-      const delay = attempt < client.retries ? retryDelay(error, attempt, forceCreate) : undefined;
-      if (delay === undefined) throw error;
-      await sleep(delay, signal);
-    }
-  }
+  const { payload } = await sendWithRetries(client, call, {
+    schema: sessionTokenResponseSchema,
+    retryOn: forceCreate ? RETRY_ON.forcedSession : RETRY_ON.createOrGet,
+    context: { userId, sellerId, schoolId },
+    signal,
+  });
+  return { isCreated: payload.isCreated, session: payload.session };
 }
 
 function apiRoot(baseUrl: string | URL): string {

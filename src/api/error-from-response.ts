@@ -13,13 +13,15 @@ import {
   SchoolApiError,
   SchoolMismatchError,
   ServerError,
+  UserNotFoundError,
 } from './errors.js';
 import { parseRetryAfter } from './parse-retry-after.js';
 
 /**
- * Who the failed request was about, for messages that say what to fix. `userId` is the session-token
- * operation's user; the two rows about that user (a user of another school, an admin) are read only
- * when it is given: a list names no user, so its 401 and 400 are read as the key's and the request's.
+ * Who the failed request was about, for messages that say what to fix. `userId` is the user the
+ * request names (the session token's, or the user of `updateUser` and the state operations); the
+ * rows about that user (a user of another school, an admin) are read only when it is given: a list
+ * names no user, so its 401 and 400 are read as the key's and the request's.
  */
 export interface RequestContext {
   readonly userId?: number | undefined;
@@ -46,6 +48,8 @@ export function errorFromResponse(
 ): SchoolApiError {
   const answer = readAnswer(response, text, context, redact);
   const { status } = answer;
+  // Named by its cause whatever its status (docs/platform.md#users-groups-and-exports).
+  if (answer.cause === 'UserNotFound') return userNotFoundError(answer);
   if (status === 401) return unauthorizedError(answer);
   if (status === 400) return badRequestError(answer);
   if (status === 403) return forbiddenError(answer);
@@ -141,6 +145,22 @@ function badRequestError(answer: FailedAnswer): SchoolApiError {
   return new ApiValidationError(`the platform rejected the request (400)${said}`, {
     status,
     code: cause ?? 'bad_request',
+    messages,
+  });
+}
+
+/** Any status whose cause is `UserNotFound`: the request named a user the school does not have. */
+function userNotFoundError({
+  status,
+  messages,
+  cause,
+  said,
+  userId,
+}: FailedAnswer): SchoolApiError {
+  const who = userId === undefined ? 'the user' : `user ${userId}`;
+  return new UserNotFoundError(`the platform found no ${who} (${status} UserNotFound)${said}`, {
+    status,
+    code: cause ?? 'UserNotFound',
     messages,
   });
 }

@@ -21,8 +21,8 @@ export interface SchoolApiErrorOptions {
 }
 
 /**
- * The base class of every error the session-token client throws. It is also thrown as such for
- * an answer no subclass describes (a 404, a redirect).
+ * The base class of every error the API client throws. It is also thrown as such for an answer
+ * no subclass describes (a 404, a redirect).
  *
  * @example
  * ```ts
@@ -131,6 +131,24 @@ export class AuthenticationError extends SchoolApiError {
   override name = 'AuthenticationError' as const;
 }
 
+/**
+ * The platform found no such user (its cause `UserNotFound`): `updateUser`, `getUserState` or
+ * `setUserState` named an id the school has no user for. (`findUser` resolves to null instead.)
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await api.updateUser(userId, { profile: { firstName } });
+ * } catch (error) {
+ *   if (error instanceof UserNotFoundError) return api.upsertUser({ email, profile: { firstName } });
+ *   throw error;
+ * }
+ * ```
+ */
+export class UserNotFoundError extends SchoolApiError {
+  override name = 'UserNotFoundError' as const;
+}
+
 /** What a {@link PermissionError} is made of. */
 export interface PermissionErrorOptions extends SchoolApiErrorOptions {
   /** The permission code the platform named, e.g. `SchoolManageUsers`. */
@@ -212,7 +230,8 @@ export class NetworkError extends SchoolApiError {
 
 /**
  * No complete answer within `timeoutMs` (per attempt). `status` is 0, `code` is `timeout`.
- * Never retried: the platform may still be creating the session.
+ * Retried only by the calls that are safe to repeat (users but `createUser`, groups, exports);
+ * never by the session token (the platform may still be creating the session) or `createUser`.
  *
  * @example
  * ```ts
@@ -224,7 +243,8 @@ export class TimeoutError extends SchoolApiError {
 }
 
 /**
- * A success status whose body is not the documented `{ payload: { isCreated, session } }`;
+ * A success status whose body is not what the operation answers (the session token's
+ * `{ payload: { isCreated, session } }`, a list's page, a user operation's `{ user }`…);
  * `code` is `invalid_response` and `messages` name the fields at fault (never their values).
  *
  * @example
@@ -234,6 +254,50 @@ export class TimeoutError extends SchoolApiError {
  */
 export class InvalidResponseError extends SchoolApiError {
   override name = 'InvalidResponseError' as const;
+}
+
+/** How an export ended without its file: its `code`. */
+export type ExportErrorCode = 'export_failed' | 'export_canceled' | 'export_timeout';
+
+/** What an {@link ExportError} is made of. */
+export interface ExportErrorOptions extends SchoolApiErrorOptions {
+  code: ExportErrorCode;
+  /** The export's workflow execution (its result is read at `/workflow-execution/<uuid>/result`). */
+  uuid: string;
+  /** The workflow's last status: `Failed`, `Canceled`, or the one it still had when the wait ended. */
+  exportStatus: string;
+}
+
+/**
+ * An export that ended without its file: `code` is `export_failed` or `export_canceled` when the
+ * platform's workflow says `Failed` or `Canceled`, and `export_timeout` when it had not finished
+ * within `maxWaitMs` (it may still finish: `uuid` names it). `status` is the HTTP status of the
+ * last answer read (200).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   const file = await api.exportQuery({ type: 'GroupMemberFindMany', filter: { groupId: 12 } });
+ *   console.log(file.fileUrl);
+ * } catch (error) {
+ *   if (error instanceof ExportError && error.code === 'export_timeout') retryLater(error.uuid);
+ *   else throw error;
+ * }
+ * ```
+ */
+export class ExportError extends SchoolApiError {
+  override name = 'ExportError' as const;
+  declare readonly code: ExportErrorCode;
+  /** The export's workflow execution uuid. */
+  readonly uuid: string;
+  /** The workflow's last status (`Failed`, `Canceled`, or `Waiting`/`Processing` on a timeout). */
+  readonly exportStatus: string;
+
+  constructor(message: string, options: ExportErrorOptions) {
+    super(message, options);
+    this.uuid = options.uuid;
+    this.exportStatus = options.exportStatus;
+  }
 }
 
 /** An item of a list that did not match its schema (see {@link InvalidListItemsError}). */

@@ -1,4 +1,4 @@
-/** The API client of the school platform (session tokens, the four lists) and its errors. @module schoolhooks/api */
+/** The API client of the school platform (session tokens, the four lists, users, groups and exports) and its errors. @module schoolhooks/api */
 
 export { createSchoolApi } from './create-school-api.js';
 // A mistake in createSchoolApi's options; the same class as the receiver's, so one catch serves both.
@@ -38,12 +38,42 @@ export type {
   ProductAccessListItem,
   UserListItem,
 } from './list-schemas.js';
+export type {
+  ApiCallOptions,
+  FindUserBy,
+  SetUserStateResult,
+  UpsertUserResult,
+  UserContactInput,
+  UserInput,
+  UserProfileInput,
+  UserResult,
+  UserRole,
+  UserSex,
+  UserStateKey,
+} from './user-operations.js';
+export { apiUserContactSchema, apiUserSchema } from './api-user-schema.js';
+export type { ApiUser, ApiUserContact } from './api-user-schema.js';
+export { groupMemberSchema } from './group-members.js';
+export type {
+  AddGroupMembersResult,
+  GroupMember,
+  RemoveGroupMembersResult,
+} from './group-members.js';
+export type {
+  ExportFile,
+  ExportFormat,
+  ExportQuery,
+  ExportQueryOptions,
+  ExportStatus,
+  ExportType,
+} from './export-query.js';
 export { sessionSchema } from './session-schema.js';
 export type { Session } from './session-schema.js';
 export {
   AdminUserError,
   ApiValidationError,
   AuthenticationError,
+  ExportError,
   ForeignUserError,
   InvalidListItemsError,
   InvalidResponseError,
@@ -55,8 +85,11 @@ export {
   SchoolMismatchError,
   ServerError,
   TimeoutError,
+  UserNotFoundError,
 } from './errors.js';
 export type {
+  ExportErrorCode,
+  ExportErrorOptions,
   InvalidListItem,
   InvalidListItemsErrorOptions,
   PermissionErrorOptions,

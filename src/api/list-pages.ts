@@ -18,7 +18,7 @@ import {
   type QueryValue,
 } from './list-query.js';
 import { listPageResponseSchema, type ListPage } from './list-schemas.js';
-import { rateLimitDelay, retryDelay, sleep } from './retry-delay.js';
+import { rateLimitDelay, RETRY_ON, retryDelay, sleep } from './retry-delay.js';
 import { issueMessages, readBody, request, type Client } from './transport.js';
 
 /** How many invalid items an {@link InvalidListItemsError}'s message names; `items` has them all. */
@@ -222,8 +222,8 @@ async function fetchPage(client: Client, path: string, settings: Paging): Promis
         waited += delay;
         if (waited > maxRateLimitWaitMs) throw error;
       } else {
-        // `false`: the session-token rule against repeating a create; a list only reads.
-        delay = failures < client.retries ? retryDelay(error, failures, false) : undefined;
+        delay =
+          failures < client.retries ? retryDelay(error, failures, RETRY_ON.createOrGet) : undefined;
         failures += 1;
         if (delay === undefined) throw error;
       }

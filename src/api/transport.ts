@@ -1,11 +1,11 @@
 /**
  * One request of the API client and its answer: sent within `timeoutMs`, redirects refused, a
  * non-success answer turned into its {@link SchoolApiError}. Every operation of the client
- * (the session token, the lists) sends through {@link request}.
+ * (the session token, the lists, users, groups and exports) sends through {@link request}.
  * @module
  */
 
-import type { z } from 'zod';
+import { z } from 'zod';
 import { errorFromResponse, type RequestContext } from './error-from-response.js';
 import { InvalidResponseError, NetworkError, SchoolApiError, TimeoutError } from './errors.js';
 
@@ -34,7 +34,7 @@ export interface Client {
 
 /** One request: its method, its path under the API root (query included) and its JSON body. */
 export interface ApiRequest {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Starts with `/saas/v2/`. */
   readonly path: string;
   /** A JSON text, sent with `Content-Type: application/json`. */
@@ -90,6 +90,23 @@ export function readBody<S extends z.ZodType>(
     `the platform answered ${status} with an unexpected body: ${messages.join('; ')}`,
     { status, code: 'invalid_response', messages },
   );
+}
+
+/**
+ * The answer of an operation whose fields are `shape`: inside `payload`, as the platform's
+ * reference and its session-token operation answer (`{ success, code, payload: { user } }`), or
+ * at the top level, as its own SDK reads them (`{ user }`); both are accepted
+ * (docs/platform.md#users-groups-and-exports). Loose: fields added later pass through.
+ */
+export function answerSchema<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
+  return z.preprocess(
+    (body) => (isRecord(body) && isRecord(body['payload']) ? body['payload'] : body),
+    z.looseObject(shape),
+  );
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** `path.to.field: what is wrong` for each issue: never the value, so no secret can leak. */

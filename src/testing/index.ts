@@ -1,6 +1,7 @@
 /**
  * schoolhooks/testing: sign and build deliveries, fixture factories, a simulator of the
- * platform's delivery behaviour on a virtual clock, and a mock of the platform's session API.
+ * platform's delivery behaviour on a virtual clock, and a mock of the platform's API (session
+ * tokens, lists, users, groups and exports).
  * Node only.
  *
  * Not exported on purpose: the fixture JSON loader (use `fixtures`), and the simulator's

@@ -12,6 +12,7 @@ import type {
   ProductAccessListItem,
   UserListItem,
 } from '../api/list-schemas.js';
+import { okAnswer, validation, type MockAnswer } from './mock-answers.js';
 
 /**
  * An item the mock lists: any object, served as given (so a test can leave a field out or give
@@ -32,12 +33,6 @@ export interface MockListItems {
   productAccesses?: readonly MockListItem<ProductAccessListItem>[];
   certificates?: readonly MockListItem<CertificateListItem>[];
   users?: readonly MockListItem<UserListItem>[];
-}
-
-/** An answer of the mock: a status and a JSON body. */
-export interface ListAnswer {
-  status: number;
-  body: unknown;
 }
 
 type Item = Readonly<Record<string, unknown>>;
@@ -125,7 +120,7 @@ export class MockLists {
   }
 
   /** The answer to a GET of the list at `path` (one {@link listPermissions} knows) with `query`. */
-  serve(path: string, query: URLSearchParams): ListAnswer {
+  serve(path: string, query: URLSearchParams): MockAnswer {
     const spec = LISTS[path];
     if (spec === undefined) return validation([`no list at ${path}`]);
     const paging = readPaging(query);
@@ -140,7 +135,7 @@ export class MockLists {
       tests.push(test);
     }
     const matching = this.#items[spec.name].filter((item) => tests.every((test) => test(item)));
-    return { status: 200, body: { success: true, code: 200, payload: page(matching, paging) } };
+    return okAnswer(page(matching, paging));
   }
 }
 
@@ -244,18 +239,4 @@ function field(value: unknown, name: string): unknown {
 
 function arrayOf(value: unknown): readonly unknown[] {
   return Array.isArray(value) ? value : [];
-}
-
-/** The platform's 400 `validation` answer, with its messages (every mock route answers it so). */
-export function validation(messages: string[]): ListAnswer {
-  return {
-    status: 400,
-    body: {
-      success: false,
-      code: 400,
-      cause: 'validation',
-      message: messages,
-      error: 'Bad Request',
-    },
-  };
 }

@@ -1,7 +1,8 @@
 /**
- * A local stand-in for the platform's API: its session-token operation (docs/platform.md#session-tokens, #authentication and #api-errors)
- * and its four lists (docs/platform.md#list-operations), served over real HTTP on 127.0.0.1, with
- * fault injection for retry, rate-limit and timeout tests.
+ * A local stand-in for the platform's API: its session-token operation (docs/platform.md#session-tokens, #authentication and #api-errors),
+ * its four lists (docs/platform.md#list-operations), and its users, groups and exports
+ * (docs/platform.md#users-groups-and-exports), served over real HTTP on 127.0.0.1, with fault
+ * injection for retry, rate-limit and timeout tests.
  * @module
  */
 
@@ -15,15 +16,21 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { ApiUser } from '../api/api-user-schema.js';
 import type { Session } from '../api/session-schema.js';
-import { listPermissions, MockLists, validation, type MockListItems } from './mock-lists.js';
+import {
+  errorAnswer,
+  isRecord,
+  validation,
+  type MockAnswer,
+  type MockRoute,
+} from './mock-answers.js';
+import { MockExports } from './mock-exports.js';
+import { MockGroups } from './mock-groups.js';
+import { listPermissions, MockLists, type MockListItems } from './mock-lists.js';
+import { MockUsers, type MockSchoolApiUser } from './mock-users.js';
 
-/** A user of the mock platform. */
-export interface MockSchoolApiUser {
-  id: number;
-  /** The user's school. Default: the seller's school; any other makes the user foreign. */
-  schoolId?: number;
-}
+export type { MockSchoolApiUser } from './mock-users.js';
 
 /** Options of {@link createMockSchoolApi}. */
 export interface MockSchoolApiOptions {
@@ -34,17 +41,27 @@ export interface MockSchoolApiOptions {
   /** The seller's school. Default 1. */
   schoolId?: number;
   /**
-   * Users, as ids (of the seller's school) or `{ id, schoolId }`; any other id is a foreign user.
-   * Default: not given, so every positive id is a student of the seller's school.
+   * Users, as ids (of the seller's school) or `{ id, schoolId?, email?, phone?, tgId?, extId?,
+   * profile? }`; any other id is unknown: a foreign user to the session token, `UserNotFound` to
+   * the user operations. Default: not given, so every positive id is a student of the seller's
+   * school. Users created through the API are added.
    */
   users?: readonly (number | MockSchoolApiUser)[];
+  /** The school's group ids; any other is 404 `GroupNotFound`. Default: every positive id. */
+  groups?: readonly number[];
+  /**
+   * How many reads of an export's result answer that it is still running (`Waiting`, then
+   * `Processing`) before the one that says it is done. Default 2.
+   */
+  exportPolls?: number;
   /** Ids of the school's users with admin-panel permissions; they need not be in `users`. */
   admins?: readonly number[];
   /**
    * The key's permissions. Default: `SchoolManageUsers` (the session token, users, product
-   * accesses), `SellerSales` (invoices), `CourseManage` and `CourseStudentManage` (certificates,
-   * product accesses). A call the key lacks every permission for is answered as the platform
-   * does: 401 `Forbidden`, `Forbidden seller resource - permissions <Code>`.
+   * accesses, groups, exports), `SellerSales` (invoices), `CourseManage` and
+   * `CourseStudentManage` (certificates, product accesses, groups, exports). A call the key lacks
+   * every permission for is answered as the platform does: 401 `Forbidden`, `Forbidden seller
+   * resource - permissions <Code>`.
    */
   permissions?: readonly string[];
   /**
@@ -82,6 +99,12 @@ export interface MockSchoolApi {
   readonly requests: readonly MockSchoolApiRequest[];
   /** Copies of the user's sessions, oldest first. */
   sessions(userId: number): Session[];
+  /** Copies of the school's users the mock holds (given, created, or used), oldest first. */
+  users(): ApiUser[];
+  /** The user ids of the group's members, in the order they joined. */
+  groupMembers(groupId: number): number[];
+  /** The next export started ends `Failed` (or `Canceled`) instead of `Completed`. */
+  failNextExport(end?: 'Failed' | 'Canceled'): void;
   /**
    * Answers the next request with `status` (and `body`, `headers`) instead of serving it. The
    * default body is shaped like docs/platform.md#api-errors: `{ success: false, code, cause, message, error }`;
@@ -110,17 +133,10 @@ type Fault =
   | { kind: 'delay'; ms: number }
   | { kind: 'rate'; retryAfterMs: number };
 
-interface Answer {
-  status: number;
-  body: unknown;
-}
-
 const ENDPOINT_PATH = '/saas/v2/user/session/auth-token';
 const MAX_BODY_BYTES = 64 * 1024;
-const FOREIGN_USER = 'Forbidden seller resource - seller not entity owner';
 const FOREIGN_SELLER = 'Forbidden seller resource';
 const NO_API_CLIENT = 'Forbidden resource';
-const ADMIN_USER = 'User is school admin or manager';
 /** What the session-token operation needs (docs/platform.md#session-tokens). */
 const SESSION_NEEDS: Needs = { permissions: ['SchoolManageUsers'], json: true };
 /**
@@ -129,11 +145,14 @@ const SESSION_NEEDS: Needs = { permissions: ['SchoolManageUsers'], json: true };
  */
 const RATE_LIMIT_LENIENCY_MS = 25;
 /**
- * Starts a mock of the platform's session-token operation on 127.0.0.1. It checks the key,
- * `Seller-Id` and `School-Id`, the body, the user's school and admin rights in the order a
- * request meets them (a banned key user, a key user that is no API client and a missing
- * permission included), keeps sessions per user (create-or-get, `forceCreate` adds one and ends
- * none) and answers every error of docs/platform.md#api-errors with its documented body.
+ * Starts a mock of the platform's API on 127.0.0.1: the session-token operation, the four lists,
+ * and the users, groups and exports. It checks the key, `Seller-Id` and `School-Id`, the body,
+ * the user's school and admin rights in the order a request meets them (a banned key user, a key
+ * user that is no API client and a missing permission included), keeps sessions per user
+ * (create-or-get, `forceCreate` adds one and ends none), the school's users (a create always
+ * makes a new one; an upsert matches by logins), the groups' members, and exports that finish
+ * after `exportPolls` reads of their result, and answers every error of
+ * docs/platform.md#api-errors with its documented body.
  *
  * @example
  * ```ts
@@ -141,28 +160,16 @@ const RATE_LIMIT_LENIENCY_MS = 25;
  * const api = createSchoolApi({ baseUrl: mock.url, apiKey: 'test-api-key', sellerId: 1, schoolId: 1 });
  * mock.failNext(503);
  * const { session } = await api.createSessionToken({ userId: 5121 }); // retried, then served
+ * await api.addGroupMembers(12, [5121]);
+ * console.log(mock.groupMembers(12)); // [ 5121 ]
  * await mock.close();
  * ```
  */
-export async function createMockSchoolApi({
-  apiKey = 'test-api-key',
-  sellerId = 1,
-  schoolId = 1,
-  users,
-  admins = [],
-  permissions = ['SchoolManageUsers', 'SellerSales', 'CourseManage', 'CourseStudentManage'],
-  banned = false,
-  apiClient = true,
-  lists: listItems,
-  port = 0,
-}: MockSchoolApiOptions = {}): Promise<MockSchoolApi> {
-  const platform: MockPlatform = {
-    access: { apiKey, sellerId, schoolId, permissions, banned, apiClient },
-    directory: new UserDirectory(schoolId, users, admins),
-    sessions: new SessionBook(),
-    lists: new MockLists(listItems),
-  };
-  const { sessions, lists } = platform;
+export async function createMockSchoolApi(
+  options: MockSchoolApiOptions = {},
+): Promise<MockSchoolApi> {
+  const platform = platformOf(options);
+  const { sessions, lists, users, groups, exports } = platform;
   const requests: MockSchoolApiRequest[] = [];
   const faults = new FaultQueue();
   const limiter = new RateLimiter();
@@ -189,12 +196,17 @@ export async function createMockSchoolApi({
       res.destroy(error instanceof Error ? error : undefined);
     });
   });
-  const url = await listen(server, port);
+  const url = await listen(server, options.port ?? 0);
 
   return {
     url,
     requests,
     sessions: (userId) => sessions.copies(userId),
+    users: () => users.copies(),
+    groupMembers: (groupId) => groups.memberIds(groupId),
+    failNextExport(end = 'Failed') {
+      exports.endNext(end);
+    },
     failNext(status, body = defaultErrorBody(status), headers = {}) {
       faults.add({ kind: 'fail', status, body, headers });
     },
@@ -224,19 +236,52 @@ export async function createMockSchoolApi({
 /** What the mock platform holds. */
 interface MockPlatform {
   readonly access: Access;
-  readonly directory: UserDirectory;
+  readonly users: MockUsers;
   readonly sessions: SessionBook;
   readonly lists: MockLists;
+  readonly groups: MockGroups;
+  readonly exports: MockExports;
+  /** The users, groups and exports operations. */
+  readonly routes: readonly MockRoute[];
+}
+
+/** The mock platform of `options`, defaults applied. */
+function platformOf({
+  apiKey = 'test-api-key',
+  sellerId = 1,
+  schoolId = 1,
+  users: given,
+  admins = [],
+  permissions = ['SchoolManageUsers', 'SellerSales', 'CourseManage', 'CourseStudentManage'],
+  banned = false,
+  apiClient = true,
+  lists: listItems,
+  groups: groupIds,
+  exportPolls = 2,
+}: MockSchoolApiOptions): MockPlatform {
+  const users = new MockUsers(schoolId, given, admins);
+  const groups = new MockGroups(users, groupIds);
+  const exports = new MockExports(exportPolls);
+  return {
+    access: { apiKey, sellerId, schoolId, permissions, banned, apiClient },
+    users,
+    sessions: new SessionBook(),
+    lists: new MockLists(listItems),
+    groups,
+    exports,
+    routes: [...users.routes(), ...groups.routes(), ...exports.routes()],
+  };
 }
 
 /** The platform's answer to a request that meets no fault. */
 function serve(
-  { access, directory, sessions, lists }: MockPlatform,
+  platform: MockPlatform,
   method: string,
   path: string,
   headers: Record<string, string>,
   text: string,
-): Answer {
+): MockAnswer {
+  const { access, users, sessions, lists } = platform;
   const url = new URL(path, 'http://mock');
   const listNeeds = listPermissions(url.pathname);
   if (listNeeds !== undefined) {
@@ -244,13 +289,42 @@ function serve(
     const refused = refusal(access, headers, { permissions: listNeeds, json: false });
     return refused ?? lists.serve(url.pathname, url.searchParams);
   }
+  const route = platform.routes.find(({ pattern }) => pattern.test(url.pathname));
+  if (route !== undefined) return serveRoute(route, access, method, url, headers, text);
   if (url.pathname !== ENDPOINT_PATH) return errorAnswer(404, 'NotFound', 'Not Found');
   if (method !== 'POST') return errorAnswer(405, 'MethodNotAllowed', 'Method Not Allowed');
   const refused = refusal(access, headers, SESSION_NEEDS);
   if (refused !== undefined) return refused;
   const input = sessionInput(text);
   if ('status' in input) return input;
-  return directory.refusal(input.userId) ?? sessions.createOrGet(input.userId, input.forceCreate);
+  return (
+    users.sessionRefusal(input.userId) ?? sessions.createOrGet(input.userId, input.forceCreate)
+  );
+}
+
+/** A users, groups or exports operation: its method, the key's checks, its JSON body, its answer. */
+function serveRoute(
+  route: MockRoute,
+  access: Access,
+  method: string,
+  url: URL,
+  headers: Record<string, string>,
+  text: string,
+): MockAnswer {
+  if (method !== route.method) return errorAnswer(405, 'MethodNotAllowed', 'Method Not Allowed');
+  const json = method !== 'GET';
+  const refused = refusal(access, headers, { permissions: route.permissions, json });
+  if (refused !== undefined) return refused;
+  let body: unknown;
+  if (json) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return validationAnswer('body must be a JSON object');
+    }
+  }
+  const params = route.pattern.exec(url.pathname)?.slice(1) ?? [];
+  return route.serve({ params, query: url.searchParams, body });
 }
 
 /** What the mock's API key may do, from {@link MockSchoolApiOptions}. */
@@ -277,7 +351,7 @@ function refusal(
   access: Access,
   headers: Record<string, string>,
   needs: Needs,
-): Answer | undefined {
+): MockAnswer | undefined {
   if (headers['authorization'] !== `Bearer ${access.apiKey}`) {
     return errorAnswer(401, 'Unauthorized', 'Unauthorized');
   }
@@ -305,7 +379,7 @@ function refusal(
 }
 
 /** The body's `userId` and `forceCreate`, or the platform's validation answer. */
-function sessionInput(text: string): { userId: number; forceCreate: boolean } | Answer {
+function sessionInput(text: string): { userId: number; forceCreate: boolean } | MockAnswer {
   let input: unknown;
   try {
     input = JSON.parse(text);
@@ -323,42 +397,13 @@ function sessionInput(text: string): { userId: number; forceCreate: boolean } | 
   return { userId, forceCreate };
 }
 
-/** The school's users: whose school each one is, and who has admin-panel permissions. */
-class UserDirectory {
-  readonly #schoolId: number;
-  /** Undefined: every id is a student of the seller's school. */
-  readonly #schools: Map<number, number> | undefined;
-  readonly #admins: ReadonlySet<number>;
-
-  constructor(schoolId: number, users: MockSchoolApiOptions['users'], admins: readonly number[]) {
-    this.#schoolId = schoolId;
-    this.#admins = new Set(admins);
-    if (users === undefined) return;
-    const schools = new Map<number, number>();
-    for (const user of users) {
-      if (typeof user === 'number') schools.set(user, schoolId);
-      else schools.set(user.id, user.schoolId ?? schoolId);
-    }
-    for (const id of admins) schools.set(id, schoolId);
-    this.#schools = schools;
-  }
-
-  /** The platform's refusal of a session for this user (foreign, or an admin), if any. */
-  refusal(userId: number): Answer | undefined {
-    const home = this.#schools === undefined ? this.#schoolId : this.#schools.get(userId);
-    if (home !== this.#schoolId) return errorAnswer(401, 'Forbidden', FOREIGN_USER);
-    if (this.#admins.has(userId)) return errorAnswer(400, 'Forbidden', ADMIN_USER);
-    return undefined;
-  }
-}
-
 /** The sessions the mock keeps, per user: create-or-get, as the platform does. */
 class SessionBook {
   readonly #byUser = new Map<number, Session[]>();
   #lastId = 0;
 
   /** The user's latest live session, or a new one (always a new one with `forceCreate`). */
-  createOrGet(userId: number, forceCreate: boolean): Answer {
+  createOrGet(userId: number, forceCreate: boolean): MockAnswer {
     const sessions = this.#byUser.get(userId) ?? [];
     this.#byUser.set(userId, sessions);
     const active = sessions.filter(
@@ -450,7 +495,7 @@ class RateLimiter {
    * The platform's 429 while the limit holds (always when `queued`: the request a
    * `rateLimitNext` was for), with `data.retryAfter` its end; else undefined.
    */
-  answer(queued: boolean): Answer | undefined {
+  answer(queued: boolean): MockAnswer | undefined {
     if (!queued && Date.now() + RATE_LIMIT_LENIENCY_MS >= this.#until) return undefined;
     const message = 'Too Many Requests';
     return {
@@ -479,15 +524,11 @@ async function listen(server: Server, port: number): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-function createdAnswer(isCreated: boolean, session: Session): Answer {
+function createdAnswer(isCreated: boolean, session: Session): MockAnswer {
   return { status: 201, body: { success: true, code: 201, payload: { isCreated, session } } };
 }
 
-function errorAnswer(status: number, cause: string, message: string): Answer {
-  return { status, body: { success: false, code: status, cause, message, error: message } };
-}
-
-function validationAnswer(message: string): Answer {
+function validationAnswer(message: string): MockAnswer {
   return validation([message]);
 }
 
@@ -535,10 +576,6 @@ function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
     if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   return flat;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function isDigits(value: string | undefined): value is string {

@@ -21,6 +21,7 @@ import {
 } from '../../src/api/index.js';
 import { createMockSchoolApi, type MockSchoolApi } from '../../src/testing/mock-school-api.js';
 import { ConfigError } from '../../src/errors.js';
+import { apiFailure as failure } from '../helpers/school-api.js';
 
 const API_KEY = 'sk_live_Q7f3c9a1e5b2d4f608a9c1e3b5d7f9a1c';
 const SELLER_ID = 1042;
@@ -54,17 +55,6 @@ function api(options: Partial<SchoolApiOptions> = {}): SchoolApi {
     schoolId: SCHOOL_ID,
     ...options,
   });
-}
-
-/** The rejection of `promise`, which must be a SchoolApiError. */
-async function failure(promise: Promise<unknown>): Promise<SchoolApiError> {
-  const outcome = await promise.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  if (!isSchoolApiError(outcome))
-    throw new Error(`expected a SchoolApiError, got ${String(outcome)}`);
-  return outcome;
 }
 
 function platformError(status: number, cause: string, message: string | string[]): unknown {

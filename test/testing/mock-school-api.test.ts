@@ -258,10 +258,11 @@ describe('createMockSchoolApi', () => {
   });
 
   it('answers 404 on another path and 405 on another method', async () => {
-    const other = await fetch(`${mock.url}/saas/v2/user/find`, { method: 'POST' });
+    const other = await fetch(`${mock.url}/saas/v2/user/delete`, { method: 'POST' });
     const get = await fetch(`${mock.url}${PATH}`);
+    const postFind = await fetch(`${mock.url}/saas/v2/user/find`, { method: 'POST' });
 
-    expect([other.status, get.status]).toEqual([404, 405]);
+    expect([other.status, get.status, postFind.status]).toEqual([404, 405, 405]);
   });
 
   it('records every request, faulted ones included', async () => {
