@@ -77,6 +77,18 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
+/** The URL the web process says it listens on, once it does. */
+function listeningUrl(output: () => string): Promise<string> {
+  return vi.waitFor(
+    () => {
+      const found = /listening on (http:\/\/localhost:\d+\/webhooks\/school)/.exec(output());
+      if (!found) throw new Error(`not listening yet: ${output()}`);
+      return found[1]!;
+    },
+    { timeout: 30_000, interval: 50 },
+  );
+}
+
 describe('docs/postgres.md: a stack on Postgres alone', () => {
   it('is examples/pg-boss.js as written', async () => {
     const readme = await readFile(join(ROOT, 'docs/postgres.md'), 'utf8');
@@ -90,14 +102,7 @@ describe('docs/postgres.md: a stack on Postgres alone', () => {
 
   it('answers 202 in the web process, grants once in a worker process, and stops on SIGTERM', async () => {
     const web = start([]);
-    const url = await vi.waitFor(
-      () => {
-        const found = /listening on (http:\/\/localhost:\d+\/webhooks\/school)/.exec(web.output());
-        if (!found) throw new Error(`not listening yet: ${web.output()}`);
-        return found[1]!;
-      },
-      { timeout: 30_000, interval: 50 },
-    );
+    const url = await listeningUrl(web.output);
     const delivery = fixtureDelivery('PaymentCompleted');
     const send = async () => {
       const response = await fetch(url, {
@@ -130,5 +135,35 @@ describe('docs/postgres.md: a stack on Postgres alone', () => {
     expect(await exited(worker.child)).toBe(0);
     expect(await exited(web.child)).toBe(0);
     expect(worker.output()).toContain('worker running');
+  }, 90_000);
+
+  it('keeps answering when its database connections are terminated, as in a PostgreSQL restart', async () => {
+    const web = start([]);
+    const url = await listeningUrl(web.output);
+    const send = async () => {
+      const delivery = fixtureDelivery('PaymentCompleted');
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: delivery.headers,
+        body: delivery.body,
+      });
+      return { status: response.status, ...((await response.json()) as { outcome: string }) };
+    };
+    // The pool now holds an idle connection: its error, nobody listening, would end the process.
+    expect(await send()).toMatchObject({ status: 202, outcome: 'queued' });
+    const terminated = await admin((client) =>
+      client.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [databaseName],
+      ),
+    );
+    expect(terminated.rowCount).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(web.child.exitCode).toBeNull();
+    expect(await send()).toMatchObject({ status: 202, outcome: 'queued' });
+    expect(web.output()).toContain('postgres: terminating connection due to administrator command');
+
+    web.child.kill('SIGTERM');
+    expect(await exited(web.child)).toBe(0);
   }, 90_000);
 });
