@@ -70,6 +70,13 @@ function code(cell: string): string {
   return /`([^`]+)`/.exec(cell)?.[1] ?? cell;
 }
 
+/** The table under `## Options` of a page: each option's default cell, by the option's name. */
+function optionRows(file: string): Map<string, string> {
+  return new Map(
+    tableAfter(file, '## Options').map(([name, fallback]) => [code(name!), fallback!]),
+  );
+}
+
 /** The fields `interfaceName` declares in `file`, in their order: what an options table lists. */
 function declaredFields(file: string, interfaceName: string): string[] {
   const source = readFileSync(join(root, file), 'utf8');
@@ -191,12 +198,7 @@ describe('tables that restate the code', () => {
   });
 
   it("createReceiver's options are the table's, with the defaults it names", () => {
-    const rows = new Map(
-      tableAfter('docs/receiving.md', '## Options').map(([name, fallback]) => [
-        code(name!),
-        fallback!,
-      ]),
-    );
+    const rows = optionRows('docs/receiving.md');
     expect([...rows.keys()]).toEqual(declaredFields('src/receiver-settings.ts', 'ReceiverOptions'));
 
     const settings = checkOptions({ secret: 'a'.repeat(64) });
@@ -226,12 +228,7 @@ describe('tables that restate the code', () => {
   });
 
   it("createReconciler's options are the table's, with the defaults it names", () => {
-    const rows = new Map(
-      tableAfter('docs/reconcile.md', '## Options').map(([name, fallback]) => [
-        code(name!),
-        fallback!,
-      ]),
-    );
+    const rows = optionRows('docs/reconcile.md');
     expect([...rows.keys()]).toEqual(declaredFields('src/reconcile/types.ts', 'ReconcilerOptions'));
 
     const api = { invoices() {}, productAccesses() {}, certificates() {}, users() {} };

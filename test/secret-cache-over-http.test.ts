@@ -13,6 +13,7 @@ import { nodeListener } from '../adapters/node.js';
 import { createReceiver, type Receiver, type SecretLookupAnswer } from '../src/index.js';
 import { listen, post, type AdapterServer } from './adapters/suite.js';
 import { deferred, type Delivery } from './helpers/deliveries.js';
+import { inParallel } from './helpers/in-parallel.js';
 import {
   lookupIn,
   tenantDelivery,
@@ -75,19 +76,6 @@ function postKeptAlive(url: string, { body, headers }: Delivery): Promise<number
     req.on('error', reject);
     req.end(body);
   });
-}
-
-/** Run `task` for each of `items`, `width` at a time. */
-async function inParallel<T>(
-  items: readonly T[],
-  width: number,
-  task: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await task(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: width }, worker));
 }
 
 const SCHOOLS = Array.from({ length: 50 }, (_, i) => `school-${i + 1}`);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { fixtureDelivery, SECRET } from '../helpers/deliveries.js';
+import { fixtureDelivery, SECRET, type Delivery } from '../helpers/deliveries.js';
 import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -77,6 +77,12 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
+/** POST `delivery` to `url`: the answer's status and outcome. */
+async function post(url: string, { headers, body }: Delivery) {
+  const response = await fetch(url, { method: 'POST', headers, body });
+  return { status: response.status, ...((await response.json()) as { outcome: string }) };
+}
+
 /** The URL the web process says it listens on, once it does. */
 function listeningUrl(output: () => string): Promise<string> {
   return vi.waitFor(
@@ -104,14 +110,7 @@ describe('docs/postgres.md: a stack on Postgres alone', () => {
     const web = start([]);
     const url = await listeningUrl(web.output);
     const delivery = fixtureDelivery('PaymentCompleted');
-    const send = async () => {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: delivery.headers,
-        body: delivery.body,
-      });
-      return { status: response.status, ...((await response.json()) as { outcome: string }) };
-    };
+    const send = () => post(url, delivery);
     expect(await send()).toMatchObject({ status: 202, outcome: 'queued' });
 
     const worker = start(['worker']);
@@ -140,15 +139,7 @@ describe('docs/postgres.md: a stack on Postgres alone', () => {
   it('keeps answering when its database connections are terminated, as in a PostgreSQL restart', async () => {
     const web = start([]);
     const url = await listeningUrl(web.output);
-    const send = async () => {
-      const delivery = fixtureDelivery('PaymentCompleted');
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: delivery.headers,
-        body: delivery.body,
-      });
-      return { status: response.status, ...((await response.json()) as { outcome: string }) };
-    };
+    const send = () => post(url, fixtureDelivery('PaymentCompleted'));
     // The pool now holds an idle connection: its error, nobody listening, would end the process.
     expect(await send()).toMatchObject({ status: 202, outcome: 'queued' });
     const terminated = await admin((client) =>
