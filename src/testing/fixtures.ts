@@ -13,16 +13,14 @@ import { FIXTURE_ENVELOPES, SPARSE_FIXTURE_ENVELOPES } from './fixture-envelopes
  * types leave out (`access.userId`, `user.starsBalance`), and a test may add one the platform
  * sends later. A named field keeps its type, so `totalAmount: '4900'` does not compile; a field
  * spelt otherwise is one more field. Arrays are not partial: an override replaces an array whole,
- * so it is given whole.
+ * so it is given whole. A primitive (an open union's `string & {}` too) is left as it is.
  */
-export type DeepPartial<T> = T extends readonly unknown[] | Primitive
+export type DeepPartial<T> = T extends
+  readonly unknown[] | string | number | boolean | bigint | symbol | null | undefined
   ? T
   : T extends object
     ? { [K in keyof T]?: DeepPartial<T[K]> } & { readonly [field: string]: unknown }
     : T;
-
-/** What {@link DeepPartial} leaves as it is, an open union's `string & {}` among them. */
-type Primitive = string | number | boolean | bigint | symbol | null | undefined;
 
 /** Builds one event's `data`: the fixture, deep-merged with `overrides`. */
 export type FixtureFactory<N extends FixedEventName> = (
