@@ -7,6 +7,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { defineAdapter } from '../src/adapter-kit.js';
 import { nodeBodyReader } from '../src/body.js';
 import type { Receiver } from '../src/receiver.js';
+import { checkParamLength } from './fastify-param-length.js';
 
 /** Options of {@link schoolhooksPlugin}. */
 export interface SchoolhooksPluginOptions {
@@ -16,10 +17,13 @@ export interface SchoolhooksPluginOptions {
   path: string;
   /**
    * The tenant the route names, when one endpoint serves many schools (docs/tenants.md); required
-   * when the receiver's `secret` is a lookup.
+   * when the receiver's `secret` is a lookup. On a path with a parameter, the app's
+   * `routerOptions.maxParamLength` must let every tenant name through (256; Fastify's default is
+   * 100, and it answers 414 to a longer parameter): registering on a smaller one is a `ConfigError`.
    *
    * @example
    * ```ts
+   * const app = Fastify({ routerOptions: { maxParamLength: 256 } });
    * await app.register(schoolhooksPlugin, {
    *   receiver,
    *   path: '/webhooks/school/:tenant',
@@ -63,6 +67,7 @@ const fastifyAdapter = defineAdapter<[FastifyRequest, FastifyReply], FastifyRepl
  */
 export const schoolhooksPlugin: FastifyPluginAsync<SchoolhooksPluginOptions> =
   async function schoolhooksPlugin(app, { receiver, path, tenant }) {
+    if (tenant !== undefined) checkParamLength(app, path);
     // This scope only: every content type is left unread, for the receiver to judge and read.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', (_request, _payload, done) => done(null));

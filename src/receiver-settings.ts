@@ -46,7 +46,10 @@ export interface ReceiverOptions {
   secret: string | readonly string[] | SecretLookup;
   /** With a secret lookup: how long a tenant's answer is kept, its "no such tenant" too. Default 60 s. */
   secretCacheMs?: number;
-  /** With a secret lookup: tenants kept in the cache at the most. Default 10 000. */
+  /**
+   * With a secret lookup: tenants with secrets kept in the cache at the most, and apart from them
+   * as many names without, so a flood of unknown names never evicts a school. Default 10 000.
+   */
   secretCacheSize?: number;
   /** With a secret lookup: how long one lookup may take. Default 2 s (with the store and the handlers, within the platform's 15 s); beyond it -> 503. */
   secretLookupTimeoutMs?: number;

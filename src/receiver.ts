@@ -125,6 +125,19 @@ export interface Receiver {
    * again), dispatch with `ctx.attempt`. Inbox workers call it; never throws.
    */
   processStored(delivery: StoredDelivery, options: StoredRunOptions): Promise<StoredRunResult>;
+  /**
+   * Forget the cached secrets of `tenant` (of every tenant, without one): its next delivery, in
+   * this process, looks them up again instead of waiting out `secretCacheMs`. Call it after you
+   * add a school, or add or remove one of its secrets (docs/tenants.md). Does nothing when
+   * `secret` is not a lookup.
+   *
+   * @example
+   * ```ts
+   * await db.addWebhookSecret('school-12', newSecret);
+   * receiver.forgetSecret('school-12');
+   * ```
+   */
+  forgetSecret(tenant?: string): void;
   /** The largest body accepted, for adapters to stop reading at the limit. */
   readonly maxBodyBytes: number;
   /** The inbox deliveries are handed to, if any. */
@@ -225,6 +238,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     },
     handle,
     processStored,
+    forgetSecret(tenant?: string): void {
+      settings.secretSource.forget(tenant);
+    },
     maxBodyBytes,
     inbox,
     needsTenant: settings.secretSource.perTenant,

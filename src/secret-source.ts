@@ -45,18 +45,26 @@ export interface SecretSource {
   readonly perTenant: boolean;
   /** The verifier of `tenant`'s secrets: at once when known, a promise while being looked up. */
   verifierOf(tenant: string | undefined): MaybePromise<Verifier | undefined>;
+  /**
+   * Forget what is known of `tenant`'s secrets (of every tenant's, without one), so that its next
+   * delivery looks them up again. Nothing to forget for the receiver's own secrets.
+   */
+  forget(tenant?: string): void;
 }
 
 /** The receiver's own secrets, whatever the tenant. */
 export function staticSecrets(verifier: Verifier): SecretSource {
-  return { perTenant: false, verifierOf: () => verifier };
+  return { perTenant: false, verifierOf: () => verifier, forget: () => {} };
 }
 
 /** How {@link TenantSecrets} caches and bounds its lookups. */
 export interface TenantSecretsOptions {
   /** How long an answer (a tenant's secrets, or that it has none) is kept, in ms. */
   readonly cacheMs: number;
-  /** Tenants kept at the most; the one cached longest ago goes first. */
+  /**
+   * Tenants with secrets kept at the most, and apart from them names without: in each, the one
+   * cached longest ago goes first.
+   */
   readonly cacheSize: number;
   /** How long one lookup may take before the delivery is answered 503 `secret_unavailable`. */
   readonly timeoutMs: number;
@@ -73,21 +81,33 @@ interface Cached {
   readonly unusable: ConfigError | undefined;
 }
 
+/** A lookup under way, and whether its tenant was forgotten since it started. */
+interface Lookup {
+  readonly answer: Promise<Verifier | undefined>;
+  /** Set by `forget`: the answer goes to the deliveries waiting for it, and is not cached. */
+  readonly forgotten: { value: boolean };
+}
+
 /**
  * The secrets of each tenant, from the seller's lookup: answers are cached for `cacheMs`
- * (negative ones too), at most `cacheSize` tenants, and one lookup per tenant is in flight at a
- * time, so any number of concurrent deliveries for one tenant, known or not, costs one lookup.
- * A lookup that throws or outlasts `timeoutMs` is not cached: the next delivery asks again.
- * Secrets it gives pass the receiver's start-up rules; an unusable one (empty, whitespace only,
- * not a string) is a `ConfigError`, cached like an answer, so it is reported, not looped on.
+ * (negative ones too), and one lookup per tenant is in flight at a time, so any number of
+ * concurrent deliveries for one tenant, known or not, costs one lookup. Tenants with secrets and
+ * names without are cached apart, at most `cacheSize` of each: a flood of names that are no
+ * tenant's (each costs its lookup) never evicts a school's secrets. A lookup that throws or
+ * outlasts `timeoutMs` is not cached: the next delivery asks again. Secrets it gives pass the
+ * receiver's start-up rules; an unusable one (empty, whitespace only, not a string) is a
+ * `ConfigError`, cached like an answer, so it is reported, not looped on. `forget` drops a
+ * tenant's answer (every answer), and a lookup under way then is not cached.
  */
 export class TenantSecrets implements SecretSource {
   readonly perTenant = true;
   readonly #lookup: SecretLookup;
   readonly #options: TenantSecretsOptions;
-  /** In the order they were cached: the first is the oldest, the first to go. */
-  readonly #cache = new Map<string, Cached>();
-  readonly #inFlight = new Map<string, Promise<Verifier | undefined>>();
+  /** Tenants the lookup gave secrets (or unusable ones) for, oldest first: the first to go. */
+  readonly #known = new Map<string, Cached>();
+  /** Names the lookup gave none for, each with when that answer expires, oldest first. */
+  readonly #unknown = new Map<string, number>();
+  readonly #inFlight = new Map<string, Lookup>();
   readonly #warned = new Set<string>();
 
   constructor(lookup: SecretLookup, options: TenantSecretsOptions) {
@@ -97,24 +117,48 @@ export class TenantSecrets implements SecretSource {
 
   verifierOf(tenant: string | undefined): MaybePromise<Verifier | undefined> {
     if (tenant === undefined || tenant === '') return undefined;
-    const cached = this.#cache.get(tenant);
-    if (cached !== undefined) {
-      if (cached.expiresAt > this.#options.now()) {
-        if (cached.unusable !== undefined) throw cached.unusable;
-        return cached.verifier;
+    const known = this.#known.get(tenant);
+    if (known !== undefined) {
+      if (known.expiresAt > this.#options.now()) {
+        if (known.unusable !== undefined) throw known.unusable;
+        return known.verifier;
       }
-      this.#cache.delete(tenant);
+      this.#known.delete(tenant);
+    } else {
+      const unknownUntil = this.#unknown.get(tenant);
+      if (unknownUntil !== undefined) {
+        if (unknownUntil > this.#options.now()) return undefined;
+        this.#unknown.delete(tenant);
+      }
     }
-    let pending = this.#inFlight.get(tenant);
-    if (pending === undefined) {
-      pending = this.#lookUp(tenant);
-      this.#inFlight.set(tenant, pending);
+    let lookup = this.#inFlight.get(tenant);
+    if (lookup === undefined) {
+      const forgotten = { value: false };
+      lookup = { answer: this.#lookUp(tenant, forgotten), forgotten };
+      this.#inFlight.set(tenant, lookup);
     }
-    return pending;
+    return lookup.answer;
   }
 
-  /** Ask the lookup, within `timeoutMs`; cache what it answers. */
-  async #lookUp(tenant: string): Promise<Verifier | undefined> {
+  forget(tenant?: string): void {
+    if (tenant === undefined) {
+      for (const lookup of this.#inFlight.values()) lookup.forgotten.value = true;
+      this.#inFlight.clear();
+      this.#known.clear();
+      this.#unknown.clear();
+      return;
+    }
+    const lookup = this.#inFlight.get(tenant);
+    // It may have read the secrets before they changed: it answers the deliveries waiting for it
+    // and is not cached, and the next delivery starts a lookup of its own.
+    if (lookup !== undefined) lookup.forgotten.value = true;
+    this.#inFlight.delete(tenant);
+    this.#known.delete(tenant);
+    this.#unknown.delete(tenant);
+  }
+
+  /** Ask the lookup, within `timeoutMs`; cache what it answers, unless forgotten meanwhile. */
+  async #lookUp(tenant: string, forgotten: Lookup['forgotten']): Promise<Verifier | undefined> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new LookupTimeout()), this.#options.timeoutMs);
@@ -131,10 +175,11 @@ export class TenantSecrets implements SecretSource {
       throw lookupFailed(tenant, cause, this.#options.timeoutMs);
     } finally {
       clearTimeout(timer);
-      this.#inFlight.delete(tenant);
+      // Once forgotten, the tenant's entry is another lookup's, or none.
+      if (!forgotten.value) this.#inFlight.delete(tenant);
     }
     const cached = this.#prepare(tenant, answer);
-    this.#remember(tenant, cached);
+    if (!forgotten.value) this.#remember(tenant, cached);
     if (cached.unusable !== undefined) throw cached.unusable;
     return cached.verifier;
   }
@@ -159,12 +204,12 @@ export class TenantSecrets implements SecretSource {
     return { expiresAt, verifier: createVerifier(secrets), unusable: undefined };
   }
 
+  /** Cache an answer with its kind: a name without secrets never takes a known tenant's place. */
   #remember(tenant: string, cached: Cached): void {
-    const cache = this.#cache;
-    cache.set(tenant, cached);
-    if (cache.size > this.#options.cacheSize) {
-      // Maps keep insertion order: the first key is the tenant cached longest ago.
-      cache.delete(cache.keys().next().value as string);
+    if (cached.verifier === undefined && cached.unusable === undefined) {
+      keepBounded(this.#unknown, tenant, cached.expiresAt, this.#options.cacheSize);
+    } else {
+      keepBounded(this.#known, tenant, cached, this.#options.cacheSize);
     }
   }
 
@@ -178,6 +223,15 @@ export class TenantSecrets implements SecretSource {
         `around it (#${places.join(', #')}); it is used exactly as given, so signatures made ` +
         'with the key as shown fail (401): trim it if that was a copy-paste slip',
     );
+  }
+}
+
+/** Set `key` in `cache`, and drop the entry cached longest ago when it holds more than `size`. */
+function keepBounded<V>(cache: Map<string, V>, key: string, value: V, size: number): void {
+  cache.set(key, value);
+  if (cache.size > size) {
+    // Maps keep insertion order: the first key is the one cached longest ago.
+    cache.delete(cache.keys().next().value as string);
   }
 }
 

@@ -15,7 +15,7 @@
  * examples/pg-boss.test.ts); `--help` outputs are compared with the CLI by docs.test.ts.
  */
 
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -23,6 +23,7 @@ import packageJson from '../package.json' with { type: 'json' };
 import { COMMANDS } from '../src/cli/main.js';
 import {
   codeBlocks,
+  readPage,
   ROOT,
   SOURCE_OF_IMPORT,
   userPages,
@@ -169,5 +170,31 @@ describe('the code blocks of README.md and docs/', () => {
       }
     }
     expect(wrong).toEqual([]);
+  });
+
+  it('listen for the errors of every pg pool they create, so a PostgreSQL restart ends no process', () => {
+    // pg emits an idle connection's error on its pool, and an 'error' nobody listens to ends the
+    // process ("Connection terminated unexpectedly"): a snippet copied as it is must not.
+    const examples = readdirSync(join(ROOT, 'examples'))
+      .filter((file) => /\.[jt]s$/.test(file))
+      .map((file) => ({
+        file: `examples/${file}`,
+        line: 1,
+        lang: 'js',
+        body: readPage(`examples/${file}`),
+      }));
+    const unheard: string[] = [];
+    let pools = 0;
+    for (const { file, line, body } of [...blocks, ...examples]) {
+      for (const created of body.matchAll(/(?:(\w+) = )?new (?:pg\.)?Pool\(/g)) {
+        pools++;
+        const name = created[1];
+        if (name === undefined || !body.includes(`${name}.on('error', `)) {
+          unheard.push(`${file}:${line}: ${created[0]}`);
+        }
+      }
+    }
+    expect(pools).toBeGreaterThanOrEqual(5);
+    expect(unheard).toEqual([]);
   });
 });

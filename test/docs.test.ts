@@ -2,8 +2,9 @@
  * The docs stay true and short: every relative link and anchor of README.md and docs/ resolves,
  * every `docs/platform.md#…` anchor cited anywhere in the repository is a heading of that page,
  * the README is a ten-minute read with its receiver near the top, and the tables that restate the
- * code (outcomes and statuses, `createReceiver`'s options and defaults, the event names, the CLI's
- * help) say what the code does. (Every code block is type-checked by docs-snippets.test.ts.)
+ * code (outcomes and statuses, `createReceiver`'s and `createReconciler`'s options and defaults,
+ * the event names, the CLI's help) say what the code does. (Every code block is type-checked by
+ * docs-snippets.test.ts.)
  */
 
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -12,7 +13,10 @@ import { describe, expect, it } from 'vitest';
 import { main } from '../src/cli/main.js';
 import { FIXED_CONTRACT_EVENTS, KNOWN_EVENTS } from '../src/events/index.js';
 import { OUTCOMES } from '../src/outcome.js';
+import { createReceiver, memoryStore } from '../src/index.js';
 import { checkOptions } from '../src/internal.js';
+import { checkReconcilerOptions } from '../src/reconcile/settings.js';
+import type { ReconcileApi } from '../src/reconcile/types.js';
 import {
   anchors,
   codeBlocks,
@@ -64,6 +68,31 @@ function tableAfter(file: string, heading: string): string[][] {
 /** The text inside the first pair of backticks of a cell. */
 function code(cell: string): string {
   return /`([^`]+)`/.exec(cell)?.[1] ?? cell;
+}
+
+/** The table under `## Options` of a page: each option's default cell, by the option's name. */
+function optionRows(file: string): Map<string, string> {
+  return new Map(
+    tableAfter(file, '## Options').map(([name, fallback]) => [code(name!), fallback!]),
+  );
+}
+
+/** The fields `interfaceName` declares in `file`, in their order: what an options table lists. */
+function declaredFields(file: string, interfaceName: string): string[] {
+  const source = readFileSync(join(root, file), 'utf8');
+  const body = source.slice(source.indexOf(`export interface ${interfaceName} {`));
+  return [...body.slice(0, body.indexOf('\n}')).matchAll(/^ {2}(\w+)\??:/gm)].map(
+    (match) => match[1]!,
+  );
+}
+
+/** The number a default cell names: `1000`, `(300000)`, or an amount of a unit (`5 h`, `1 MiB`). */
+function amountOf(cell: string): number {
+  const exact = /\(([\d ]+)\)/.exec(cell) ?? /^([\d ]+)$/.exec(cell);
+  if (exact) return Number(exact[1]!.replaceAll(' ', ''));
+  const units: Record<string, number> = { MiB: 1, h: 3_600_000, days: 86_400_000, s: 1_000 };
+  const [, amount, unit] = /^([\d.]+) (\w+)$/.exec(cell)!;
+  return Number(amount) * units[unit!]!;
 }
 
 describe('docs/platform.md', () => {
@@ -169,30 +198,13 @@ describe('tables that restate the code', () => {
   });
 
   it("createReceiver's options are the table's, with the defaults it names", () => {
-    const rows = new Map(
-      tableAfter('docs/receiving.md', '## Options').map(([name, fallback]) => [
-        code(name!),
-        fallback!,
-      ]),
-    );
-    const source = readFileSync(join(root, 'src/receiver-settings.ts'), 'utf8');
-    const body = source.slice(source.indexOf('export interface ReceiverOptions {'));
-    const declared = [...body.slice(0, body.indexOf('\n}')).matchAll(/^ {2}(\w+)\??:/gm)].map(
-      (match) => match[1],
-    );
-    expect([...rows.keys()]).toEqual(declared);
+    const rows = optionRows('docs/receiving.md');
+    expect([...rows.keys()]).toEqual(declaredFields('src/receiver-settings.ts', 'ReceiverOptions'));
 
     const settings = checkOptions({ secret: 'a'.repeat(64) });
-    const units: Record<string, number> = { MiB: 1, h: 3_600_000, days: 86_400_000, s: 1_000 };
-    const numeric = (text: string): number => {
-      const exact = /\(([\d ]+)\)/.exec(text);
-      if (exact) return Number(exact[1]!.replaceAll(' ', ''));
-      const [, amount, unit] = /^([\d.]+) (\w+)$/.exec(text)!;
-      return Number(amount) * units[unit!]!;
-    };
     expect(
       (['maxBodyBytes', 'maxEventAgeMs', 'dedupTtlMs', 'leaseMs', 'handlerTimeoutMs'] as const).map(
-        (name) => [name, numeric(rows.get(name)!)],
+        (name) => [name, amountOf(rows.get(name)!)],
       ),
     ).toEqual(
       (['maxBodyBytes', 'maxEventAgeMs', 'dedupTtlMs', 'leaseMs', 'handlerTimeoutMs'] as const).map(
@@ -213,6 +225,30 @@ describe('tables that restate the code', () => {
     expect(settings.store.constructor.name).toBe(
       checkOptions({ secret: 'b'.repeat(64) }).store.constructor.name,
     );
+  });
+
+  it("createReconciler's options are the table's, with the defaults it names", () => {
+    const rows = optionRows('docs/reconcile.md');
+    expect([...rows.keys()]).toEqual(declaredFields('src/reconcile/types.ts', 'ReconcilerOptions'));
+
+    const api = { invoices() {}, productAccesses() {}, certificates() {}, users() {} };
+    const store = memoryStore();
+    const settings = checkReconcilerOptions({ api: api as unknown as ReconcileApi, store });
+    const amounts = ['minAgeMs', 'lookbackMs', 'handlerTimeoutMs', 'take'] as const;
+    expect(amounts.map((name) => [name, amountOf(rows.get(name)!)])).toEqual(
+      amounts.map((name) => [name, settings[name]]),
+    );
+    expect([rows.get('api'), rows.get('now'), settings.now]).toEqual([
+      '(required)',
+      '`Date.now`',
+      Date.now,
+    ]);
+    expect([rows.get('tenant'), settings.tenant]).toEqual(['none', undefined]);
+    const receiver = createReceiver({ secret: 'a'.repeat(64), store });
+    expect(checkReconcilerOptions({ api: api as unknown as ReconcileApi, receiver }).store).toBe(
+      store,
+    );
+    expect(rows.get('store')).toBe("the `receiver`'s");
   });
 
   it('the event names are the ones the receiver knows, with the ones it validates marked', () => {

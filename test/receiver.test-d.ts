@@ -130,6 +130,13 @@ describe('a secret per tenant', () => {
     expectTypeOf(receiver.needsTenant).toEqualTypeOf<boolean>();
   });
 
+  it('forgets one tenant’s cached secret, or every one', () => {
+    expectTypeOf(receiver.forgetSecret('school-a')).toBeVoid();
+    expectTypeOf(receiver.forgetSecret()).toBeVoid();
+    // @ts-expect-error a tenant is a string
+    receiver.forgetSecret(7);
+  });
+
   it("types an adapter's `tenant` option by the framework's own arguments", () => {
     interface MyRequest {
       params: { tenant?: string };

@@ -6,13 +6,14 @@
  */
 
 import { errorLine, EXIT, messageOf, type CliIo } from './command.js';
+import { lineWriter } from './line-writer.js';
 import { main } from './main.js';
 
 /** The real process's I/O. */
 function processIo(): CliIo {
   return {
-    out: (text) => void process.stdout.write(`${text}\n`),
-    err: (text) => void process.stderr.write(`${text}\n`),
+    out: lineWriter(process.stdout),
+    err: lineWriter(process.stderr),
     async readStdin() {
       const chunks: Buffer[] = [];
       for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -29,13 +30,14 @@ function processIo(): CliIo {
   };
 }
 
+const io = processIo();
 // No top-level await: the CommonJS build of this file must load too.
-main(process.argv.slice(2), processIo()).then(
+main(process.argv.slice(2), io).then(
   (code) => {
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`${errorLine(undefined, `unexpected error: ${messageOf(error)}`)}\n`);
+    io.err(errorLine(undefined, `unexpected error: ${messageOf(error)}`));
     process.exitCode = EXIT.failure;
   },
 );

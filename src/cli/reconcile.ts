@@ -88,7 +88,7 @@ could not be checked), 2 usage.`,
     },
     'dry-run': {
       type: 'boolean',
-      help: 'The default and only mode: no handler runs',
+      help: 'Always on: it lists what is missing and runs no handler',
     },
     json: { type: 'boolean', help: 'Print the report as JSON' },
   },

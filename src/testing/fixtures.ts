@@ -8,13 +8,18 @@ import { FIXED_CONTRACT_EVENTS, type EventData, type FixedEventName } from '../e
 import { FIXTURE_ENVELOPES, SPARSE_FIXTURE_ENVELOPES } from './fixture-envelopes.js';
 
 /**
- * `T` with every object property optional, recursively. Arrays are not partial: an override
- * replaces an array whole, so it is given whole.
+ * `T` with every object property optional, recursively, and room in each object for fields `T`
+ * does not name: a payload is a loose object (docs/events.md), the fixtures carry fields the
+ * types leave out (`access.userId`, `user.starsBalance`), and a test may add one the platform
+ * sends later. A named field keeps its type, so `totalAmount: '4900'` does not compile; a field
+ * spelt otherwise is one more field. Arrays are not partial: an override replaces an array whole,
+ * so it is given whole. A primitive (an open union's `string & {}` too) is left as it is.
  */
-export type DeepPartial<T> = T extends readonly unknown[]
+export type DeepPartial<T> = T extends
+  readonly unknown[] | string | number | boolean | bigint | symbol | null | undefined
   ? T
   : T extends object
-    ? { [K in keyof T]?: DeepPartial<T[K]> }
+    ? { [K in keyof T]?: DeepPartial<T[K]> } & { readonly [field: string]: unknown }
     : T;
 
 /** Builds one event's `data`: the fixture, deep-merged with `overrides`. */

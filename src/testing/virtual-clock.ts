@@ -30,9 +30,23 @@ export interface VirtualClock {
   schedule(callback: () => unknown, delayMs: number): () => void;
   /** A promise that resolves once `ms` of virtual time has passed. */
   sleep(ms: number): Promise<void>;
-  /** Move time forward by `ms`, running every timer that falls due, in order. */
+  /**
+   * Move time forward by `ms`, running every timer that falls due, in order. **Await it**: time
+   * moves while its promise runs, as it waits for the work each timer starts (a delivery, a
+   * handler), so without `await` the clock has not moved when the next line runs. A second
+   * `advance()` or `runAll()` called before it ended rejects with a `ConfigError` that says so
+   * (typescript-eslint's `no-floating-promises` reports the missing `await` before that).
+   *
+   * @example
+   * ```ts
+   * await clock.advance(11 * 60_000); // the first retry is sent
+   * ```
+   */
   advance(ms: number): Promise<void>;
-  /** Run timers until none are left, including the ones they schedule. */
+  /**
+   * Run timers until none are left, including the ones they schedule. Await it, as `advance()`:
+   * one of them called before the other ended rejects with a `ConfigError`.
+   */
   runAll(): Promise<void>;
   /** How many timers are waiting. */
   readonly pending: number;
@@ -68,6 +82,7 @@ export function createVirtualClock({
   if (!Number.isFinite(origin)) throw new ConfigError('start must be a valid date');
   const timers = new TimerQueue(origin);
   const work = new PendingWork(settleMs);
+  const moving = new OneMoveAtATime();
 
   const clock: VirtualClock = {
     now: () => timers.now,
@@ -81,24 +96,52 @@ export function createVirtualClock({
       if (!Number.isFinite(ms) || ms < 0) {
         throw new RangeError('advance() takes a duration >= 0 ms');
       }
-      const target = timers.now + ms;
-      await runUntil(timers, work, target);
-      timers.now = Math.max(timers.now, target);
-      work.errors.rethrow();
+      await moving.run('advance()', async () => {
+        const target = timers.now + ms;
+        await runUntil(timers, work, target);
+        timers.now = Math.max(timers.now, target);
+        work.errors.rethrow();
+      });
     },
-    async runAll(): Promise<void> {
-      for (;;) {
-        await runUntil(timers, work, Number.POSITIVE_INFINITY);
-        if (work.size === 0) return work.errors.rethrow();
-        // Work is left but no timer: it waits for something real (a socket); let it finish.
-        await work.anySettled();
-      }
+    runAll(): Promise<void> {
+      return moving.run('runAll()', async () => {
+        for (;;) {
+          await runUntil(timers, work, Number.POSITIVE_INFINITY);
+          if (work.size === 0) return work.errors.rethrow();
+          // Work is left but no timer: it waits for something real (a socket); let it finish.
+          await work.anySettled();
+        }
+      });
     },
     get pending() {
       return timers.size;
     },
   };
   return clock;
+}
+
+/**
+ * The one `advance()` or `runAll()` under way. Time moves only while its promise runs, so a call
+ * that was not awaited shows only at the next one: that one is refused, rather than two runs
+ * firing the same timers at once or the test going on with a clock that silently stood still.
+ */
+class OneMoveAtATime {
+  #running: string | undefined;
+
+  async run(name: string, move: () => Promise<void>): Promise<void> {
+    if (this.#running !== undefined) {
+      throw new ConfigError(
+        `clock.${name} was called while clock.${this.#running} is still running: await each ` +
+          'one (`await clock.advance(ms)`); until its promise ends, the clock has not moved',
+      );
+    }
+    this.#running = name;
+    try {
+      await move();
+    } finally {
+      this.#running = undefined;
+    }
+  }
 }
 
 /** Fire timers up to `limit`, one instant at a time, letting the work of each settle. */

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -451,5 +452,49 @@ describe('simulate --down-for: the receiver down from the start', () => {
       '1 event, 4 requests over 2h 1m of platform time: 1 delivered, 0 failed',
     );
     expect(requests).toBe(1);
+  });
+});
+
+describe('a reader that closes early (`| head -1`)', () => {
+  it('send: the output ends quietly when stdout closes, and the exit code is the answer’s', async () => {
+    // The receiver answers after the reader has gone: every line of send meets a closed pipe.
+    const received: string[] = [];
+    const server = createServer((req, res) => {
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => received.push(chunk));
+      req.on('end', () =>
+        setTimeout(() => res.writeHead(200).end('{"ok":true,"outcome":"processed"}'), 300),
+      );
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const child = start(
+        ['send', 'UserSignedUp', '--url', `http://127.0.0.1:${port}/`],
+        withSecret,
+      );
+      child.stdout?.destroy();
+      let stderr = '';
+      child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const [code] = (await once(child, 'close')) as [number | null];
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      expect(received.join('')).toContain('"event":"UserSignedUp"');
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('schema | head -n 1: head prints the first line, and the bin exits 0 without a word', async () => {
+    // 500 KB of JSON Schema, far more than a pipe holds: head exits while the bin still writes.
+    const bin = `"${process.execPath}" --import "${TSX}" "${CLI}"`;
+    const shell = spawn('sh', ['-c', `{ ${bin} schema; echo "bin exit $?" >&2; } | head -n 1`], {
+      cwd: ROOT,
+    });
+    let stdout = '';
+    let stderr = '';
+    shell.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    shell.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    await once(shell, 'close');
+    expect({ stdout, stderr }).toEqual({ stdout: '{\n', stderr: 'bin exit 0\n' });
   });
 });

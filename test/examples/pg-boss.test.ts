@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { fixtureDelivery, SECRET } from '../helpers/deliveries.js';
+import { fixtureDelivery, SECRET, type Delivery } from '../helpers/deliveries.js';
 import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -77,6 +77,24 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
+/** POST `delivery` to `url`: the answer's status and outcome. */
+async function post(url: string, { headers, body }: Delivery) {
+  const response = await fetch(url, { method: 'POST', headers, body });
+  return { status: response.status, ...((await response.json()) as { outcome: string }) };
+}
+
+/** The URL the web process says it listens on, once it does. */
+function listeningUrl(output: () => string): Promise<string> {
+  return vi.waitFor(
+    () => {
+      const found = /listening on (http:\/\/localhost:\d+\/webhooks\/school)/.exec(output());
+      if (!found) throw new Error(`not listening yet: ${output()}`);
+      return found[1]!;
+    },
+    { timeout: 30_000, interval: 50 },
+  );
+}
+
 describe('docs/postgres.md: a stack on Postgres alone', () => {
   it('is examples/pg-boss.js as written', async () => {
     const readme = await readFile(join(ROOT, 'docs/postgres.md'), 'utf8');
@@ -90,23 +108,9 @@ describe('docs/postgres.md: a stack on Postgres alone', () => {
 
   it('answers 202 in the web process, grants once in a worker process, and stops on SIGTERM', async () => {
     const web = start([]);
-    const url = await vi.waitFor(
-      () => {
-        const found = /listening on (http:\/\/localhost:\d+\/webhooks\/school)/.exec(web.output());
-        if (!found) throw new Error(`not listening yet: ${web.output()}`);
-        return found[1]!;
-      },
-      { timeout: 30_000, interval: 50 },
-    );
+    const url = await listeningUrl(web.output);
     const delivery = fixtureDelivery('PaymentCompleted');
-    const send = async () => {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: delivery.headers,
-        body: delivery.body,
-      });
-      return { status: response.status, ...((await response.json()) as { outcome: string }) };
-    };
+    const send = () => post(url, delivery);
     expect(await send()).toMatchObject({ status: 202, outcome: 'queued' });
 
     const worker = start(['worker']);
@@ -130,5 +134,27 @@ describe('docs/postgres.md: a stack on Postgres alone', () => {
     expect(await exited(worker.child)).toBe(0);
     expect(await exited(web.child)).toBe(0);
     expect(worker.output()).toContain('worker running');
+  }, 90_000);
+
+  it('keeps answering when its database connections are terminated, as in a PostgreSQL restart', async () => {
+    const web = start([]);
+    const url = await listeningUrl(web.output);
+    const send = () => post(url, fixtureDelivery('PaymentCompleted'));
+    // The pool now holds an idle connection: its error, nobody listening, would end the process.
+    expect(await send()).toMatchObject({ status: 202, outcome: 'queued' });
+    const terminated = await admin((client) =>
+      client.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [databaseName],
+      ),
+    );
+    expect(terminated.rowCount).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(web.child.exitCode).toBeNull();
+    expect(await send()).toMatchObject({ status: 202, outcome: 'queued' });
+    expect(web.output()).toContain('postgres: terminating connection due to administrator command');
+
+    web.child.kill('SIGTERM');
+    expect(await exited(web.child)).toBe(0);
   }, 90_000);
 });

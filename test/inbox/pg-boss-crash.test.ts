@@ -24,6 +24,7 @@ import {
   type TestPostgres,
 } from '../helpers/postgres.js';
 import { sleep } from '../helpers/redis.js';
+import { inParallel } from '../helpers/in-parallel.js';
 
 const SECRET = '2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae';
 const FIXTURE = fileURLToPath(new URL('./fixtures/pg-boss-worker-process.ts', import.meta.url));
@@ -220,17 +221,4 @@ async function stopWorker(worker: WorkerProcess): Promise<void> {
   const timer = setTimeout(() => worker.child.kill('SIGKILL'), 3000);
   await worker.exited;
   clearTimeout(timer);
-}
-
-async function inParallel<T>(
-  items: readonly T[],
-  limit: number,
-  run: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) await run(items[next++] as T);
-    }),
-  );
 }

@@ -29,6 +29,7 @@ import {
 } from '../helpers/postgres.js';
 import { sleep } from '../helpers/redis.js';
 import { seededRandom } from '../helpers/seeded-random.js';
+import { inParallel } from '../helpers/in-parallel.js';
 
 const SECRET = '5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592';
 const FIXTURE = fileURLToPath(new URL('./fixtures/postgres-receiver-process.ts', import.meta.url));
@@ -426,17 +427,4 @@ async function deliverUntilAccepted(
     if (Date.now() > giveUpAt) throw new Error(`${delivery.key} was never accepted`);
     await sleep(20 + Math.random() * 30);
   }
-}
-
-async function inParallel<T>(
-  items: readonly T[],
-  limit: number,
-  run: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) await run(items[next++] as T);
-    }),
-  );
 }

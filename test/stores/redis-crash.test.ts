@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleScript, type BundledScript } from '../helpers/bundle.js';
 import { sleep, startRedisServer, type RedisServerProcess } from '../helpers/redis.js';
+import { inParallel } from '../helpers/in-parallel.js';
 
 const SECRET = '8c6976e5b5410415bde908bd4dee15dfb167a9c873fc4bb8a81f6f2ab448a918';
 const FIXTURE = fileURLToPath(new URL('./fixtures/redis-receiver-process.ts', import.meta.url));
@@ -230,19 +231,6 @@ describe('redisStore when Redis is killed under load', () => {
 
 function isAccepted(attempt: Attempt): boolean {
   return attempt.status !== 'network' && ACCEPTED.has(attempt.status);
-}
-
-async function inParallel<T>(
-  items: readonly T[],
-  limit: number,
-  run: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) await run(items[next++] as T);
-    }),
-  );
 }
 
 function countBy<T>(items: readonly T[], by: (item: T) => string): Record<string, number> {

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, startRedisServer, type RedisServerProcess } from '../helpers/redis.js';
+import { inParallel } from '../helpers/in-parallel.js';
 
 const SECRET = 'f3b2a1c4d5e6f708f3b2a1c4d5e6f708f3b2a1c4d5e6f708f3b2a1c4d5e6f708';
 const LEASE_MS = 500;
@@ -253,22 +254,6 @@ async function readEffects(): Promise<Map<string, string[]>> {
     if (key && pid) effects.set(key, [...(effects.get(key) ?? []), pid]);
   }
   return effects;
-}
-
-async function inParallel<T>(
-  items: readonly T[],
-  limit: number,
-  run: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) {
-        const item = items[next++];
-        if (item !== undefined) await run(item);
-      }
-    }),
-  );
 }
 
 function shuffle<T>(items: T[]): T[] {

@@ -42,6 +42,25 @@ describe('fixture types', () => {
   });
 });
 
+describe('overrides of fields the fixtures carry and the types do not name', () => {
+  it('takes access.userId, which the enrollment fixtures carry, and returns the typed data', () => {
+    const data = fixtures.ProductEnrolledToFree({ access: { id: 2418830, userId: 1937465 } });
+    expectTypeOf(data).toEqualTypeOf<EventData<'ProductEnrolledToFree'>>();
+    fixtures.ProductEnrolledToFree({ access: { userId: 1937465 } });
+    fixtures.PaymentCompleted({ payment: { invoice: { user: { starsBalance: 5 } } } });
+    sparseFixtures.CourseLessonPracticeCompleted({ lesson: { moduleId: 3 } });
+  });
+
+  it('keeps the type of every field the types name, beside them', () => {
+    // @ts-expect-error -- an access id is a number
+    fixtures.ProductEnrolledToFree({ access: { id: '2418830', userId: 1937465 } });
+    // @ts-expect-error -- the user is not nullable, extra fields or not
+    fixtures.ProductEnrolledToFree({ user: null, access: { userId: 1 } });
+    // @ts-expect-error -- an array is given whole: a group needs its id
+    fixtures.CourseProgressChanged({ groups: [{ name: 'B1', extra: true }] });
+  });
+});
+
 describe('createDelivery types', () => {
   it('types data from the event name', () => {
     // @ts-expect-error -- the data of another event

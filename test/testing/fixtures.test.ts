@@ -77,7 +77,10 @@ describe('fixtures', () => {
   });
 
   it('keeps an override key __proto__ a plain key', () => {
-    const overrides = JSON.parse('{"user":{"__proto__":{"polluted":true}}}') as object;
+    const overrides = JSON.parse('{"user":{"__proto__":{"polluted":true}}}') as Record<
+      string,
+      unknown
+    >;
     const data = fixtures.UserSignedUp(overrides);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(Object.getPrototypeOf(data.user)).toBe(Object.prototype);
@@ -94,6 +97,18 @@ describe('fixtures', () => {
     expect([data.payment.invoice.user.email, data.payment.acquiring]).toEqual([null, null]);
     const later = fixtures.PaymentCompleted({ payment: { invoice: { currency: 'Btc' } } });
     expect(eventDataSchemas.PaymentCompleted.safeParse(later).success).toBe(true);
+  });
+
+  it('overrides a field the fixture carries and the types do not name, which handlers receive', async () => {
+    const data = fixtures.ProductEnrolledToFree({ access: { id: 7, userId: 42 } });
+    expect(data.access).toMatchObject({ id: 7, userId: 42, productId: 51877 });
+    const seen: unknown[] = [];
+    const receiver = createReceiver({ secret: SECRET }).on('ProductEnrolledToFree', (event) => {
+      seen.push(event.data.access);
+    });
+    const delivery = createDelivery('ProductEnrolledToFree', data, { secret: SECRET });
+    expect((await receiver.handle({ method: 'POST', ...delivery })).outcome).toBe('processed');
+    expect(seen).toEqual([data.access]);
   });
 });
 

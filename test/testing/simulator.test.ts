@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nodeListener } from '../../adapters/node.js';
 import { ConfigError, createReceiver, FIXED_CONTRACT_EVENTS } from '../../src/index.js';
+import { failureOf } from '../helpers/failure-of.js';
 import {
   createPlatformSimulator,
   createVirtualClock,
@@ -601,5 +602,58 @@ describe('the virtual clock', () => {
     cancel();
     await clock.runAll();
     expect(fired).toEqual([]);
+  });
+});
+
+describe('an advance() that was not awaited', () => {
+  /** The ConfigError `moved` rejected with, its message naming both calls and the fix. */
+  async function refusal(moved: Promise<void>, name: string, running: string) {
+    const error = await failureOf(moved);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).code).toBe('config');
+    expect(error.message).toBe(
+      `clock.${name} was called while clock.${running} is still running: await each one ` +
+        '(`await clock.advance(ms)`); until its promise ends, the clock has not moved',
+    );
+  }
+
+  it('has not moved the clock on the next line; the next advance() says why, and moves nothing', async () => {
+    const clock = createVirtualClock();
+    const start = clock.now();
+    const fired: number[] = [];
+    clock.schedule(() => fired.push(clock.now() - start), MINUTE);
+    const forgotten = clock.advance(MINUTE);
+    expect([clock.now() - start, fired]).toEqual([0, []]);
+    await refusal(clock.advance(MINUTE), 'advance()', 'advance()');
+    await forgotten;
+    expect([clock.now() - start, fired]).toEqual([MINUTE, [MINUTE]]);
+    // Once it ended, the clock moves again.
+    await clock.advance(MINUTE);
+    expect(clock.now() - start).toBe(2 * MINUTE);
+  });
+
+  it('refuses runAll(), and the simulator’s run(), while an advance() runs', async () => {
+    const clock = createVirtualClock();
+    const platform = createPlatformSimulator({ clock });
+    const forgotten = clock.advance(MINUTE);
+    const [runAll, run] = [clock.runAll(), platform.run()];
+    await refusal(runAll, 'runAll()', 'advance()');
+    await refusal(run, 'runAll()', 'advance()');
+    await forgotten;
+    const running = platform.run();
+    await refusal(clock.advance(1), 'advance()', 'runAll()');
+    await running;
+  });
+
+  it('refuses an advance() from a timer callback, as the advance() that runs it rethrows', async () => {
+    const clock = createVirtualClock();
+    clock.schedule(() => clock.advance(MINUTE), 1);
+    await refusal(clock.advance(1), 'advance()', 'advance()');
+    // A run that failed lets the clock move again.
+    clock.schedule(() => {
+      throw new Error('boom');
+    }, 1);
+    expect((await failureOf(clock.advance(1))).message).toBe('boom');
+    await clock.advance(1);
   });
 });
