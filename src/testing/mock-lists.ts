@@ -101,7 +101,7 @@ export function listPermissions(path: string): readonly string[] | undefined {
 
 /** The items of the mock's four lists, and how it answers a request for one. */
 export class MockLists {
-  readonly #items: Record<ListName, Item[]> = {
+  #items: Record<ListName, Item[]> = {
     invoices: [],
     productAccesses: [],
     certificates: [],
@@ -117,6 +117,16 @@ export class MockLists {
     for (const name of Object.keys(this.#items) as ListName[]) {
       for (const item of items[name] ?? []) this.#items[name].push(structuredClone(item));
     }
+  }
+
+  /**
+   * Takes out of the list `name` every item `match` is true of (as the platform drops an invoice
+   * whose latest payment is no longer completed); resolves to how many went.
+   */
+  remove(name: ListName, match: (item: Readonly<Record<string, unknown>>) => boolean): number {
+    const before = this.#items[name].length;
+    this.#items[name] = this.#items[name].filter((item) => !match(item));
+    return before - this.#items[name].length;
   }
 
   /** The answer to a GET of the list at `path` (one {@link listPermissions} knows) with `query`. */

@@ -123,6 +123,20 @@ export interface MockSchoolApi {
   rateLimitNext(calls?: number, retryAfterMs?: number): void;
   /** Appends items to the lists (see {@link MockSchoolApiOptions.lists}). */
   addListItems(items: MockListItems): void;
+  /**
+   * Takes items out of a list, as the platform's lists change while a client reads them (an
+   * invoice whose latest payment is no longer completed leaves the paid list): every item of
+   * `list` that `match` is true of. Returns how many went.
+   *
+   * @example
+   * ```ts
+   * mock.removeListItems('invoices', (item) => item['invoiceId'] === 877051);
+   * ```
+   */
+  removeListItems(
+    list: keyof MockListItems,
+    match: (item: Readonly<Record<string, unknown>>) => boolean,
+  ): number;
   /** Stops the server, closing open connections. */
   close(): Promise<void>;
 }
@@ -222,6 +236,7 @@ export async function createMockSchoolApi(
     addListItems(items) {
       lists.add(items);
     },
+    removeListItems: (list, match) => lists.remove(list, match),
     close() {
       // A delayed request is abandoned: its timer would otherwise keep the process alive.
       faults.clear();

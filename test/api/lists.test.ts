@@ -188,6 +188,90 @@ describe('paging', () => {
   });
 });
 
+describe('a window of dates, read without offsets', () => {
+  /** `count` paid invoices issued a minute apart from 2026-11-10 09:00 on. */
+  function minuteApart(count: number): MockInvoice[] {
+    const start = Date.parse('2026-11-10T09:00:00.000Z');
+    return Array.from({ length: count }, (_, n) =>
+      invoice(100 + n, { createdAt: new Date(start + n * 60_000).toISOString() }),
+    );
+  }
+  const window = { from: '2026-11-01T00:00:00.000Z', to: '2026-11-20T00:00:00.000Z' };
+  const ranges = () =>
+    mock.requests.map((request) => {
+      const query = new URL(request.path, mock.url).searchParams;
+      return {
+        skip: query.get('skip'),
+        from: query.get('createdAtDateRange[from]'),
+        to: query.get('createdAtDateRange[to]'),
+      };
+    });
+
+  beforeEach(async () => {
+    await mock.close();
+    await start({ lists: { invoices: minuteApart(25) } });
+  });
+
+  it('narrows a window that holds more than a page until each part fits one, every page at skip 0', async () => {
+    const invoices = await collect(api().invoices({ paid: true, createdAt: window, take: 10 }));
+    expect(invoices.map((item) => item.invoiceId).sort((a, b) => a - b)).toEqual(
+      minuteApart(25).map((item) => item.invoiceId),
+    );
+    const asked = ranges();
+    expect(asked.every(({ skip }) => skip === '0')).toBe(true);
+    expect(asked[0]).toEqual({ skip: '0', ...window });
+    // Each part lies within the window, and each is narrower than the one it was split from.
+    for (const { from, to } of asked.slice(1)) {
+      expect(from! >= window.from && to! <= window.to).toBe(true);
+      expect(Date.parse(to!) - Date.parse(from!)).toBeLessThan(
+        Date.parse(window.to) - Date.parse(window.from),
+      );
+    }
+  });
+
+  it('reads every other item when one leaves the list between two pages', async () => {
+    // The platform drops an invoice whose latest payment is no longer completed while the
+    // client reads: by offset, every later item moves back one and the one at the boundary is
+    // never read. By date range, nothing else moves.
+    let pages = 0;
+    const dropAfterFirstPage: typeof fetch = async (input, init) => {
+      const answer = await fetch(input, init);
+      if (++pages === 2) mock.removeListItems('invoices', (item) => item['invoiceId'] === 101);
+      return answer;
+    };
+    const listed = await collect(
+      api({ fetch: dropAfterFirstPage }).invoices({ paid: true, createdAt: window, take: 10 }),
+    );
+    const ids = new Set(listed.map((item) => item.invoiceId));
+    for (const { invoiceId } of minuteApart(25)) {
+      if (invoiceId !== 101) expect(ids.has(invoiceId!), `invoice ${invoiceId}`).toBe(true);
+    }
+  });
+
+  it('splits a full page again when the answer says no count, and still reads every item', async () => {
+    const withoutCount: typeof fetch = async (input, init) => {
+      const answer = await fetch(input, init);
+      const body = (await answer.json()) as { payload?: Record<string, unknown> };
+      if (body.payload) delete body.payload['count'];
+      return new Response(JSON.stringify(body), { status: answer.status, headers: answer.headers });
+    };
+    const invoices = await collect(
+      api({ fetch: withoutCount }).invoices({ paid: true, createdAt: window, take: 10 }),
+    );
+    expect(invoices).toHaveLength(25);
+  });
+
+  it('reads a part one millisecond wide that still holds more than a page by offset, every item once', async () => {
+    await mock.close();
+    const sameInstant = [1, 2, 3, 4, 5].map((id) =>
+      invoice(id, { createdAt: '2026-11-10T09:00:00.000Z' }),
+    );
+    await start({ lists: { invoices: sameInstant } });
+    const invoices = await collect(api().invoices({ paid: true, createdAt: window, take: 2 }));
+    expect(invoices.map((item) => item.invoiceId).sort()).toEqual([1, 2, 3, 4, 5]);
+  });
+});
+
 describe('filters', () => {
   it('narrows invoices to the paid ones of a window, as the platform filters them', async () => {
     await mock.close();
