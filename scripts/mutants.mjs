@@ -121,9 +121,9 @@ export function renderDocs(mutants) {
     const f = fence(m.find + m.replace);
     const tests = m.tests.map((t) => `\`${t}\``).join(', ');
     // One paragraph a mutant, its id first: the list stays readable at 40 mutants and more.
+    // The diff follows its paragraph at once (a fence ends a paragraph): six lines a mutant.
     lines.push(
       `**${m.id}**: ${m.bug} In \`${m.file}\`; must fail: ${tests}.${m.note ? ` ${m.note}` : ''}`,
-      '',
     );
     lines.push(`${f}diff`);
     for (const line of m.find.split('\n')) lines.push(`- ${line}`.trimEnd());
