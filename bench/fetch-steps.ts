@@ -30,7 +30,6 @@ import {
   type AnyHandler,
   type Arrival,
   type PipelineRequest,
-  type Validated,
 } from '../src/internal.js';
 import {
   BENCH_RECEIVER_OPTIONS,

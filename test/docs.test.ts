@@ -234,7 +234,13 @@ describe('tables that restate the code', () => {
     const api = { invoices() {}, productAccesses() {}, certificates() {}, users() {} };
     const store = memoryStore();
     const settings = checkReconcilerOptions({ api: api as unknown as ReconcileApi, store });
-    const amounts = ['minAgeMs', 'lookbackMs', 'handlerTimeoutMs', 'take'] as const;
+    const amounts = [
+      'minAgeMs',
+      'lookbackMs',
+      'handlerTimeoutMs',
+      'inFlightWaitMs',
+      'take',
+    ] as const;
     expect(amounts.map((name) => [name, amountOf(rows.get(name)!)])).toEqual(
       amounts.map((name) => [name, settings[name]]),
     );

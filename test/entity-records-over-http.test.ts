@@ -104,10 +104,7 @@ async function serve(
 }
 
 /** What a reconcile run's claim of the entity's record finds (and gives the record back). */
-async function probe(
-  store: IdempotencyStore,
-  entity: string,
-): Promise<Claim['state'] | string> {
+async function probe(store: IdempotencyStore, entity: string): Promise<Claim['state'] | string> {
   const record = recordKeyOf(entity, undefined);
   const answer = await store.claim(requestFor(record, { leaseMs: 5_000 }));
   if (answer.state === 'claimed') {

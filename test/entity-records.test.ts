@@ -136,7 +136,9 @@ describe('a record as the receiver names it', () => {
     expect(enrollment({ user: { id: 7 }, product: { id: 32 } })).not.toBe(named);
     expect(enrollment({ user: { id: 71 }, product: { id: 31 } })).not.toBe(named);
     // Ids with the separator are escaped: 1:23 and 12:3 stay apart.
-    expect(enrollmentRecordOf('1:2', 3, undefined)).not.toBe(enrollmentRecordOf(1, '2:3', undefined));
+    expect(enrollmentRecordOf('1:2', 3, undefined)).not.toBe(
+      enrollmentRecordOf(1, '2:3', undefined),
+    );
     // Another event without an entity has no record.
     expect(recordOf({ event: 'UserAcquainted', data: { user: { id: 7 } } }, 't')).toBeUndefined();
   });

@@ -17,6 +17,7 @@ import { didYouMean } from '../nearest-name.js';
 import { CliFailure, defineCommand, EXIT, messageOf, UsageError, type CliIo } from './command.js';
 import { CONNECT_TIMEOUT_MS, connectRedis, withoutCredentials } from './connections.js';
 import { tenantNameProblem } from './tenants.js';
+import { POSTGRES_STORE_DEFAULTS } from '../defaults.js';
 
 /** The kinds, in the order the report lists them. */
 const KINDS: readonly ReconcileKind[] = ['invoice', 'access', 'certificate', 'user'];
@@ -41,8 +42,10 @@ export const reconcileCommand = defineCommand({
   description: `Reads the platform's lists (paid invoices, product accesses, certificates, users) over
 a window, checks each entity against the receiver's store (--store: the Redis of its redisStore or
 the Postgres of its postgresStore), and prints those no webhook handled: kind and id, then the
-counts (--json: the report). A dry run: it has no handlers and writes nothing. Entities younger
-than 5 hours are left to their webhooks; paid invoices are listed 7 days further back than --since.
+counts (--json: the report). A dry run: no handler runs and nothing is written (a --table that does
+not exist is a usage error); a page of entities is checked in one read, progress on stderr.
+Entities younger than 5h 1m are left to their webhooks; paid invoices are listed 7 days further
+back than --since.
 
 The API key, seller id and school id come from SCHOOL_API_KEY, SCHOOL_SELLER_ID and SCHOOL_ID
 only, never from an argument; the key is never printed.
@@ -108,6 +111,8 @@ could not be checked), 2 usage.`,
           ...(request.until === undefined ? {} : { until: request.until }),
           kinds: request.kinds,
           dryRun: true,
+          onProgress: ({ kind, checked }) =>
+            io.err(`checked ${checked[kind]} ${checked[kind] === 1 ? kind : PLURALS[kind]}…`),
         });
       } catch (error) {
         // The window (an empty one, one past what the store keeps) is the user's input.
@@ -334,7 +339,40 @@ async function openPostgres(url: URL, table: string | undefined): Promise<OpenSt
     if (error instanceof ConfigError) throw new UsageError(`--table: ${error.message}`);
     throw error;
   }
+  try {
+    await checkTableExists(pool, url, table ?? POSTGRES_STORE_DEFAULTS.table);
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw error;
+  }
   return { store, close: () => pool.end() };
+}
+
+/**
+ * A dry run creates nothing: a table that is not there is a mistyped `--table` (or the wrong
+ * database), a usage error, rather than every entity reported missing.
+ */
+async function checkTableExists(pool: Pool, url: URL, name: string): Promise<void> {
+  let found: boolean | undefined;
+  try {
+    const quoted = name
+      .split('.')
+      .map((part) => `"${part}"`)
+      .join('.');
+    const { rows } = await pool.query<{ found: boolean }>(
+      'SELECT to_regclass($1) IS NOT NULL AS found',
+      [quoted],
+    );
+    found = rows[0]?.found;
+  } catch (error) {
+    throw new CliFailure(`cannot read Postgres at ${withoutCredentials(url)}: ${messageOf(error)}`);
+  }
+  if (found !== true) {
+    throw new UsageError(
+      `--table: there is no table ${name} in ${withoutCredentials(url)}; give the table of the ` +
+        "receiver's postgresStore",
+    );
+  }
 }
 
 /** The report as JSON: a failure's error as its message (an Error has no JSON of its own). */

@@ -22,6 +22,7 @@ import type {
   FailedEntity,
   ReconcileHandler,
   ReconcileKind,
+  ReconcileProgress,
   ReconcileReport,
   ReconcileRunOptions,
   ReconciledEntity,
@@ -140,7 +141,7 @@ async function runReconcile(
   if (typeof runOptions !== 'object' || runOptions === null) {
     throw new ConfigError("run takes an options object: { since: '48h' }");
   }
-  const { since, until, dryRun = false, signal } = runOptions;
+  const { since, until, dryRun = false, signal, onProgress } = runOptions;
   const kinds = kindsOf(runOptions, handlers);
   const window = windowOf(since, until, {
     now: settings.now(),
@@ -167,6 +168,7 @@ async function runReconcile(
       config,
       tally,
     );
+    run.onPage = onProgress;
     await run.reconcile(window, dryRun);
   }
   const { failed, inFlight, unrecorded } = tally;
@@ -199,6 +201,8 @@ class KindRun<K extends ReconcileKind> {
   readonly #tally: Tally;
   /** Entities another claim held when they were checked: tried again at the end. */
   readonly #held: ListedEntity<K>[] = [];
+  /** Told after each page (the run's `onProgress`). */
+  onPage: ((progress: ReconcileProgress) => void) | undefined;
 
   constructor(
     kind: K,
@@ -247,6 +251,15 @@ class KindRun<K extends ReconcileKind> {
 
   /** One page: its records looked at in one call; what no record names done is recovered. */
   async #check(page: readonly ListedEntity<K>[], dryRun: boolean): Promise<void> {
+    await this.#checkPage(page, dryRun);
+    try {
+      this.onPage?.({ kind: this.#kind, checked: { ...this.#tally.checked } });
+    } catch {
+      // A progress line that cannot be written never stops a run.
+    }
+  }
+
+  async #checkPage(page: readonly ListedEntity<K>[], dryRun: boolean): Promise<void> {
     const { signal, store } = this.#config;
     signal?.throwIfAborted();
     let states: readonly KeyState[];

@@ -16,6 +16,7 @@ export type {
   ReconcileHandler,
   ReconcileItems,
   ReconcileKind,
+  ReconcileProgress,
   ReconcileReport,
   ReconcileRunOptions,
   Reconciler,

@@ -114,6 +114,18 @@ export interface ReconcileRunOptions {
   kinds?: readonly ReconcileKind[];
   /** Stops the run: it throws the signal's reason, and what it recovered stays recovered. */
   signal?: AbortSignal;
+  /**
+   * Told after each page is checked: the kind being read and the items checked so far, by kind
+   * (a long run's progress; `schoolhooks reconcile` prints it on stderr). A callback that throws
+   * is ignored.
+   */
+  onProgress?: (progress: ReconcileProgress) => void;
+}
+
+/** Where a run is: the kind it reads, and the items it checked so far by kind. */
+export interface ReconcileProgress {
+  readonly kind: ReconcileKind;
+  readonly checked: Readonly<Record<ReconcileKind, number>>;
 }
 
 /** An entity of the report. */

@@ -12,6 +12,7 @@ import type {
   KeyState,
   RecordClaim,
   Settlement,
+  VersionRequest,
 } from './types.js';
 import { MEMORY_STORE_DEFAULTS } from '../defaults.js';
 import { Generations } from './generations.js';
@@ -69,16 +70,35 @@ export function memoryStore({
   if (!Number.isSafeInteger(max) || max < 1) {
     throw new ConfigError(`memoryStore max must be a positive integer, not ${String(max)}`);
   }
-  const keys = new Generations<Entry>(max);
-  const entities = new Generations<EntityEntry>(max);
-  // Lease tokens only tell this store's own claims apart, so a counter does (no randomness).
-  let lastLease = 0;
+  const store = new MemoryStore(max);
+  // A plain object of the store's methods, so a copy or a wrapper ({ ...store }) keeps them.
+  return {
+    claim: (request) => Promise.resolve(store.claim(request)),
+    settle(claim, how) {
+      store.settle(claim, how);
+      return DONE;
+    },
+    peek: (keys) => Promise.resolve(keys.map((key) => store.peek(key))),
+  };
+}
+
+/** {@link memoryStore}'s state: its keys and records, its entities, its last lease number. */
+class MemoryStore {
+  readonly #keys: Generations<Entry>;
+  readonly #entities: Generations<EntityEntry>;
+  /** Lease tokens only tell this store's own claims apart, so a counter does (no randomness). */
+  #lastLease = 0;
+
+  constructor(max: number) {
+    this.#keys = new Generations<Entry>(max);
+    this.#entities = new Generations<EntityEntry>(max);
+  }
 
   /** The claim `request` answered now: taken whole, or nothing taken. */
-  function claimNow(request: ClaimRequest): Claim {
-    const { key, leaseMs, version } = request;
+  claim(request: ClaimRequest): Claim {
+    const { key, version } = request;
     const now = performance.now();
-    const entry = keys.find(key);
+    const entry = this.#keys.find(key);
     if (entry !== undefined) {
       return typeof entry.value === 'string'
         ? { state: 'done', fingerprint: entry.value }
@@ -86,7 +106,7 @@ export function memoryStore({
     }
     const records: RecordClaim[] = [];
     for (const record of request.records ?? []) {
-      const held = keys.find(record);
+      const held = this.#keys.find(record);
       if (held === undefined) records.push(HELD);
       else if (typeof held.value === 'string') {
         records.push({ state: 'done', fingerprint: held.value });
@@ -95,7 +115,7 @@ export function memoryStore({
     let superseded = false;
     let entity: EntityEntry | undefined;
     if (version !== undefined) {
-      entity = entities.find(version.entity);
+      entity = this.#entities.find(version.entity);
       const leased = entity?.lease !== undefined && entity.leaseExpires > now;
       // While a claim holds the entity, what counts is what was applied before it.
       const newest = leased ? entity!.before : entity;
@@ -105,25 +125,24 @@ export function memoryStore({
       if (leased && !superseded) return { state: 'in_flight', held: 'entity' };
     }
     // Everything is free: take it all.
-    const lease = ++lastLease;
-    const leaseExpires = now + leaseMs;
-    keys.keep(key, { value: lease, expires: leaseExpires });
+    const lease = ++this.#lastLease;
+    const leaseExpires = now + request.leaseMs;
+    this.#keys.keep(key, { value: lease, expires: leaseExpires });
     request.records?.forEach((record, index) => {
-      if (records[index] === HELD) keys.keep(record, { value: lease, expires: leaseExpires });
+      if (records[index] === HELD) this.#keys.keep(record, { value: lease, expires: leaseExpires });
     });
     if (version !== undefined && !superseded) {
-      takeEntity(version.entity, entity, lease, leaseExpires, version, now);
+      this.#takeEntity(entity, lease, leaseExpires, version, now);
     }
     return { state: 'claimed', request, token: String(lease), records, superseded };
   }
 
   /** The entity taken at `version` (recorded now as possibly applied), by lease `lease`. */
-  function takeEntity(
-    name: string,
+  #takeEntity(
     found: EntityEntry | undefined,
     lease: number,
     leaseExpires: number,
-    { versionMs, ttlMs }: NonNullable<ClaimRequest['version']>,
+    { entity, versionMs, ttlMs }: VersionRequest,
     now: number,
   ): void {
     const current = found?.version !== undefined && found.versionExpires > now ? found : undefined;
@@ -134,19 +153,19 @@ export function memoryStore({
     const versionExpires = now + ttlMs;
     const expires = Math.max(versionExpires, leaseExpires);
     const entry = { version: versionMs, versionExpires, lease, leaseExpires, before, expires };
-    if (found === undefined) entities.keep(name, entry);
+    if (found === undefined) this.#entities.keep(entity, entry);
     else Object.assign(found, entry);
   }
 
   /** Settles what `claim` holds, if its lease still holds it. */
-  function settleNow(claim: HeldClaim, how: Settlement): void {
+  settle(claim: HeldClaim, how: Settlement): void {
     const { request, token } = claim;
     const { completion } = request;
     const now = performance.now();
     const endKey = (key: string, fingerprint: string, ttlMs: number): void => {
-      const entry = keys.find(key);
+      const entry = this.#keys.find(key);
       if (typeof entry?.value !== 'number' || String(entry.value) !== token) return;
-      if (how === 'release') keys.drop(key);
+      if (how === 'release') this.#keys.drop(key);
       else {
         entry.value = fingerprint;
         entry.expires = now + ttlMs;
@@ -157,35 +176,31 @@ export function memoryStore({
     request.records?.forEach((record, index) => {
       if (claim.records[index]?.state === 'held') endKey(record, fingerprint, ttlMs);
     });
-    const { version } = request;
-    if (version === undefined || claim.superseded) return;
-    const entity = entities.find(version.entity);
+    if (request.version !== undefined && !claim.superseded) {
+      this.#endEntity(request.version.entity, token, how, now);
+    }
+  }
+
+  /** Frees the entity a claim holds, keeping its version (`complete`) or the one before (`release`). */
+  #endEntity(name: string, token: string, how: Settlement, now: number): void {
+    const entity = this.#entities.find(name);
     if (entity?.lease === undefined || entity.leaseExpires <= now) return;
     if (String(entity.lease) !== token) return;
     entity.lease = undefined;
     // A release gives the entity back the version it had; a completion keeps its own.
     if (how === 'release') Object.assign(entity, entity.before);
     entity.expires = entity.versionExpires;
-    if (entity.version === undefined) entities.drop(version.entity);
+    if (entity.version === undefined) this.#entities.drop(name);
   }
 
   /** What `key` holds now. */
-  function peekNow(key: string): KeyState {
-    const entry = keys.find(key);
+  peek(key: string): KeyState {
+    const entry = this.#keys.find(key);
     if (entry === undefined) return FREE;
     return typeof entry.value === 'string'
       ? { state: 'done', fingerprint: entry.value }
       : IN_FLIGHT;
   }
-
-  return {
-    claim: (request) => Promise.resolve(claimNow(request)),
-    settle(claim, how) {
-      settleNow(claim, how);
-      return DONE;
-    },
-    peek: (list) => Promise.resolve(list.map(peekNow)),
-  };
 }
 
 const HELD: RecordClaim = Object.freeze({ state: 'held' });

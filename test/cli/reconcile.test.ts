@@ -182,7 +182,12 @@ describe('schoolhooks reconcile', () => {
       '--api-url',
       mock.url,
     ]);
-    expect(run.stderr).toBe('');
+    expect(run.stderr.trim().split('\n')).toEqual([
+      'checked 3 invoices…',
+      'checked 1 access…',
+      'checked 1 certificate…',
+      'checked 1 user…',
+    ]);
     expect(run.code).toBe(3);
     const lines = run.stdout.trimEnd().split('\n');
     expect(lines.slice(0, 4)).toEqual([
@@ -218,7 +223,8 @@ describe('schoolhooks reconcile', () => {
       '--dry-run',
       '--json',
     ]);
-    expect(run.stderr).toBe('');
+    // stderr has the progress, a line a page, and nothing else.
+    expect(run.stderr.trim().split('\n')).toEqual(['checked 3 invoices…', 'checked 1 user…']);
     expect(run.code).toBe(3);
     const report = JSON.parse(run.stdout) as Record<string, unknown>;
     expect(report).toEqual({
@@ -231,6 +237,9 @@ describe('schoolhooks reconcile', () => {
         { kind: 'invoice', id: '3' },
       ],
       failed: [],
+      inFlight: [],
+      unrecorded: [],
+      complete: true,
     });
     // Nothing was recorded by the dry run: the same run finds the same.
     const again = await inProcess(
@@ -243,6 +252,27 @@ describe('schoolhooks reconcile', () => {
     expect(JSON.parse(again.stdout)).toMatchObject({ missing: report['missing'] });
   }, 20_000);
 
+  it('refuses a --table that does not exist (exit 2), creating nothing', async () => {
+    const mistyped = `${table}_typo`;
+    const run = await spawned([
+      ...['--since', '2d', '--store', database.url, '--table', mistyped],
+      ...['--api-url', mock.url, '--dry-run'],
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`--table: there is no table ${mistyped}`);
+    expect(run.stdout).toBe('');
+    const pool = new pg.Pool({ connectionString: database.url });
+    try {
+      const { rows } = await pool.query<{ found: string | null }>(
+        'SELECT to_regclass($1)::text AS found, to_regclass($2)::text AS entities',
+        [mistyped, `${mistyped}_entities`],
+      );
+      expect(rows[0]).toEqual({ found: null, entities: null });
+    } finally {
+      await pool.end();
+    }
+  }, 20_000);
+
   it('exits 0 when nothing is missing', async () => {
     const run = await inProcess([
       ...['--since', '48h', '--store', redis.url, '--prefix', prefix],
@@ -251,7 +281,7 @@ describe('schoolhooks reconcile', () => {
     expect(run).toEqual({
       code: 0,
       stdout: expect.stringContaining('missing  0\n'),
-      stderr: '',
+      stderr: 'checked 1 access…\nchecked 1 user…\n',
     });
     expect(run.stdout).not.toContain('KIND');
   });

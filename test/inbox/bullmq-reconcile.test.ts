@@ -88,6 +88,9 @@ it('each run is a job of the reconcile queue, beside the deliveries, that keeps 
     recovered: 0,
     missing: 0,
     failed: 0,
+    inFlight: 0,
+    unrecorded: 0,
+    complete: true,
   });
   expect(await queue.getGlobalConcurrency()).toBe(1);
   // The scheduler stays for the other processes.

@@ -302,13 +302,19 @@ export function describeStoreContract(
 
       it("completes the records as the key when the completion names no records' own", async () => {
         const [k, r] = [key(), record()];
-        await settle(await held(requestFor(k, { records: [r], fingerprint: 'reconciled' })), 'complete');
+        await settle(
+          await held(requestFor(k, { records: [r], fingerprint: 'reconciled' })),
+          'complete',
+        );
         expect(await store.peek([r])).toEqual([{ state: 'done', fingerprint: 'reconciled' }]);
       });
 
       it('answers a record done before with its fingerprint, takes the key, and leaves the record as it was', async () => {
         const [first, second, r] = [key(), key(), record()];
-        await settle(await held(requestFor(first, { records: [r], fingerprint: 'reconciled' })), 'complete');
+        await settle(
+          await held(requestFor(first, { records: [r], fingerprint: 'reconciled' })),
+          'complete',
+        );
         const holder = await held(
           requestFor(second, { records: [r], recordsAs: { fingerprint: 'webhook', ttlMs: TTL } }),
         );
@@ -348,6 +354,25 @@ export function describeStoreContract(
         const [k, r] = [key(), record()];
         await settle(await held(requestFor(k, { records: [r] })), 'release');
         expect(await store.peek([k, r])).toEqual([{ state: 'free' }, { state: 'free' }]);
+      });
+
+      it('refuses the settle of a holder whose lease ran out, for a record another claim took since', async () => {
+        const r = record();
+        const expired = await held(
+          requestFor(key(), { records: [r], leaseMs: 60, fingerprint: 'late' }),
+        );
+        await sleep(200);
+        const taker = await held(
+          requestFor(key(), { records: [r], recordsAs: { fingerprint: 'taker', ttlMs: TTL } }),
+        );
+        await store.settle(expired, 'release');
+        await store.settle(expired, 'complete');
+        expect(await claim(requestFor(key(), { records: [r] }))).toEqual({
+          state: 'in_flight',
+          held: 'record',
+        });
+        await settle(taker, 'complete');
+        expect(await store.peek([r])).toEqual([{ state: 'done', fingerprint: 'taker' }]);
       });
 
       it('frees the records with the key when the lease runs out', async () => {
@@ -536,7 +561,10 @@ export function describeStoreContract(
           { state: 'done', fingerprint: 'fp' },
           { state: 'done', fingerprint: 'webhook' },
         ]);
-        expect(heldOf(await probe(requestFor(key(), { version: { entity: e, versionMs: 4_999 } }))).superseded).toBe(true);
+        expect(
+          heldOf(await probe(requestFor(key(), { version: { entity: e, versionMs: 4_999 } })))
+            .superseded,
+        ).toBe(true);
       });
 
       it('takes nothing at all when the entity is held, though the key and the record are free', async () => {
@@ -582,7 +610,8 @@ export function describeStoreContract(
 
 /** The claim, or a failure naming what came instead. */
 export function heldOf(answer: Claim): HeldClaim {
-  if (answer.state !== 'claimed') throw new Error(`expected a claim, got ${JSON.stringify(answer)}`);
+  if (answer.state !== 'claimed')
+    throw new Error(`expected a claim, got ${JSON.stringify(answer)}`);
   return answer;
 }
 
