@@ -324,12 +324,13 @@ async function startServer(
     ({ child, port } = await startWeb(SERVER_CORE, web, profileDir));
     control = httpControl(child, port);
   } else {
-    const baseline = id === 'node-baseline';
+    // `<row>-baseline` is another build's `<row>`.
+    const baseline = id.endsWith('-baseline') ? id.slice(0, -'-baseline'.length) : undefined;
     child = start(
       SERVER_CORE,
-      baseline ? baselineBundle() : 'server.ts',
+      baseline === undefined ? 'server.ts' : baselineBundle(),
       // A namespace per server: each server's keys start over, and two on Redis must not meet.
-      [baseline ? 'node' : id, `${runTag}-${kind}-${id}`],
+      [baseline ?? id, `${runTag}-${kind}-${id}`],
       // One file per thread (tsx's loader runs on its own); the largest is the main thread's.
       profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
     );
@@ -519,6 +520,7 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   compare('node', 'node-baseline', "node adapter / the baseline build's node adapter", 1);
   compare('node-baseline', 'minimal', "the baseline build's node adapter / (a)");
   compare('node-baseline', 'octokit', "the baseline build's node adapter / (d) octokit");
+  compare('node-redis', 'node-redis-baseline', "node adapter + redisStore / the baseline build's", 1);
   // Like for like: octokit's own Fetch middleware on the same server as the Fetch and Hono adapters.
   for (const id of ['hono', 'fetch'] as const) {
     compare(id, 'octokit-web', `${id} adapter / (d) octokit's Fetch middleware, same server`, 1);

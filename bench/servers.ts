@@ -42,16 +42,17 @@ export const SERVER_IDS = [
 /**
  * Diagnostic servers, measured only when named in `BENCH_ONLY`: `core` is the minimal receiver's
  * body reading around `receiver.handle()`, to tell the core's cost from an adapter's;
- * `node-baseline` is the node adapter of another build (`BENCH_BASELINE`, see bench/README.md),
- * measured in the same rounds as this one's, to tell whether a change lost speed.
+ * `node-baseline` and `node-redis-baseline` are the node adapter of another build
+ * (`BENCH_BASELINE`, see bench/README.md) on memoryStore and on redisStore, measured in the same
+ * rounds as this one's, to tell whether a change lost speed.
  */
-export const DIAGNOSTIC_IDS = ['core', 'node-baseline'] as const;
+export const DIAGNOSTIC_IDS = ['core', 'node-baseline', 'node-redis-baseline'] as const;
 export type ServerId = (typeof SERVER_IDS)[number] | (typeof DIAGNOSTIC_IDS)[number];
 /** The rows served by bench/server-web.ts (see {@link ServerSpec.web}); every other is bench/server.ts's. */
 export type WebServerId =
   'fetch-request' | `fetch-${'hand' | 'same'}` | `${'bun' | 'deno'}-${'fetch' | 'hand' | 'same'}`;
-/** The rows bench/server.ts starts (`node-baseline` is another build's `node`). */
-export type NodeServerId = Exclude<ServerId, WebServerId | 'node-baseline'>;
+/** The rows bench/server.ts starts (`node-baseline` is another build's `node`, and so on). */
+export type NodeServerId = Exclude<ServerId, WebServerId | `${string}-baseline`>;
 
 /**
  * The server each of these is measured right after, within a round: every target's two servers
@@ -62,6 +63,7 @@ export type NodeServerId = Exclude<ServerId, WebServerId | 'node-baseline'>;
 const MEASURED_AFTER: Partial<Record<ServerId, ServerId>> = {
   core: 'minimal',
   'node-baseline': 'node',
+  'node-redis-baseline': 'node-redis',
   'node-tenant': 'node',
   octokit: 'node-tenant',
   // The rows compared with (a) or with each other, in a chain after it: (h) of node:http first.
@@ -184,6 +186,10 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
   },
   'node-baseline': {
     label: '(b) the node adapter + memoryStore of the baseline build (BENCH_BASELINE)',
+    style: 'schoolhooks',
+  },
+  'node-redis-baseline': {
+    label: '(c) the node adapter + redisStore of the baseline build (BENCH_BASELINE)',
     style: 'schoolhooks',
   },
   core: {

@@ -78,49 +78,42 @@ export class DeliveryClaims {
   /**
    * Claim `delivery`'s key, with its entity's record and version when `wants` asks and the event
    * has them: the claim, or the delivery's ending (`duplicate`, `conflict`, `in_flight`,
-   * `superseded`, `store_unavailable`).
+   * `superseded`, `store_unavailable`). Written with `then` rather than `async`, as the settles
+   * below: they run for every delivery, and each async layer is one more promise and turn.
    */
-  async take<T extends Parsed>(
+  take<T extends Parsed>(
     delivery: T,
     tenant: string | undefined,
     wants: ClaimWants,
   ): Promise<Claimed<T> | Ending> {
     const request = this.#requestOf(delivery, tenant, wants);
-    let claim: Claim;
-    try {
-      claim = await this.#claim(request);
-    } catch (cause) {
-      const error = this.storeFailed('claim the key', cause);
-      return Ending.failed('store_unavailable', delivery.envelope, error);
-    }
-    if (claim.state === 'claimed') return this.#held({ delivery, claim });
-    if (claim.state === 'in_flight') return Ending.quiet('in_flight', delivery.envelope);
-    return this.#done(delivery, claim.fingerprint);
+    return this.#claimed(request).then(
+      (claim) => this.#answer(delivery, request, claim, 0),
+      (cause: unknown) => this.#claimFailed(delivery, cause),
+    );
   }
 
   /**
    * Mark what the claim holds done; a failure is reported, never thrown: the handlers succeeded,
    * so the delivery is still acknowledged.
    */
-  async complete(claimed: Claimed<Parsed>): Promise<void> {
-    await this.#settleReported(claimed, 'complete', 'record completion');
+  complete(claimed: Claimed<Parsed>): Promise<void> {
+    return this.#settleReported(claimed, 'complete', 'record completion', undefined);
   }
 
   /** Give back what the claim holds; a failure is reported (its lease runs out by itself). */
-  async release(claimed: Claimed<Parsed>): Promise<void> {
-    await this.#settleReported(claimed, 'release', 'release the key');
+  release(claimed: Claimed<Parsed>): Promise<void> {
+    return this.#settleReported(claimed, 'release', 'release the key', undefined);
   }
 
   /** {@link complete}, then end with `ending`. */
-  async completeThen(claimed: Claimed<Parsed>, ending: Ending): Promise<Ending> {
-    await this.complete(claimed);
-    return ending;
+  completeThen(claimed: Claimed<Parsed>, ending: Ending): Promise<Ending> {
+    return this.#settleReported(claimed, 'complete', 'record completion', ending);
   }
 
   /** {@link release}, then end with `ending`. */
-  async releaseThen(claimed: Claimed<Parsed>, ending: Ending): Promise<Ending> {
-    await this.release(claimed);
-    return ending;
+  releaseThen(claimed: Claimed<Parsed>, ending: Ending): Promise<Ending> {
+    return this.#settleReported(claimed, 'release', 'release the key', ending);
   }
 
   /**
@@ -128,32 +121,18 @@ export class DeliveryClaims {
    * unlike {@link complete} a failure is not acknowledged but answered 503 for a retry (the
    * handlers' writes are gone with it).
    */
-  async commitThen(claimed: Claimed<Parsed>, ending: Ending): Promise<Ending> {
-    try {
-      await this.#config.store.settle(claimed.claim, 'complete');
-      return ending;
-    } catch (cause) {
+  commitThen(claimed: Claimed<Parsed>, ending: Ending): Promise<Ending> {
+    const failed = (cause: unknown): Ending => {
       const error = this.storeFailed("commit the handlers' transaction", cause);
       return Ending.failed('store_unavailable', claimed.delivery.envelope, error);
-    }
+    };
+    return this.#settled(claimed.claim, 'complete').then(() => ending, failed);
   }
 
   /** The store failed to `what`: the error says so, and what its cause chain says. */
   storeFailed(what: string, cause: unknown): StoreUnavailableError {
     const why = withCauses(`the idempotency store failed to ${what}`, cause, this.#config.secrets);
     return new StoreUnavailableError(why, { cause });
-  }
-
-  /** The store's claim; while another delivery holds the entity's record, a few more tries. */
-  async #claim(request: ClaimRequest): Promise<Claim> {
-    const { store } = this.#config;
-    let claim = await store.claim(request);
-    for (const delayMs of RECLAIM_DELAYS_MS) {
-      if (claim.state !== 'in_flight' || claim.held !== 'record') return claim;
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-      claim = await store.claim(request);
-    }
-    return claim;
   }
 
   /** What the delivery asks the store for. */
@@ -175,19 +154,41 @@ export class DeliveryClaims {
     };
   }
 
+  /** What a claim answered means for the delivery. */
+  #answer<T extends Parsed>(
+    delivery: T,
+    request: ClaimRequest,
+    claim: Claim,
+    tries: number,
+  ): Claimed<T> | Ending | Promise<Claimed<T> | Ending> {
+    if (claim.state === 'claimed') return this.#held({ delivery, claim });
+    if (claim.state === 'done') return this.#done(delivery, claim.fingerprint);
+    // Another delivery holds the entity's record (two events of one access at once): a few more
+    // tries before the platform's retry, 11 minutes later.
+    const delayMs = claim.held === 'record' ? RECLAIM_DELAYS_MS[tries] : undefined;
+    if (delayMs === undefined) return Ending.quiet('in_flight', delivery.envelope);
+    return new Promise((resolve) => setTimeout(resolve, delayMs))
+      .then(() => this.#claimed(request))
+      .then(
+        (again) => this.#answer(delivery, request, again, tries + 1),
+        (cause: unknown) => this.#claimFailed(delivery, cause),
+      );
+  }
+
   /**
-   * A claim that holds the key: the delivery's, unless a reconcile run already recovered its
-   * entity (`duplicate`) or a newer state of it was applied (`superseded`): then the key is
+   * A claim that holds the key: the delivery's, unless a newer state of its entity was applied
+   * (`superseded`) or a reconcile run already recovered it (`duplicate`): then the key is
    * completed and no handler runs.
    */
-  async #held<T extends Parsed>(claimed: Claimed<T>): Promise<Claimed<T> | Ending> {
+  #held<T extends Parsed>(claimed: Claimed<T>): Claimed<T> | Promise<Ending> {
     const { claim, delivery } = claimed;
-    const recovered = claim.records.some(
-      (record) => record.state === 'done' && record.fingerprint === RECOVERED_BY_RUN,
-    );
-    if (recovered) return this.completeThen(claimed, Ending.quiet('duplicate', delivery.envelope));
     if (claim.superseded) {
       return this.completeThen(claimed, Ending.quiet('superseded', delivery.envelope));
+    }
+    for (const record of claim.records) {
+      if (record.state === 'done' && record.fingerprint === RECOVERED_BY_RUN) {
+        return this.completeThen(claimed, Ending.quiet('duplicate', delivery.envelope));
+      }
     }
     return claimed;
   }
@@ -207,12 +208,43 @@ export class DeliveryClaims {
       : Ending.failed('conflict', envelope, new IdempotencyConflictError(envelope.idempotencyKey));
   }
 
-  /** Settle the claim; a failure is reported, not thrown. */
-  async #settleReported({ claim }: Claimed<Parsed>, how: Settlement, what: string): Promise<void> {
+  /** 503 `store_unavailable` for a claim the store failed. */
+  #claimFailed(delivery: Parsed, cause: unknown): Ending {
+    const error = this.storeFailed('claim the key', cause);
+    return Ending.failed('store_unavailable', delivery.envelope, error);
+  }
+
+  /** Settle the claim, then give `ending`; a failure is reported, not thrown. */
+  #settleReported<E extends Ending | undefined>(
+    { claim }: Claimed<Parsed>,
+    how: Settlement,
+    what: string,
+    ending: E,
+  ): Promise<E> {
+    return this.#settled(claim, how).then(
+      () => ending,
+      (cause: unknown) => {
+        this.#config.reportError(this.storeFailed(what, cause));
+        return ending;
+      },
+    );
+  }
+
+  /** The store's claim: one that throws instead of rejecting rejects all the same. */
+  #claimed(request: ClaimRequest): Promise<Claim> {
     try {
-      await this.#config.store.settle(claim, how);
+      return this.#config.store.claim(request);
     } catch (cause) {
-      this.#config.reportError(this.storeFailed(what, cause));
+      return Promise.reject(cause);
+    }
+  }
+
+  /** The store's settle: one that throws instead of rejecting rejects all the same. */
+  #settled(claim: HeldClaim, how: Settlement): Promise<void> {
+    try {
+      return this.#config.store.settle(claim, how);
+    } catch (cause) {
+      return Promise.reject(cause);
     }
   }
 }

@@ -83,7 +83,7 @@ export function runKeyOf(deliveryKey: string): string {
  * ```
  */
 export function entityKeyOf(entity: string, tenant: string | undefined): string {
-  return DERIVED + JSON.stringify(['entity', tenant ?? null, entity]);
+  return framed('entity', tenant, entity);
 }
 
 /**
@@ -97,7 +97,7 @@ export function entityKeyOf(entity: string, tenant: string | undefined): string 
  * ```
  */
 export function recordKeyOf(entity: string, tenant: string | undefined): string {
-  return DERIVED + JSON.stringify(['record', tenant ?? null, entity]);
+  return framed('record', tenant, entity);
 }
 
 /**
@@ -108,13 +108,17 @@ export function recordKeyOf(entity: string, tenant: string | undefined): string 
 const ESCAPED_IN_JSON = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /**
- * `~` and the JSON of `[kind, first, second]`, written directly when neither string has a
+ * `~` and the JSON of `[kind, first ?? null, second]`, written directly when neither string has a
  * character JSON escapes: the same string, at a tenth of JSON.stringify's cost (0.7 µs a
- * delivery measured, on every delivery of a tenant). The cost of the trick: one more branch; a
- * test checks both paths against JSON.stringify.
+ * delivery of a tenant measured, and 2.4 µs of a delivery about an entity, whose record key is
+ * one too). The cost of the trick: one more branch; a test checks both paths against
+ * JSON.stringify.
  */
-function framed(kind: string, first: string, second: string): string {
-  return ESCAPED_IN_JSON.test(first) || ESCAPED_IN_JSON.test(second)
-    ? DERIVED + JSON.stringify([kind, first, second])
+function framed(kind: string, first: string | undefined, second: string): string {
+  if (ESCAPED_IN_JSON.test(second) || (first !== undefined && ESCAPED_IN_JSON.test(first))) {
+    return DERIVED + JSON.stringify([kind, first ?? null, second]);
+  }
+  return first === undefined
+    ? `${DERIVED}["${kind}",null,"${second}"]`
     : `${DERIVED}["${kind}","${first}","${second}"]`;
 }

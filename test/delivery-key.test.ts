@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createReceiver, deliveryKeyOf, isTenantName, memoryInbox } from '../src/index.js';
-import { runKeyOf } from '../src/delivery-key.js';
+import { entityKeyOf, recordKeyOf, runKeyOf } from '../src/delivery-key.js';
 import { SECRET, signedRequest } from './helpers/signed.js';
 
 /** One holder of a key: a delivery (of a tenant, or of none), or a worker's run of one. */
@@ -132,6 +132,30 @@ describe('deliveryKeyOf and runKeyOf', () => {
     for (const tenant of TRICKY) {
       for (const key of TRICKY) {
         expect(deliveryKeyOf(key, tenant)).toBe(`~${JSON.stringify(['tenant', tenant, key])}`);
+      }
+    }
+  });
+
+  it("write an entity's record and version keys exactly as the JSON of [kind, tenant or null, entity]", () => {
+    // Earlier versions wrote them with JSON.stringify: a record or a version written then must be
+    // found after an upgrade, with a tenant and without.
+    const tenants = fc.option(anyString, { nil: undefined });
+    fc.assert(
+      fc.property(tenants, anyString, (tenant, entity) => {
+        expect(recordKeyOf(entity, tenant)).toBe(
+          `~${JSON.stringify(['record', tenant ?? null, entity])}`,
+        );
+        expect(entityKeyOf(entity, tenant)).toBe(
+          `~${JSON.stringify(['entity', tenant ?? null, entity])}`,
+        );
+      }),
+      { numRuns: 3000 },
+    );
+    for (const tenant of [undefined, ...TRICKY]) {
+      for (const entity of TRICKY) {
+        expect(recordKeyOf(entity, tenant)).toBe(
+          `~${JSON.stringify(['record', tenant ?? null, entity])}`,
+        );
       }
     }
   });

@@ -104,9 +104,10 @@ class MemoryStore {
         ? { state: 'done', fingerprint: entry.value }
         : { state: 'in_flight', held: 'key' };
     }
-    const records: RecordClaim[] = [];
-    for (const record of request.records ?? []) {
-      const held = this.#keys.find(record);
+    const asked = request.records;
+    const records: RecordClaim[] = asked === undefined ? NO_RECORDS : [];
+    for (let i = 0; asked !== undefined && i < asked.length; i++) {
+      const held = this.#keys.find(asked[i]!);
       if (held === undefined) records.push(HELD);
       else if (typeof held.value === 'string') {
         records.push({ state: 'done', fingerprint: held.value });
@@ -128,9 +129,9 @@ class MemoryStore {
     const lease = ++this.#lastLease;
     const leaseExpires = now + request.leaseMs;
     this.#keys.keep(key, { value: lease, expires: leaseExpires });
-    request.records?.forEach((record, index) => {
-      if (records[index] === HELD) this.#keys.keep(record, { value: lease, expires: leaseExpires });
-    });
+    for (let i = 0; asked !== undefined && i < asked.length; i++) {
+      if (records[i] === HELD) this.#keys.keep(asked[i]!, { value: lease, expires: leaseExpires });
+    }
     if (version !== undefined && !superseded) {
       this.#takeEntity(entity, lease, leaseExpires, version, now);
     }
@@ -162,22 +163,34 @@ class MemoryStore {
     const { request, token } = claim;
     const { completion } = request;
     const now = performance.now();
-    const endKey = (key: string, fingerprint: string, ttlMs: number): void => {
-      const entry = this.#keys.find(key);
-      if (typeof entry?.value !== 'number' || String(entry.value) !== token) return;
-      if (how === 'release') this.#keys.drop(key);
-      else {
-        entry.value = fingerprint;
-        entry.expires = now + ttlMs;
-      }
-    };
-    endKey(request.key, completion.fingerprint, completion.ttlMs);
+    this.#endKey(request.key, token, how, completion.fingerprint, completion.ttlMs, now);
+    const asked = request.records;
     const { fingerprint, ttlMs } = completion.records ?? completion;
-    request.records?.forEach((record, index) => {
-      if (claim.records[index]?.state === 'held') endKey(record, fingerprint, ttlMs);
-    });
+    for (let i = 0; asked !== undefined && i < asked.length; i++) {
+      if (claim.records[i]?.state === 'held') {
+        this.#endKey(asked[i]!, token, how, fingerprint, ttlMs, now);
+      }
+    }
     if (request.version !== undefined && !claim.superseded) {
       this.#endEntity(request.version.entity, token, how, now);
+    }
+  }
+
+  /** Completes (or frees) a key or a record while `token`'s lease holds it. */
+  #endKey(
+    key: string,
+    token: string,
+    how: Settlement,
+    fingerprint: string,
+    ttlMs: number,
+    now: number,
+  ): void {
+    const entry = this.#keys.find(key);
+    if (typeof entry?.value !== 'number' || String(entry.value) !== token) return;
+    if (how === 'release') this.#keys.drop(key);
+    else {
+      entry.value = fingerprint;
+      entry.expires = now + ttlMs;
     }
   }
 
@@ -204,6 +217,8 @@ class MemoryStore {
 }
 
 const HELD: RecordClaim = Object.freeze({ state: 'held' });
+/** The records of a claim that asked for none (never written to). */
+const NO_RECORDS: RecordClaim[] = [];
 const FREE: KeyState = Object.freeze({ state: 'free' });
 const IN_FLIGHT: KeyState = Object.freeze({ state: 'in_flight' });
 const DONE: Promise<void> = Promise.resolve();
