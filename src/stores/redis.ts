@@ -204,9 +204,33 @@ class RedisStore {
       const pending = this.#unfinished.get(part.keys[0]!);
       if (pending !== undefined) await this.#unfinished.retry(part.keys[0]!, pending);
     }
+    const args = [px, ...versionArgs];
+    // One part (one Redis, or a Cluster slot that holds it all): its answer is the claim's.
+    if (parts.length === 1) {
+      const reply = await this.#claimPart(parts[0]!, lease, args);
+      return this.#wholeClaim(
+        request,
+        token,
+        parts,
+        [{ status: 'fulfilled', value: reply }],
+        lease,
+      );
+    }
     const replies = await Promise.allSettled(
-      parts.map((part) => this.#claimPart(part, lease, [px, ...versionArgs])),
+      parts.map((part) => this.#claimPart(part, lease, args)),
     );
+    return this.#wholeClaim(request, token, parts, replies, lease);
+  }
+
+  /** What the parts' replies answer together; what some took is given back when not all did. */
+  async #wholeClaim(
+    request: ClaimRequest,
+    token: string,
+    parts: readonly Part[],
+    replies: readonly PromiseSettledResult<ClaimReply>[],
+    lease: string,
+  ): Promise<Claim> {
+    const records = request.records ?? [];
     const taken = parts.filter((_, i) => isClaimed(replies[i]!));
     const answer = answerOf(parts, replies);
     if (answer.state === 'claimed') {
@@ -225,6 +249,7 @@ class RedisStore {
     const held = records.map((record) => record.state === 'held');
     const parts = this.#partsOf(request, held, request.version !== undefined && !claim.superseded);
     const lease = LEASE + claim.token;
+    if (parts.length === 1) return this.#settlePart(parts[0]!, lease, how, request);
     const settled = await Promise.allSettled(
       parts.map((part) => this.#settlePart(part, lease, how, request)),
     );
