@@ -1,28 +1,68 @@
 /**
- * A reconcile run over 10 000 paid invoices served by `createMockSchoolApi` over loopback HTTP,
- * on a memoryStore: pages per second, items per second, and the heap the run kept, for three
- * runs: a dry run (every invoice missing), a run that recovers all of them, and a second run
- * that finds every one handled. Pages are of 1 000 items (the platform's most, the default).
+ * Reconcile runs over 10 000 paid invoices served by `createMockSchoolApi` over loopback HTTP, on
+ * memoryStore, redisStore (`REDIS_URL`, default redis://127.0.0.1:6379) and postgresStore
+ * (`DATABASE_URL`, default postgres://postgres@127.0.0.1:5432/test; left out with a note when
+ * neither answers): for each store a dry run, a run that recovers all of them (every invoice
+ * missing: its handler grants, on Postgres through `ctx.transaction`), and a second run that finds
+ * every one handled. Entities per second and the peak of the process's heap and RSS.
+ *
+ * Beside them, in the same process, the same recovery written by hand on Postgres, the loop a
+ * seller writes without the library: the list read page by page with fetch (by `skip`, 1 000 a
+ * page), then for each invoice `INSERT … ON CONFLICT DO NOTHING` into a table of its own and, when
+ * the row is new, the grant. Two forms: as one transaction per invoice (BEGIN, insert, grant,
+ * COMMIT: a crash never leaves a recorded invoice ungranted, what the library's recovery
+ * guarantees too), and without a transaction (fewer round trips; a crash between the two leaves
+ * the invoice recorded and never granted).
  *
  * Run: `node --expose-gc --import tsx bench/reconcile-run.ts`
  * @module
  */
 
 import process from 'node:process';
+import { Redis } from 'ioredis';
+import pg from 'pg';
 import { createSchoolApi } from '../src/api/index.js';
 import { createReconciler, type ReconcileRunOptions } from '../src/reconcile/index.js';
 import { memoryStore } from '../src/stores/memory.js';
+import { postgresStore } from '../src/stores/postgres.js';
+import { redisStore } from '../src/stores/redis.js';
+import type { IdempotencyStore } from '../src/stores/types.js';
 import { createMockSchoolApi } from '../src/testing/mock-school-api.js';
+import { randomTag } from './bodies.js';
 
 const INVOICES = 10_000;
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const API_KEY = 'sk_bench_reconcile';
+const HOUR = 3_600_000;
 
-function gc(): void {
-  (globalThis as { gc?: () => void }).gc?.();
+/** The peak of the heap and the RSS since the last reset, sampled every 20 ms. */
+class PeakMemory {
+  heap = 0;
+  rss = 0;
+  readonly #timer = setInterval(() => this.sample(), 20);
+
+  sample(): void {
+    const { heapUsed, rss } = process.memoryUsage();
+    this.heap = Math.max(this.heap, heapUsed);
+    this.rss = Math.max(this.rss, rss);
+  }
+
+  reset(): void {
+    (globalThis as { gc?: () => void }).gc?.();
+    this.heap = 0;
+    this.rss = 0;
+    this.sample();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
 }
 
-const issued = new Date(NOW - 24 * 3_600_000).toISOString();
+const peak = new PeakMemory();
+const mib = (bytes: number) => `${(bytes / 1_048_576).toFixed(0)} MiB`;
+
+// 10 000 invoices issued over a day, 30 hours to 6 hours before NOW: all inside a run's window.
 const mock = await createMockSchoolApi({
   apiKey: API_KEY,
   lists: {
@@ -31,7 +71,7 @@ const mock = await createMockSchoolApi({
       status: 'Active',
       totalAmount: 4900,
       currency: 'Rub',
-      createdAt: issued,
+      createdAt: new Date(NOW - 30 * HOUR + Math.floor((n * 24 * HOUR) / INVOICES)).toISOString(),
       user: { id: 500_000 + n, email: `student${n}@example.com` },
       products: [{ productId: 31, courseId: 310, totalPrice: 4900, discountAmount: 0 }],
       paymentStatus: 'Completed',
@@ -39,32 +79,167 @@ const mock = await createMockSchoolApi({
   },
 });
 const api = createSchoolApi({ baseUrl: mock.url, apiKey: API_KEY, sellerId: 1, schoolId: 1 });
-const store = memoryStore();
-let granted = 0;
-const reconciler = createReconciler({ api, store, now: () => NOW }).on('invoice', () => {
-  granted++;
-});
 
-async function measure(label: string, options: ReconcileRunOptions): Promise<void> {
-  const pagesBefore = mock.requests.length;
-  gc();
-  const heapBefore = process.memoryUsage().heapUsed;
+/** One timed line: entities per second and the peaks. */
+async function timed(label: string, work: () => Promise<string>): Promise<void> {
+  const requestsBefore = mock.requests.length;
+  peak.reset();
   const started = performance.now();
-  const report = await reconciler.run(options);
+  const detail = await work();
   const seconds = (performance.now() - started) / 1000;
-  const pages = mock.requests.length - pagesBefore;
-  gc();
-  const kept = process.memoryUsage().heapUsed - heapBefore;
+  peak.sample();
+  const requests = mock.requests.length - requestsBefore;
   console.log(
-    `${label}: ${report.checked.invoice} invoices in ${seconds.toFixed(2)} s, ${pages} pages ` +
-      `(${(pages / seconds).toFixed(1)} pages/s, ${Math.round(report.checked.invoice / seconds)} items/s); ` +
-      `recovered ${report.recovered}, handled ${report.handled}, missing ${report.missing.length}; ` +
-      `heap kept ${(kept / 1_048_576).toFixed(1)} MiB`,
+    `  ${label}: ${INVOICES} invoices in ${seconds.toFixed(2)} s, ${Math.round(INVOICES / seconds)}/s, ` +
+      `${requests} list requests; ${detail}; peak heap ${mib(peak.heap)}, RSS ${mib(peak.rss)}`,
   );
 }
 
-await measure('dry run', { since: '48h', dryRun: true, kinds: ['invoice'] });
-await measure('recovery', { since: '48h' });
-await measure('second run', { since: '48h' });
-if (granted !== INVOICES) throw new Error(`the handler ran ${granted} times, not ${INVOICES}`);
+/** The three runs of the library on `store`; `grant` is what the invoice handler does. */
+async function library(
+  name: string,
+  store: IdempotencyStore,
+  grant: (invoiceId: number, ctx: { transaction: unknown }) => Promise<unknown> | void,
+): Promise<void> {
+  let granted = 0;
+  const reconciler = createReconciler({ api, store, now: () => NOW }).on(
+    'invoice',
+    async (invoice, ctx) => {
+      granted++;
+      await grant(invoice.invoiceId, ctx);
+    },
+  );
+  const run = (options: Partial<ReconcileRunOptions>) => async () => {
+    const report = await reconciler.run({ since: '48h', kinds: ['invoice'], ...options });
+    if (!report.complete) throw new Error(`${name}: a run left ${JSON.stringify(report)}`);
+    return `recovered ${report.recovered}, handled ${report.handled}, missing ${report.missing.length}`;
+  };
+  console.log(`${name}:`);
+  await timed('dry run (every invoice missing)', run({ dryRun: true }));
+  await timed('recovery (every invoice missing)', run({}));
+  await timed('second run (every invoice handled)', run({}));
+  if (granted !== INVOICES) throw new Error(`${name}: the handler ran ${granted} times`);
+}
+
+/** Every page of the paid invoices by `skip`, as a hand-written loop reads them. */
+async function* pages(): AsyncGenerator<{ invoiceId: number }[]> {
+  const from = new Date(NOW - 9 * 24 * HOUR).toISOString();
+  const to = new Date(NOW - 5 * HOUR).toISOString();
+  for (let skip = 0; ; skip += 1000) {
+    const query = new URLSearchParams({
+      take: '1000',
+      skip: String(skip),
+      'createdAtDateRange[from]': from,
+      'createdAtDateRange[to]': to,
+      'payment[actualStatuses]': 'Completed',
+    });
+    const answer = await fetch(`${mock.url}/saas/v2/invoice/list/raw?${query}`, {
+      headers: { authorization: `Bearer ${API_KEY}`, 'seller-id': '1', 'school-id': '1' },
+    });
+    const { payload } = (await answer.json()) as {
+      payload: { items: { invoiceId: number }[]; isLast: boolean };
+    };
+    yield payload.items;
+    if (payload.isLast) return;
+  }
+}
+
+/** The recovery written by hand on Postgres: `transactions` per invoice, or none. */
+async function byHand(pool: pg.Pool, records: string, grants: string, transactions: boolean) {
+  let granted = 0;
+  const client = await pool.connect();
+  try {
+    for await (const items of pages()) {
+      for (const { invoiceId } of items) {
+        if (transactions) await client.query('BEGIN');
+        const inserted = await client.query(
+          `INSERT INTO ${records} (invoice) VALUES ($1) ON CONFLICT DO NOTHING`,
+          [invoiceId],
+        );
+        if (inserted.rowCount === 1) {
+          granted++;
+          await client.query(`INSERT INTO ${grants} (invoice) VALUES ($1)`, [invoiceId]);
+        }
+        if (transactions) await client.query('COMMIT');
+      }
+    }
+  } finally {
+    client.release();
+  }
+  return granted;
+}
+
+async function onPostgres(): Promise<void> {
+  const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  pool.on('error', () => {});
+  try {
+    await pool.query('SELECT 1');
+  } catch {
+    console.log(`postgresStore: left out, nothing answers at ${url.replace(/\/\/[^@]*@/, '//')}`);
+    await pool.end();
+    return;
+  }
+  const tag = randomTag().slice(0, 8);
+  const tables = [`bench_rc_${tag}`, `bench_rc_${tag}_entities`, `bench_grants_${tag}`];
+  const hand = [`bench_hand_${tag}`, `bench_hand_grants_${tag}`];
+  try {
+    await pool.query(`CREATE TABLE ${tables[2]} (invoice int)`);
+    await library('postgresStore', postgresStore({ pool, table: tables[0]! }), (id, ctx) =>
+      (ctx.transaction as pg.PoolClient).query(`INSERT INTO ${tables[2]} (invoice) VALUES ($1)`, [
+        id,
+      ]),
+    );
+    for (const transactions of [true, false]) {
+      await pool.query(`DROP TABLE IF EXISTS ${hand[0]}, ${hand[1]}`);
+      await pool.query(`CREATE TABLE ${hand[0]} (invoice int PRIMARY KEY)`);
+      await pool.query(`CREATE TABLE ${hand[1]} (invoice int)`);
+      const label = transactions
+        ? 'by hand, a transaction per invoice'
+        : 'by hand, no transaction (a crash between insert and grant loses the grant)';
+      console.log(`${label}:`);
+      await timed('recovery (every invoice missing)', async () => {
+        const granted = await byHand(pool, hand[0]!, hand[1]!, transactions);
+        return `granted ${granted}`;
+      });
+      await timed('second run (every invoice handled)', async () => {
+        const granted = await byHand(pool, hand[0]!, hand[1]!, transactions);
+        return `granted ${granted}`;
+      });
+    }
+  } finally {
+    await pool.query(`DROP TABLE IF EXISTS ${[...tables, ...hand].join(', ')}`).catch(() => {});
+    await pool.end();
+  }
+}
+
+async function onRedis(): Promise<void> {
+  const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch {
+    console.log(`redisStore: left out, nothing answers at ${url}`);
+    client.disconnect();
+    return;
+  }
+  const prefix = `schoolhooks-bench-reconcile:${randomTag()}:`;
+  try {
+    await library('redisStore', redisStore({ client, prefix }), () => {});
+  } finally {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length > 0) await client.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+    client.disconnect();
+  }
+}
+
+await library('memoryStore', memoryStore(), () => {});
+await onRedis();
+await onPostgres();
+peak.stop();
 await mock.close();

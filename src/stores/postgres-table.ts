@@ -94,100 +94,119 @@ export function tableDdl({ quoted, index, entities }: StoreTables): string {
   );
 }
 
+/** What a claim asks of the tables: its key, its records and its entity, as stored. */
+export interface ClaimValues {
+  readonly key: string;
+  readonly records: readonly string[];
+  /** The key's fingerprint and ttl once done, and its records'. */
+  readonly done: { readonly fingerprint: string; readonly ttlMs: number };
+  readonly recordsDone: { readonly fingerprint: string; readonly ttlMs: number };
+  readonly entity?:
+    { readonly key: string; readonly versionMs: number; readonly ttlMs: number } | undefined;
+}
+
 /** The statements a claim and a peek run on the tables. */
 export interface KeyStatements {
   /**
-   * A claim's one statement, once its locks are held: what is done and the newest version
-   * (`done`, `records`, `superseded`), and, in the claim's transaction, the rows its completion
-   * commits: the key, each record not done yet, and the version when the entity is taken.
-   * $1 the key, $2 its records (text[] or null), $3 the key's fingerprint and $4 its ttl in ms,
-   * $5 the records' fingerprint and $6 their ttl, $7 the entity (or null), $8 its version,
-   * $9 the version's ttl, $10 whether the claim holds the entity's lock.
+   * A claim's one round trip: a simple query of three statements, its values written as
+   * literals quoted by `escape` (pg's `escapeLiteral`; a parameter would take a round trip of
+   * its own). `BEGIN`; then every lock the claim needs, tried without waiting (its key's, its
+   * records', and its entity's unless a newer version is applied: a superseded claim takes no
+   * entity), each a column `l0`, `l1`… and what they took noted in the transaction
+   * (`schoolhooks.claim`: `none`, `keys` or `entity`); then, reading what the transactions that
+   * held the locks before committed, what is done (`done`, `records`, `superseded`) and, only
+   * when the locks were all taken, the rows the completion commits: the key, each record not
+   * done yet, the version when the entity is taken.
    */
-  readonly claimState: string;
+  claim(values: ClaimValues, escape: (text: string) => string): string;
   /** $1 keys (text[]): those done, with their fingerprints. */
   readonly peekDone: string;
-  /**
-   * A claim's first round trip: `BEGIN`, then one lock tried per key (its own, then its
-   * records'), and the entity's, unless a version newer than the claim's is applied (a claim
-   * that is superseded takes no entity), each a column `l0`, `l1`… Written with literals, as
-   * `escape` (pg's `escapeLiteral`) quotes them: a simple query of two statements is one round
-   * trip, and it takes no parameters.
-   */
-  locks(
-    keys: readonly string[],
-    entity: { readonly key: string; readonly versionMs: number } | undefined,
-    escape: (text: string) => string,
-  ): string;
 }
 
-/** `clock_timestamp()` plus `$n` milliseconds. */
-const expiresIn = (n: number): string => `clock_timestamp() + $${n} * interval '1 millisecond'`;
+/** `clock_timestamp()` plus `ms` milliseconds. */
+const expiresIn = (ms: string): string => `clock_timestamp() + ${ms} * interval '1 millisecond'`;
+
+/** A number as a literal: finite, or a `ConfigError` (nothing but digits reaches the text). */
+function numeral(value: number, what: string): string {
+  if (!Number.isFinite(value)) {
+    throw new ConfigError(`postgresStore: ${what} must be a finite number, not ${String(value)}`);
+  }
+  return String(value);
+}
 
 /** The statements on the tables `name`. */
 export function keyStatements(name: StoreTables): KeyStatements {
   const { entities } = name;
   const live = 'expires_at > clock_timestamp()';
   const keys = name.quoted;
-  // Read committed: this statement runs after the one that took the locks, so it sees what the
-  // transaction that held them before committed. Its writes commit with the handlers' (or roll
-  // back with them): a key already done, or an entity held, rolls the whole claim back.
-  const claimState =
-    'WITH key_done AS (' +
-    `SELECT fingerprint FROM ${keys} WHERE key = $1 AND ${live}), ` +
-    'records AS (' +
-    'SELECT r.key, r.n, d.fingerprint ' +
-    'FROM unnest($2::text[]) WITH ORDINALITY AS r(key, n) ' +
-    `LEFT JOIN ${keys} d ON d.key = r.key AND d.${live}), ` +
-    `newest AS (SELECT version_ms FROM ${entities.quoted} WHERE key = $7 AND ${live}), ` +
-    'write_key AS (' +
-    `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
-    `SELECT $1, $3, ${expiresIn(4)} WHERE NOT EXISTS (SELECT 1 FROM key_done) ` +
-    'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
-    'expires_at = excluded.expires_at), ' +
-    'write_records AS (' +
-    `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
-    `SELECT key, $5, ${expiresIn(6)} FROM records ` +
-    'WHERE fingerprint IS NULL AND NOT EXISTS (SELECT 1 FROM key_done) ' +
-    'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
-    'expires_at = excluded.expires_at), ' +
-    'write_version AS (' +
-    `INSERT INTO ${entities.quoted} AS t (key, version_ms, expires_at) ` +
-    `SELECT $7, $8, ${expiresIn(9)} ` +
-    'WHERE $10 AND NOT EXISTS (SELECT 1 FROM key_done) ' +
-    'AND NOT EXISTS (SELECT 1 FROM newest WHERE version_ms > $8) ' +
-    'ON CONFLICT (key) DO UPDATE SET version_ms = excluded.version_ms, ' +
-    'expires_at = excluded.expires_at ' +
-    'WHERE t.version_ms <= excluded.version_ms OR t.expires_at <= clock_timestamp()) ' +
-    'SELECT (SELECT fingerprint FROM key_done) AS done, ' +
-    // NULL for a record not done: a fingerprint may be any text, '' too.
-    '(SELECT array_agg(fingerprint ORDER BY n) FROM records) AS records, ' +
-    'coalesce((SELECT version_ms > $8 FROM newest), false) AS superseded';
+  // A lock's key is a 64-bit hash of its table and its key, so two tables never share locks, and a
+  // key never shares one with an entity (the entities' table has a name of its own). The table
+  // names have no ':' (tableName checks it), so the text is unambiguous.
+  const lockOf = (table: string, key: string, escape: (text: string) => string) =>
+    `pg_try_advisory_xact_lock(hashtextextended(${escape(`schoolhooks:${table}:${key}`)}, 0))`;
   return {
-    claimState,
-    peekDone: `SELECT key, fingerprint FROM ${keys} WHERE key = ANY($1::text[]) AND ${live}`,
-    locks(keyList, entity, escape) {
-      // A lock's key is a 64-bit hash of its table and its key, so two tables never share locks,
-      // and a key never shares one with an entity (the entities' table has a name of its own).
-      // The table names have no ':' (tableName checks it), so the text is unambiguous.
-      const lock = (text: string) =>
-        `pg_try_advisory_xact_lock(hashtextextended(${escape(text)}, 0))`;
-      const columns = keyList.map(
-        (key, i) => `${lock(`schoolhooks:${name.plain}:${key}`)} AS l${i}`,
-      );
+    claim({ key, records, done, recordsDone, entity }, escape) {
+      const columns = [key, ...records].map((one) => lockOf(name.plain, one, escape));
+      const allKeys = columns.map((_, i) => `l${i}`).join(' AND ');
+      let entityHeld = 'false';
+      const version =
+        entity === undefined ? 'NULL::double precision' : numeral(entity.versionMs, 'versionMs');
+      const entityKey = entity === undefined ? 'NULL::text' : escape(entity.key);
       if (entity !== undefined) {
         const newer =
-          `SELECT 1 FROM ${entities.quoted} WHERE key = ${escape(entity.key)} ` +
-          `AND version_ms > ${entity.versionMs} AND ${live}`;
-        const entityLock = lock(`schoolhooks:${entities.plain}:${entity.key}`);
-        columns.push(
-          `CASE WHEN EXISTS (${newer}) THEN false ELSE ${entityLock} END AS l${keyList.length}`,
-        );
+          `SELECT 1 FROM ${entities.quoted} WHERE key = ${entityKey} ` +
+          `AND version_ms > ${version} AND ${live}`;
+        const lock = lockOf(entities.plain, entity.key, escape);
+        columns.push(`CASE WHEN EXISTS (${newer}) THEN false ELSE ${lock} END`);
+        entityHeld = `l${columns.length - 1}`;
       }
-      // Read committed: each statement sees what was committed before it began, so the claim's
-      // statement after this one sees the commit of the transaction that held the locks before.
-      return `BEGIN ISOLATION LEVEL READ COMMITTED; SELECT ${columns.join(', ')}`;
+      const locks =
+        `SELECT l.*, set_config('schoolhooks.claim', CASE WHEN ${allKeys} THEN ` +
+        `CASE WHEN ${entityHeld} THEN 'entity' ELSE 'keys' END ELSE 'none' END, true) AS taken ` +
+        `FROM (SELECT ${columns.map((column, i) => `${column} AS l${i}`).join(', ')}) AS l`;
+      const taken = "current_setting('schoolhooks.claim')";
+      const keyText = escape(key);
+      const recordList =
+        records.length === 0 ? 'NULL::text[]' : `ARRAY[${records.map(escape).join(', ')}]::text[]`;
+      const state =
+        'WITH key_done AS (' +
+        `SELECT fingerprint FROM ${keys} WHERE key = ${keyText} AND ${live}), ` +
+        'records AS (' +
+        'SELECT r.key, r.n, d.fingerprint ' +
+        `FROM unnest(${recordList}) WITH ORDINALITY AS r(key, n) ` +
+        `LEFT JOIN ${keys} d ON d.key = r.key AND d.${live}), ` +
+        `newest AS (SELECT version_ms FROM ${entities.quoted} WHERE key = ${entityKey} AND ${live}), ` +
+        'write_key AS (' +
+        `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
+        `SELECT ${keyText}, ${escape(done.fingerprint)}, ${expiresIn(numeral(done.ttlMs, 'ttlMs'))} ` +
+        `WHERE ${taken} <> 'none' AND NOT EXISTS (SELECT 1 FROM key_done) ` +
+        'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
+        'expires_at = excluded.expires_at), ' +
+        'write_records AS (' +
+        `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
+        `SELECT key, ${escape(recordsDone.fingerprint)}, ${expiresIn(numeral(recordsDone.ttlMs, 'ttlMs'))} ` +
+        `FROM records WHERE fingerprint IS NULL AND ${taken} <> 'none' ` +
+        'AND NOT EXISTS (SELECT 1 FROM key_done) ' +
+        'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
+        'expires_at = excluded.expires_at), ' +
+        'write_version AS (' +
+        `INSERT INTO ${entities.quoted} AS t (key, version_ms, expires_at) ` +
+        `SELECT ${entityKey}, ${version}, ` +
+        `${expiresIn(entity === undefined ? '0' : numeral(entity.ttlMs, 'version ttlMs'))} ` +
+        `WHERE ${taken} = 'entity' AND NOT EXISTS (SELECT 1 FROM key_done) ` +
+        `AND NOT EXISTS (SELECT 1 FROM newest WHERE version_ms > ${version}) ` +
+        'ON CONFLICT (key) DO UPDATE SET version_ms = excluded.version_ms, ' +
+        'expires_at = excluded.expires_at ' +
+        'WHERE t.version_ms <= excluded.version_ms OR t.expires_at <= clock_timestamp()) ' +
+        'SELECT (SELECT fingerprint FROM key_done) AS done, ' +
+        // NULL for a record not done: a fingerprint may be any text, '' too.
+        '(SELECT array_agg(fingerprint ORDER BY n) FROM records) AS records, ' +
+        `coalesce((SELECT version_ms > ${version} FROM newest), false) AS superseded`;
+      // Read committed: each statement sees what was committed before it began, so the state
+      // read after the locks sees the commit of the transaction that held them before.
+      return `BEGIN ISOLATION LEVEL READ COMMITTED; ${locks}; ${state}`;
     },
+    peekDone: `SELECT key, fingerprint FROM ${keys} WHERE key = ANY($1::text[]) AND ${live}`,
   };
 }
 

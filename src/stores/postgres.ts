@@ -140,9 +140,6 @@ export function postgresStore(options: PostgresStoreOptions): IdempotencyStore {
   };
 }
 
-/** What the claim's locks found: all held, or which one another transaction holds. */
-type Locked = { readonly entity: boolean } | { readonly held: 'key' | 'record' };
-
 /** {@link postgresStore}'s state: its table, its bounded calls and the claims it holds. */
 class PostgresStore {
   readonly #pool: Pool;
@@ -301,35 +298,26 @@ class PostgresStore {
   ): Promise<Claim | (Omit<HeldClaim, 'token'> & { token?: undefined })> {
     const records = request.records?.map(storageKey) ?? [];
     const { completion, version } = request;
-    const entity = version === undefined ? undefined : storageKey(version.entity);
-    const locked = await this.#lock(
-      client,
-      [key, ...records],
-      entity === undefined ? undefined : { key: entity, versionMs: version!.versionMs },
+    const entity =
+      version === undefined ? undefined : { ...version, key: storageKey(version.entity) };
+    const text = this.#statements.claim(
+      { key, records, done: completion, recordsDone: completion.records ?? completion, entity },
+      (literal) => client.escapeLiteral(literal),
     );
+    const results = (await client.query(text)) as unknown as readonly [
+      unknown,
+      { rows: Record<string, unknown>[] },
+      { rows: { done: string | null; records: (string | null)[] | null; superseded: boolean }[] },
+    ];
     step(call);
-    if ('held' in locked) return { state: 'in_flight', held: locked.held };
-    const recordsDone = completion.records ?? completion;
-    const { rows } = await client.query<{
-      done: string | null;
-      records: (string | null)[] | null;
-      superseded: boolean;
-    }>(this.#statements.claimState, [
-      key,
-      records.length === 0 ? null : records,
-      completion.fingerprint,
-      completion.ttlMs,
-      recordsDone.fingerprint,
-      recordsDone.ttlMs,
-      entity ?? null,
-      version?.versionMs ?? null,
-      version?.ttlMs ?? null,
-      locked.entity,
-    ]);
-    step(call);
-    const row = rows[0]!;
+    const locks = results[1].rows[0]!;
+    if (locks['l0'] !== true) return { state: 'in_flight', held: 'key' };
+    for (let i = 1; i <= records.length; i++) {
+      if (locks[`l${i}`] !== true) return { state: 'in_flight', held: 'record' };
+    }
+    const row = results[2].rows[0]!;
     if (row.done !== null) return { state: 'done', fingerprint: row.done };
-    if (entity !== undefined && !row.superseded && !locked.entity) {
+    if (entity !== undefined && !row.superseded && locks['taken'] !== 'entity') {
       return { state: 'in_flight', held: 'entity' };
     }
     const found = row.records ?? [];
@@ -342,28 +330,6 @@ class PostgresStore {
       }),
       superseded: entity !== undefined && row.superseded,
     };
-  }
-
-  /**
-   * `BEGIN` and every lock of the claim in one round trip (`KeyStatements.locks`).
-   * Transaction-level advisory locks rather than row locks: the row of a key in flight does not
-   * exist yet, and inserting it would wait on another transaction's uncommitted insert of the
-   * same key. pg_try_advisory_xact_lock never waits, and Postgres frees it with the transaction,
-   * at commit, at rollback, or when the connection drops.
-   */
-  async #lock(
-    client: PoolClient,
-    keys: readonly string[],
-    entity: { readonly key: string; readonly versionMs: number } | undefined,
-  ): Promise<Locked> {
-    const text = this.#statements.locks(keys, entity, (literal) => client.escapeLiteral(literal));
-    const results = (await client.query(text)) as unknown as readonly {
-      rows: Record<string, boolean>[];
-    }[];
-    const row = results[1]!.rows[0]!;
-    if (row['l0'] !== true) return { held: 'key' };
-    for (let i = 1; i < keys.length; i++) if (row[`l${i}`] !== true) return { held: 'record' };
-    return { entity: entity !== undefined && row[`l${keys.length}`] === true };
   }
 }
 
