@@ -520,7 +520,12 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   compare('node', 'node-baseline', "node adapter / the baseline build's node adapter", 1);
   compare('node-baseline', 'minimal', "the baseline build's node adapter / (a)");
   compare('node-baseline', 'octokit', "the baseline build's node adapter / (d) octokit");
-  compare('node-redis', 'node-redis-baseline', "node adapter + redisStore / the baseline build's", 1);
+  compare(
+    'node-redis',
+    'node-redis-baseline',
+    "node adapter + redisStore / the baseline build's",
+    1,
+  );
   // Like for like: octokit's own Fetch middleware on the same server as the Fetch and Hono adapters.
   for (const id of ['hono', 'fetch'] as const) {
     compare(id, 'octokit-web', `${id} adapter / (d) octokit's Fetch middleware, same server`, 1);
