@@ -16,15 +16,11 @@ import {
   runReconcile,
   type ReconcileSchedule,
   type ScheduledReconciler,
+  reconcileQueueName,
 } from './reconcile-schedule.js';
 
 /** The id of the job scheduler on the reconcile queue (one per inbox). */
 export const RECONCILE_SCHEDULER_ID = 'schoolhooks-reconcile';
-
-/** The name of the queue a `bullmqInbox` of `queueName` runs its reconciler on. */
-export function reconcileQueueName(queueName: string): string {
-  return `${queueName}.reconcile`;
-}
 
 /** What the reconcile worker needs of its inbox. */
 export interface BullmqReconcileSettings {

@@ -20,12 +20,8 @@ import {
   runReconcile,
   type ReconcileSchedule,
   type ScheduledReconciler,
+  reconcileQueueName,
 } from './reconcile-schedule.js';
-
-/** The name of the queue a `pgBossInbox` of `queueName` runs its reconciler on. */
-export function reconcileQueueName(queueName: string): string {
-  return `${queueName}.reconcile`;
-}
 
 /** What the reconcile worker needs of its inbox. */
 export interface PgBossReconcileSettings {

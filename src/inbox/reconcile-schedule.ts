@@ -158,6 +158,14 @@ function call<T>(
 }
 
 /**
+ * The name of the queue an inbox of `queueName` runs its reconciler on, beside its deliveries'
+ * (`<queueName>.reconcile`): the same for every inbox, so `schoolhooks inbox` and the docs name one.
+ */
+export function reconcileQueueName(queueName: string): string {
+  return `${queueName}.reconcile`;
+}
+
+/**
  * What a run's job keeps as its result (BullMQ's return value, pg-boss's output): the counts,
  * never an error's cause or an item.
  */
