@@ -714,7 +714,7 @@ async function entityFeatures(): Promise<string> {
     if (script === 'entity-ab.mjs') {
       lines.push(
         '',
-        'A reconcile run over 10 000 paid invoices from the mock API, memoryStore (bench/reconcile-run.ts):',
+        'Reconcile runs over 10 000 paid invoices from the mock API, and the same recovery by hand (bench/reconcile-run.ts):',
       );
     }
   }
