@@ -20,6 +20,7 @@ export const CORE_ENTRIES = {
   bullmq: 'src/inbox/bullmq.ts',
   api: 'src/api/index.ts',
   reconcile: 'src/reconcile/index.ts',
+  watchdog: 'src/watchdog/index.ts',
   links: 'src/links/index.ts',
   testing: 'src/testing/index.ts',
   cli: 'src/cli/index.ts',

@@ -169,3 +169,27 @@ export const PG_BOSS_DEFAULTS = /* @__PURE__ */ constants(
       pollIntervalMs: SECOND,
     }) as const,
 );
+
+/** The watchdog's defaults (`createWatchdog`'s options of the same names), and its notes'. */
+export const WATCHDOG_DEFAULTS = /* @__PURE__ */ constants(
+  () =>
+    ({
+      /** No 2xx answer for this long, while attempts come in, is `failing`. */
+      failingAfterMs: 30 * MINUTE,
+      /** Listed entities older than this that no delivery recorded are `silent`. */
+      silentAfterMs: 30 * MINUTE,
+      /** How far back the lists are read for silence. */
+      silentWindowMs: DAY,
+      /** A receiver writes its answers to its store at most this often (one call for all of them). */
+      flushEveryMs: SECOND,
+      /**
+       * How long a delivery answered non-2xx is kept: the platform's retry span (its last attempt
+       * comes 4h 46m after the first) and a quarter hour for that attempt's answer.
+       */
+      keepFailingMs: PLATFORM_LIMITS.retrySpanMs + 15 * MINUTE,
+      /** The most deliveries answered non-2xx kept per tenant. */
+      maxFailing: 1000,
+      /** The most answers a process holds while its store cannot take them. */
+      maxPending: 10_000,
+    }) as const,
+);

@@ -94,6 +94,13 @@ export interface ReceiverOptions {
    * when you never reconcile: a reconciler refuses such a receiver.
    */
   recordEntities?: boolean;
+  /**
+   * Keep, in the store, what the watchdog reads (`schoolhooks/watchdog`): the last success, the
+   * last attempt, and each delivery answered non-2xx, for every process. Written in one store call
+   * at most once a second per process, never one a delivery. Default true when the store keeps
+   * them (`memoryStore`, `redisStore` and `postgresStore` do).
+   */
+  watch?: boolean;
 }
 
 /** Which levels of a logger are written to: a line object is built for those only. */
@@ -120,6 +127,8 @@ export interface ReceiverSettings {
   readonly inbox: Inbox | undefined;
   readonly telemetry: Telemetry | undefined;
   readonly schemas: Partial<Record<FixedEventName, z.ZodType>> | undefined;
+  /** Whether deliveries' answers are kept for the watchdog (`watch`, and a store that keeps them). */
+  readonly watch: boolean;
   /** How long an entity's record is kept; undefined with `recordEntities: false`. */
   readonly recordTtlMs: number | undefined;
 }
@@ -142,6 +151,7 @@ export function checkOptions({
   secretCacheSize = RECEIVER_DEFAULTS.secretCacheSize,
   secretLookupTimeoutMs = RECEIVER_DEFAULTS.secretLookupTimeoutMs,
   recordEntities = true,
+  watch = true,
 }: ReceiverOptions): ReceiverSettings {
   checkPositive({ maxBodyBytes, maxEventAgeMs, dedupTtlMs, leaseMs, handlerTimeoutMs });
   checkPositive({ secretCacheMs, secretCacheSize, secretLookupTimeoutMs });
@@ -153,6 +163,9 @@ export function checkOptions({
   }
   if (typeof recordEntities !== 'boolean') {
     throw new ConfigError(`recordEntities must be true or false, not ${typeof recordEntities}`);
+  }
+  if (typeof watch !== 'boolean') {
+    throw new ConfigError(`watch must be true or false, not ${typeof watch}`);
   }
   if (inbox !== undefined && typeof inbox.enqueue !== 'function') {
     throw new ConfigError('inbox must have an enqueue(delivery) method');
@@ -178,6 +191,7 @@ export function checkOptions({
     telemetry,
     schemas,
     recordTtlMs: recordEntities ? RECONCILE_DEFAULTS.recordTtlMs : undefined,
+    watch,
   };
 }
 

@@ -22,6 +22,8 @@ import { Reporting, type ErrorHandler } from './reporting.js';
 import type { AnyHandler, HandlerContext } from './run-handlers.js';
 import type { RawBody } from './signature.js';
 import type { IdempotencyStore } from './stores/types.js';
+import { ANSWER_NOTES, AnswerNotes, type WatchCall } from './watchdog/answer-notes.js';
+import { isSuccessStatus } from './platform-contract.js';
 import type { DeliveryObservation, TelemetryStart } from './telemetry.js';
 
 export type { WebhookResponseBody, WebhookResult } from './answer.js';
@@ -182,6 +184,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     reportError: reporting.report,
   });
   const httpRun = inbox === undefined ? pipeline.dispatchNow : pipeline.handToInbox;
+  const notes = answerNotesOf(settings, reporting);
 
   async function handle(request: WebhookRequest): Promise<WebhookResult> {
     const observation = reporting.observe(DELIVERY);
@@ -196,7 +199,18 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       ending = Ending.beforeEvent('store_unavailable', unexpected('receiver', cause, secrets));
     }
     reporting.finish(ending, arrival, startedAt, 'delivery');
-    return answer(ending.outcome, ending.idempotencyKey);
+    const answered = answer(ending.outcome, ending.idempotencyKey);
+    if (notes !== undefined && ending.outcome !== 'unknown_tenant') {
+      // For the watchdog: in memory now, in the store with the others within a second.
+      notes.note({
+        scope: arrival.tenant ?? '',
+        at: settings.now(),
+        ok: isSuccessStatus(answered.status),
+        key: ending.idempotencyKey,
+        event: ending.event,
+      });
+    }
+    return answered;
   }
 
   async function processStored(
@@ -247,6 +261,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     store: settings.store,
     recordsEntities: settings.recordTtlMs !== undefined,
   };
+  if (notes !== undefined) Object.defineProperty(receiver, ANSWER_NOTES, { value: notes });
   return receiver;
 }
 
@@ -282,4 +297,21 @@ function arrivalOf(
     tenantUnread: tenantUnread as Arrival['tenantUnread'],
     observation,
   };
+}
+
+/**
+ * The answers this receiver keeps for the watchdog, when its store keeps them and `watch` is on;
+ * a store that cannot take them is reported (the notes wait for the next write).
+ */
+function answerNotesOf(
+  settings: ReturnType<typeof checkOptions>,
+  reporting: Reporting,
+): AnswerNotes | undefined {
+  const { store, watch, now, secrets } = settings;
+  if (!watch || typeof store.watch !== 'function') return undefined;
+  const write: WatchCall = (batch) => store.watch!(batch);
+  return new AnswerNotes(write, now, (cause) => {
+    const why = withCauses("the store failed to keep the watchdog's notes", cause, secrets);
+    reporting.report(new StoreUnavailableError(why, { cause }));
+  });
 }

@@ -16,6 +16,7 @@ import type {
 } from './types.js';
 import { MEMORY_STORE_DEFAULTS } from '../defaults.js';
 import { Generations } from './generations.js';
+import { MemoryWatch } from './memory-watch.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -71,6 +72,7 @@ export function memoryStore({
     throw new ConfigError(`memoryStore max must be a positive integer, not ${String(max)}`);
   }
   const store = new MemoryStore(max);
+  const watched = new MemoryWatch();
   // A plain object of the store's methods, so a copy or a wrapper ({ ...store }) keeps them.
   return {
     claim: (request) => Promise.resolve(store.claim(request)),
@@ -79,6 +81,7 @@ export function memoryStore({
       return DONE;
     },
     peek: (keys) => Promise.resolve(keys.map((key) => store.peek(key))),
+    watch: (batch) => Promise.resolve(watched.watch(batch)),
   };
 }
 

@@ -6,6 +6,7 @@
  */
 
 import type { HandlerTransaction } from '../run-handlers.js';
+import type { WatchBatch, WatchState } from '../watchdog/types.js';
 
 /**
  * What a delivery (or a reconcile run's recovery) asks the store to take, in one call: its key,
@@ -146,6 +147,12 @@ export interface IdempotencyStore {
    * (a claim of it then answers `in_flight`).
    */
   peek(keys: readonly string[]): Promise<readonly KeyState[]>;
+  /**
+   * The watchdog's bookkeeping (src/watchdog, docs/watchdog.md), optional: keep the answers a
+   * receiver gave (written in one call at most once a second per process, never one a delivery)
+   * and give back what one tenant's answers say. A store without it cannot be watched.
+   */
+  watch?(batch: WatchBatch): Promise<WatchState | undefined>;
 }
 
 /** The methods every store must have, in the order a `ConfigError` names a missing one. */

@@ -1,0 +1,123 @@
+/**
+ * The watchdog over real HTTP (the node adapter on a loopback port), fed by the platform simulator
+ * on its virtual clock: a delivery whose handler fails is `at_risk` after each attempt with the
+ * attempts seen and when the platform gives it up (its first attempt and 11 + 33 + 77 + 165
+ * minutes), `ok` again once a retry succeeds, `failing` after `failingAfterMs` without a 2xx
+ * answer, and `disablesAt` is the last success and 14 days; the same on every store.
+ */
+
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { nodeListener } from '../../adapters/node.js';
+import { createReceiver, type IdempotencyStore } from '../../src/index.js';
+import { memoryStore } from '../../src/stores/memory.js';
+import { createPlatformSimulator, createVirtualClock, fixtures } from '../../src/testing/index.js';
+import { createWatchdog } from '../../src/watchdog/index.js';
+
+const SECRET = 'whsec_watchdog_test_0123456789abcdef0123';
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+const START = Date.parse('2026-11-20T09:00:00.000Z');
+const iso = (time: number) => new Date(time).toISOString();
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => new Promise((r) => server.close(r))));
+});
+
+/** A receiver on `store` behind the node adapter, on the clock; its handler fails while `failing` holds an invoice. */
+async function setup(store: IdempotencyStore) {
+  const clock = createVirtualClock({ start: START });
+  const failing = new Set<number>();
+  const receiver = createReceiver({ secret: SECRET, store, logger: false, now: () => clock.now() });
+  receiver.on('PaymentCompleted', (event) => {
+    if (failing.has(event.data.payment.invoice.id)) throw new Error('crm hiccup');
+  });
+  receiver.onError(() => {});
+  const server = createServer(nodeListener(receiver));
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const platform = createPlatformSimulator({
+    clock,
+    endpoints: [{ url, secret: SECRET, events: ['PaymentCompleted'] }],
+  });
+  const watchdog = createWatchdog({ receiver, now: () => clock.now() });
+  const pay = (invoiceId: number) =>
+    platform.send(
+      'PaymentCompleted',
+      fixtures.PaymentCompleted({ payment: { invoice: { id: invoiceId } } }),
+    );
+  return { clock, platform, watchdog, failing, pay };
+}
+
+describe('the watchdog on memoryStore', () => {
+  it('says at_risk after each failed attempt, with the attempts seen and when the platform gives up', async () => {
+    const { clock, watchdog, failing, pay } = await setup(memoryStore());
+    expect((await watchdog.check()).status).toBe('ok');
+    failing.add(877051);
+    const sent = pay(877051);
+    await clock.advance(0);
+    let health = await watchdog.check();
+    expect(health.status).toBe('at_risk');
+    // The platform's last attempt comes 11 + 33 + 77 + 165 minutes after the first.
+    const givesUpAt = iso(START + (11 + 33 + 77 + 165) * MINUTE);
+    expect(health.atRisk).toEqual([
+      {
+        idempotencyKey: sent.idempotencyKey,
+        event: 'PaymentCompleted',
+        firstAttemptAt: iso(START),
+        attemptsSeen: 1,
+        givesUpAt,
+      },
+    ]);
+    await clock.advance(11 * MINUTE);
+    health = await watchdog.check();
+    expect(health.atRisk).toMatchObject([
+      { attemptsSeen: 2, givesUpAt, firstAttemptAt: iso(START) },
+    ]);
+    // Fixed before the third attempt: the retry succeeds, and nothing is at risk any more.
+    failing.clear();
+    await clock.advance(33 * MINUTE);
+    health = await watchdog.check();
+    expect(health).toMatchObject({
+      status: 'ok',
+      atRisk: [],
+      lastSuccessAt: iso(START + 44 * MINUTE),
+      disablesAt: iso(START + 44 * MINUTE + 14 * DAY),
+    });
+  });
+
+  it('says failing once no answer was 2xx for failingAfterMs while attempts come in, and ok after a success', async () => {
+    const { clock, watchdog, failing, pay } = await setup(memoryStore());
+    pay(1);
+    await clock.advance(0);
+    const lastSuccessAt = iso(START);
+    for (let n = 2; n <= 7; n++) {
+      failing.add(n);
+      pay(n);
+      await clock.advance(6 * MINUTE);
+    }
+    // 36 minutes of failures: failing (30 min by default), the deliveries at risk listed too.
+    const health = await watchdog.check();
+    expect(health.status).toBe('failing');
+    expect(health.lastSuccessAt).toBe(lastSuccessAt);
+    expect(health.disablesAt).toBe(iso(START + 14 * DAY));
+    expect(health.atRisk.length).toBeGreaterThanOrEqual(6);
+    failing.clear();
+    pay(100);
+    await clock.advance(0);
+    expect((await watchdog.check()).status).not.toBe('failing');
+  });
+
+  it('forgets a delivery whose retries are over: lost, no longer at risk', async () => {
+    const { clock, watchdog, failing, pay } = await setup(memoryStore());
+    failing.add(5);
+    pay(5);
+    await clock.runAll();
+    const health = await watchdog.check();
+    expect(health.atRisk).toEqual([]);
+  });
+});
