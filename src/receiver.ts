@@ -185,7 +185,6 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   });
   const httpRun = inbox === undefined ? pipeline.dispatchNow : pipeline.handToInbox;
   const notes = answerNotesOf(settings, reporting);
-
   async function handle(request: WebhookRequest): Promise<WebhookResult> {
     const observation = reporting.observe(DELIVERY);
     const startedAt = observation ? performance.now() : 0;
@@ -200,16 +199,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     }
     reporting.finish(ending, arrival, startedAt, 'delivery');
     const answered = answer(ending.outcome, ending.idempotencyKey);
-    if (notes !== undefined && ending.outcome !== 'unknown_tenant') {
-      // For the watchdog: in memory now, in the store with the others within a second.
-      notes.note({
-        scope: arrival.tenant ?? '',
-        at: settings.now(),
-        ok: isSuccessStatus(answered.status),
-        key: ending.idempotencyKey,
-        event: ending.event,
-      });
-    }
+    if (notes !== undefined) noteAnswer(notes, settings.now(), arrival, ending, answered.status);
     return answered;
   }
 
@@ -252,9 +242,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     },
     handle,
     processStored,
-    forgetSecret(tenant?: string): void {
-      settings.secretSource.forget(tenant);
-    },
+    forgetSecret: (tenant?: string): void => settings.secretSource.forget(tenant),
     maxBodyBytes,
     inbox,
     needsTenant: settings.secretSource.perTenant,
@@ -297,6 +285,22 @@ function arrivalOf(
     tenantUnread: tenantUnread as Arrival['tenantUnread'],
     observation,
   };
+}
+
+/**
+ * Note an answer for the watchdog: in memory now, in the store with the others within a second.
+ * A route that names no known tenant is not noted: anyone can send one.
+ */
+function noteAnswer(
+  notes: AnswerNotes,
+  at: number,
+  arrival: Arrival,
+  ending: Ending,
+  status: number,
+): void {
+  if (ending.outcome === 'unknown_tenant') return;
+  const { idempotencyKey: key, event } = ending;
+  notes.note({ scope: arrival.tenant ?? '', at, ok: isSuccessStatus(status), key, event });
 }
 
 /**

@@ -119,6 +119,7 @@ export const SOURCE_OF_IMPORT: Readonly<Record<string, string>> = {
   'schoolhooks/bullmq': 'src/inbox/bullmq.ts',
   'schoolhooks/api': 'src/api/index.ts',
   'schoolhooks/reconcile': 'src/reconcile/index.ts',
+  'schoolhooks/watchdog': 'src/watchdog/index.ts',
   'schoolhooks/links': 'src/links/index.ts',
   'schoolhooks/testing': 'src/testing/index.ts',
 };
