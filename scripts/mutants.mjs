@@ -16,7 +16,7 @@
  *   npm run mutants                              every mutant
  *   npm run mutants -- --only id,id              some of them
  *   npm run mutants -- --check                   only check the list: every find once, docs in sync
- *   npm run mutants -- --write-docs              regenerate docs/maintainers/mutants.md
+ *   npm run mutants -- --write-docs              regenerate docs/maintainers/mutants*.md
  *
  * Not in CI: a run takes minutes (see docs/maintainers/mutants.md). `--check` is fast and runs in
  * the suite (test/mutants-list.test.ts).
@@ -31,7 +31,6 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const LIST = join(root, 'scripts/mutants.json');
-const DOCS = join(root, 'docs/maintainers/mutants.md');
 /** Where the original text of a mutated file waits until it is restored (gitignored). */
 const PENDING = join(root, '.work/mutants-pending.json');
 /** The longest one mutant's tests may run before the mutant counts as a hang. */
@@ -79,13 +78,39 @@ export function occurrences(mutant) {
   return readFileSync(path, 'utf8').split(mutant.find).length - 1;
 }
 
-/** docs/maintainers/mutants.md, as generated from the list. */
+/**
+ * The pages the list is written to, each a part of the code: a mutant goes to the first whose
+ * prefix its file starts with. One page a part keeps each under the docs' 400 lines.
+ */
+const PARTS = [
+  {
+    page: 'mutants-stores.md',
+    title: 'Stores and claims',
+    prefixes: ['src/stores/', 'src/delivery-claims'],
+  },
+  {
+    page: 'mutants-reconcile.md',
+    title: 'Reconciliation, inboxes and the API client',
+    prefixes: ['src/reconcile/', 'src/inbox/', 'src/api/'],
+  },
+  { page: 'mutants-receiving.md', title: 'Receiving a delivery', prefixes: [''] },
+];
+
+/** The part of the code a mutant's file belongs to. */
+function partOf(mutant) {
+  return PARTS.find((part) => part.prefixes.some((prefix) => mutant.file.startsWith(prefix)));
+}
+
+const GENERATED =
+  '<!-- Generated from scripts/mutants.json by `npm run mutants -- --write-docs`: edit the JSON. -->';
+
+/** The index page, docs/maintainers/mutants.md, and one page a part, as generated from the list. */
 export function renderDocs(mutants) {
-  const fence = (text) => (text.includes('```') ? '~~~' : '```');
+  const pages = new Map();
   const lines = [
     '# Hand-written mutants',
     '',
-    '<!-- Generated from scripts/mutants.json by `npm run mutants -- --write-docs`: edit the JSON. -->',
+    GENERATED,
     '',
     'Realistic bugs that [StrykerJS](mutation-testing.md) cannot plant: an operator swapped for one',
     'of another family (`!==` for `<`), a call replaced by another (`timingSafeEqual` by',
@@ -96,7 +121,7 @@ export function renderDocs(mutants) {
     'npm run mutants                      # every mutant: apply, run its tests, expect a failure, restore',
     'npm run mutants -- --only a,b        # some of them',
     'npm run mutants -- --check           # only check the list (also part of npm test)',
-    'npm run mutants -- --write-docs      # regenerate this page after editing scripts/mutants.json',
+    'npm run mutants -- --write-docs      # regenerate these pages after editing scripts/mutants.json',
     '```',
     '',
     'A mutant is one exact-text replacement in one file; the script refuses to run one whose `find`',
@@ -115,6 +140,26 @@ export function renderDocs(mutants) {
     "the test, against the platform's rules (docs/platform.md), not the code's own table.",
     '',
     `## The list (${mutants.length})`,
+    '',
+  ];
+  for (const part of PARTS) {
+    const mine = mutants.filter((mutant) => partOf(mutant) === part);
+    lines.push(`- [${part.title}](${part.page}): ${mine.length}`);
+    pages.set(`docs/maintainers/${part.page}`, renderPart(part, mine));
+  }
+  pages.set('docs/maintainers/mutants.md', `${lines.join('\n')}\n`);
+  return pages;
+}
+
+/** One part's page: a paragraph and a diff a mutant. */
+function renderPart(part, mutants) {
+  const fence = (text) => (text.includes('```') ? '~~~' : '```');
+  const lines = [
+    `# Hand-written mutants: ${part.title.toLowerCase()}`,
+    '',
+    GENERATED,
+    '',
+    `${mutants.length} of the [hand-written mutants](mutants.md).`,
     '',
   ];
   for (const m of mutants) {
@@ -146,11 +191,13 @@ export function checkList(mutants = readMutants()) {
       if (!existsSync(join(root, test))) problems.push(`${m.id}: no test file ${test}`);
     }
   }
-  const docs = existsSync(DOCS) ? readFileSync(DOCS, 'utf8') : '';
-  if (docs !== renderDocs(mutants)) {
-    problems.push(
-      'docs/maintainers/mutants.md is not generated from scripts/mutants.json: run npm run mutants -- --write-docs',
-    );
+  for (const [page, text] of renderDocs(mutants)) {
+    const path = join(root, page);
+    if ((existsSync(path) ? readFileSync(path, 'utf8') : '') !== text) {
+      problems.push(
+        `${page} is not generated from scripts/mutants.json: run npm run mutants -- --write-docs`,
+      );
+    }
   }
   return problems;
 }
@@ -298,9 +345,11 @@ function table(rows) {
 
 async function main(argv) {
   if (argv.includes('--write-docs')) {
-    mkdirSync(dirname(DOCS), { recursive: true });
-    writeFileSync(DOCS, renderDocs(readMutants()));
-    console.log('Wrote docs/maintainers/mutants.md');
+    for (const [page, text] of renderDocs(readMutants())) {
+      mkdirSync(dirname(join(root, page)), { recursive: true });
+      writeFileSync(join(root, page), text);
+      console.log(`Wrote ${page}`);
+    }
     return 0;
   }
   const all = readMutants();
