@@ -22,7 +22,8 @@ export type SchoolhooksErrorCode =
   | 'store_unavailable'
   | 'handler_failed'
   | 'timeout'
-  | 'inbox_unavailable';
+  | 'inbox_unavailable'
+  | 'api_unavailable';
 
 const BRAND = Symbol.for('schoolhooks.error');
 

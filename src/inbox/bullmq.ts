@@ -39,6 +39,7 @@ import {
 import { BULLMQ_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 import { deliveryKeyOf } from '../delivery-key.js';
 import { startBullmqReconcile } from './bullmq-reconcile.js';
+import type { ReconcileReport } from '../reconcile/types.js';
 import {
   checkReconcileOptions,
   type InboxReconcileOptions,
@@ -119,7 +120,10 @@ export interface BullmqInbox extends ManagedInbox {
    * `<queueName>.reconcile`, whose global concurrency is 1: one run at a time across every
    * process that calls it. Needs BullMQ 5.16 or later.
    */
-  reconcile(reconciler: ScheduledReconciler, options: InboxReconcileOptions): InboxWorker;
+  reconcile<R extends ReconcileReport = ReconcileReport>(
+    reconciler: ScheduledReconciler<R>,
+    options: InboxReconcileOptions<R>,
+  ): InboxWorker;
 }
 
 const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '#': '%23' };

@@ -9,6 +9,7 @@ import type { Receiver } from '../receiver.js';
 import { INBOX_DEFAULTS } from '../defaults.js';
 import { nextRetry, type RetryPolicy } from '../retry-policy.js';
 import type { InboxReconcileOptions, ScheduledReconciler } from './reconcile-schedule.js';
+import type { ReconcileReport } from '../reconcile/types.js';
 import type { Inbox, StoredRunResult } from './types.js';
 
 /** Where a job is: waiting or delayed for a run, running, done, or a dead letter (`failed`). */
@@ -69,7 +70,10 @@ export interface ManagedInbox extends Inbox {
    * one run at a time across every process of this inbox, until the returned worker is
    * closed. A run that throws is logged and the next tick runs again.
    */
-  reconcile(reconciler: ScheduledReconciler, options: InboxReconcileOptions): InboxWorker;
+  reconcile<R extends ReconcileReport = ReconcileReport>(
+    reconciler: ScheduledReconciler<R>,
+    options: InboxReconcileOptions<R>,
+  ): InboxWorker;
   /** Stop the workers and let go of the inbox's resources. */
   close(): Promise<void>;
 }

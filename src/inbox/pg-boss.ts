@@ -34,6 +34,7 @@ import {
 } from './pg-boss-tables.js';
 import { PgBossWorker } from './pg-boss-worker.js';
 import { startPgBossReconcile } from './pg-boss-reconcile.js';
+import type { ReconcileReport } from '../reconcile/types.js';
 import {
   checkReconcileOptions,
   type InboxReconcileOptions,
@@ -160,7 +161,10 @@ export interface PgBossInbox extends ManagedInbox {
    * `stately` pg-boss queue), one run at a time across every process that calls it; a run is
    * aborted after `expireInMs`. Needs no pg-boss cron.
    */
-  reconcile(reconciler: ScheduledReconciler, options: InboxReconcileOptions): InboxWorker;
+  reconcile<R extends ReconcileReport = ReconcileReport>(
+    reconciler: ScheduledReconciler<R>,
+    options: InboxReconcileOptions<R>,
+  ): InboxWorker;
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;

@@ -8,14 +8,28 @@
 import { durationOf } from '../duration.js';
 import { ConfigError } from '../errors.js';
 import { messageOf } from '../message-of.js';
-import type { ReconcileReport, ReconcileRunOptions, Reconciler } from '../reconcile/types.js';
+import type {
+  ReconcileReport,
+  ReconcileRunOptions,
+  Reconciler,
+  TenantsReconcileReport,
+} from '../reconcile/types.js';
 import type { Logger } from '../receiver.js';
 
-/** What an inbox runs: any object with the reconciler's `run` (`createReconciler(…)`). */
-export type ScheduledReconciler = Pick<Reconciler, 'run'>;
+/**
+ * What an inbox runs: any object with the reconciler's `run` (`createReconciler(…)`), whose runs
+ * resolve to an `R` (a `TenantsReconcileReport` for a reconciler of many schools).
+ */
+export type ScheduledReconciler<R extends ReconcileReport = ReconcileReport> = Pick<
+  Reconciler<R>,
+  'run'
+>;
 
-/** Options of `inbox.reconcile(reconciler, options)`. */
-export interface InboxReconcileOptions {
+/**
+ * Options of `inbox.reconcile(reconciler, options)`; `R` is what the reconciler's runs resolve to
+ * (a `TenantsReconcileReport` for a reconciler of many schools: one run, one job, every school).
+ */
+export interface InboxReconcileOptions<R extends ReconcileReport = ReconcileReport> {
   /**
    * How often the reconciler runs: ms, or a duration (`'1h'`, `'30m'`, `'90s'`, `'1d'`,
    * `'500ms'`). Runs start at whole multiples of it since the epoch (`'1h'`: on the hour), one
@@ -27,7 +41,7 @@ export interface InboxReconcileOptions {
   /** The kinds each run checks. Default: the reconciler's (those with a handler). */
   kinds?: ReconcileRunOptions['kinds'];
   /** Gets the report of each run this process made. */
-  onReport?: (report: ReconcileReport) => void;
+  onReport?(report: R): void;
   /**
    * Gets the error of each run that threw (the next run comes at the next tick all the same).
    * Default: logged at error level by the inbox's `logger`, or `console` without one.
@@ -167,10 +181,11 @@ export function reconcileQueueName(queueName: string): string {
 
 /**
  * What a run's job keeps as its result (BullMQ's return value, pg-boss's output): the counts,
- * never an error's cause or an item.
+ * never an error's cause or an item. A run of many schools adds how many it read (`tenants`) and
+ * how many of them ended early (`tenantsFailed`); its other counts are already its totals.
  */
 export function reportSummary(report: ReconcileReport): Record<string, unknown> {
-  return {
+  const summary: Record<string, unknown> = {
     window: report.window,
     checked: report.checked,
     handled: report.handled,
@@ -181,6 +196,12 @@ export function reportSummary(report: ReconcileReport): Record<string, unknown> 
     unrecorded: report.unrecorded.length,
     complete: report.complete,
   };
+  const { tenants, tenantErrors } = report as Partial<TenantsReconcileReport>;
+  if (tenants !== undefined && tenantErrors !== undefined) {
+    summary['tenants'] = Object.keys(tenants).length;
+    summary['tenantsFailed'] = tenantErrors.length;
+  }
+  return summary;
 }
 
 /** The delay from `now` to the next whole multiple of `everyMs` since the epoch. */

@@ -17,7 +17,12 @@ import {
 } from './listings.js';
 import { recoverEntity, type RecoveryConfig } from './recover-entity.js';
 import { RecoveryError } from './recovery-error.js';
-import { checkReconcilerOptions, type ReconcilerSettings } from './settings.js';
+import { runTenants } from './run-tenants.js';
+import {
+  checkReconcilerOptions,
+  type ReconcilerSettings,
+  type SchoolSettings,
+} from './settings.js';
 import type {
   FailedEntity,
   ReconcileHandler,
@@ -25,9 +30,13 @@ import type {
   ReconcileProgress,
   ReconcileReport,
   ReconcileRunOptions,
+  ReconcileApi,
+  ReconcileApiFactory,
   ReconciledEntity,
   Reconciler,
   ReconcilerOptions,
+  ReconcileTenants,
+  TenantsReconcileReport,
 } from './types.js';
 import { windowOf, type ReconcileWindow } from './window.js';
 
@@ -61,6 +70,40 @@ type Handlers = { [K in ReconcileKind]?: ReconcileHandler<K> };
  * console.log(`recovered ${report.recovered}, failed ${report.failed.length}`);
  * ```
  */
+export function createReconciler(
+  options: ReconcilerOptions & { readonly api: ReconcileApi; readonly tenants?: undefined },
+): Reconciler;
+/**
+ * A reconciler of many schools on one receiver (docs/tenants.md): `tenants` names them (a list,
+ * or a function that lists them at each run) and `api` gives each one's API client for its
+ * tenant. A run reconciles them **one after another**, never two at once, each exactly as a
+ * reconciler with that `tenant` (its records, `ctx.tenant`), over one window; it resolves to each
+ * school's report under `report.tenants[name]` beside the totals, whose entities carry their
+ * `tenant`. A school whose API fails (`api` throws, or a list call fails), or whose name cannot
+ * name a tenant, is reported in its own report (`error`, and `report.tenantErrors`) and the
+ * others carry on; `complete` is then false. `tenants()` failing, or the run's `signal`, ends the
+ * whole run. `tenant` beside `tenants`, or an `api` that is no function, is a `ConfigError`.
+ *
+ * @example
+ * ```ts
+ * const reconciler = createReconciler({
+ *   receiver,
+ *   tenants: async () => db.schoolNames(),
+ *   api: async ({ tenant }) => createSchoolApi({ baseUrl, ...(await db.apiCredentialsOf(tenant)) }),
+ * }).on('invoice', (invoice, ctx) => grantAccess(ctx.tenant, invoice.user.id));
+ *
+ * const report = await reconciler.run({ since: '48h' });
+ * for (const error of report.tenantErrors) console.warn(error.message);
+ * ```
+ */
+export function createReconciler(
+  options: ReconcilerOptions & {
+    readonly api: ReconcileApiFactory;
+    readonly tenants: ReconcileTenants;
+  },
+): Reconciler<TenantsReconcileReport>;
+/** Options of either kind, when the compiler cannot tell which (checked when it is called). */
+export function createReconciler(options: ReconcilerOptions): Reconciler;
 export function createReconciler(options: ReconcilerOptions): Reconciler {
   const settings = checkReconcilerOptions(options);
   const handlers: Handlers = {};
@@ -133,11 +176,29 @@ interface Tally {
   readonly unrecorded: FailedEntity[];
 }
 
-async function runReconcile(
+/** A run's options, checked: its kinds, its window (the same for every school of a run), the rest. */
+export interface RunPlan {
+  readonly kinds: readonly ReconcileKind[];
+  readonly window: ReconcileWindow;
+  readonly dryRun: boolean;
+  readonly signal: AbortSignal | undefined;
+  readonly onProgress: ((progress: ReconcileProgress) => void) | undefined;
+}
+
+/** How one school's run ended: its report, and what ended it early, if anything did. */
+export interface SchoolRun {
+  /** What it did (until it ended, when it failed). */
+  readonly report: ReconcileReport;
+  /** What was thrown, when the run ended early (its API failed, or it was aborted). */
+  readonly failure: { readonly error: unknown } | undefined;
+}
+
+/** A run's options, checked (a `ConfigError` for a mistake), with its window from now. */
+function planOf(
   settings: ReconcilerSettings,
   handlers: Handlers,
   runOptions: ReconcileRunOptions,
-): Promise<ReconcileReport> {
+): RunPlan {
   if (typeof runOptions !== 'object' || runOptions === null) {
     throw new ConfigError("run takes an options object: { since: '48h' }");
   }
@@ -150,6 +211,33 @@ async function runReconcile(
     listsInvoices: kinds.includes('invoice'),
   });
   signal?.throwIfAborted();
+  return { kinds, window, dryRun, signal, onProgress };
+}
+
+/** A run of one school, or of each school in turn. */
+async function runReconcile(
+  settings: ReconcilerSettings,
+  handlers: Handlers,
+  runOptions: ReconcileRunOptions,
+): Promise<ReconcileReport> {
+  const plan = planOf(settings, handlers, runOptions);
+  if (settings.tenants !== undefined) {
+    return runTenants(settings, plan, (school) => runSchool(school, handlers, plan));
+  }
+  const { report, failure } = await runSchool(settings, handlers, plan);
+  if (failure !== undefined) throw failure.error;
+  return report;
+}
+
+/**
+ * One school's run over the plan's window: each kind in turn. What ends it early (an error of
+ * the API client, the run's abort) is its `failure`, beside what it did until then.
+ */
+async function runSchool(
+  school: SchoolSettings,
+  handlers: Handlers,
+  plan: RunPlan,
+): Promise<SchoolRun> {
   const tally: Tally = {
     checked: { invoice: 0, access: 0, certificate: 0, user: 0 },
     handled: 0,
@@ -159,20 +247,21 @@ async function runReconcile(
     inFlight: [],
     unrecorded: [],
   };
-  const config: RecoveryConfig = { ...settings, signal };
-  for (const kind of kinds) {
-    const run = new KindRun(
-      kind,
-      handlers[kind] as ReconcileHandler<typeof kind>,
-      settings,
-      config,
-      tally,
-    );
-    run.onPage = onProgress;
-    await run.reconcile(window, dryRun);
+  const config: RecoveryConfig = { ...school, signal: plan.signal };
+  let failure: SchoolRun['failure'];
+  try {
+    for (const kind of plan.kinds) {
+      const handler = handlers[kind] as ReconcileHandler<typeof kind>;
+      const run = new KindRun(kind, handler, school, config, tally);
+      run.onPage = plan.onProgress;
+      await run.reconcile(plan.window, plan.dryRun);
+    }
+  } catch (error) {
+    failure = { error };
   }
   const { failed, inFlight, unrecorded } = tally;
-  return Object.freeze({
+  const { window } = plan;
+  const report: ReconcileReport = Object.freeze({
     window: { from: new Date(window.from).toISOString(), to: new Date(window.to).toISOString() },
     checked: Object.freeze(tally.checked),
     handled: tally.handled,
@@ -181,8 +270,13 @@ async function runReconcile(
     failed: Object.freeze(failed),
     inFlight: Object.freeze(inFlight),
     unrecorded: Object.freeze(unrecorded),
-    complete: failed.length === 0 && inFlight.length === 0 && unrecorded.length === 0,
+    complete:
+      failure === undefined &&
+      failed.length === 0 &&
+      inFlight.length === 0 &&
+      unrecorded.length === 0,
   });
+  return { report, failure };
 }
 
 /** How long a run waits between two tries of the entities another claim holds. */
@@ -196,7 +290,7 @@ const IN_FLIGHT_RETRY_MS = 1000;
 class KindRun<K extends ReconcileKind> {
   readonly #kind: K;
   readonly #handler: ReconcileHandler<K> | undefined;
-  readonly #settings: ReconcilerSettings;
+  readonly #settings: SchoolSettings;
   readonly #config: RecoveryConfig;
   readonly #tally: Tally;
   /** Entities another claim held when they were checked: tried again at the end. */
@@ -207,7 +301,7 @@ class KindRun<K extends ReconcileKind> {
   constructor(
     kind: K,
     handler: ReconcileHandler<K> | undefined,
-    settings: ReconcilerSettings,
+    settings: SchoolSettings,
     config: RecoveryConfig,
     tally: Tally,
   ) {
@@ -252,8 +346,14 @@ class KindRun<K extends ReconcileKind> {
   /** One page: its records looked at in one call; what no record names done is recovered. */
   async #check(page: readonly ListedEntity<K>[], dryRun: boolean): Promise<void> {
     await this.#checkPage(page, dryRun);
+    const { tenant } = this.#settings;
+    const checked = { ...this.#tally.checked };
     try {
-      this.onPage?.({ kind: this.#kind, checked: { ...this.#tally.checked } });
+      this.onPage?.(
+        tenant === undefined
+          ? { kind: this.#kind, checked }
+          : { tenant, kind: this.#kind, checked },
+      );
     } catch {
       // A progress line that cannot be written never stops a run.
     }

@@ -6,11 +6,14 @@
 export { createReconciler } from './create-reconciler.js';
 export { RecoveryError } from './recovery-error.js';
 export type { RecoveryFailureCode } from './recovery-error.js';
+export { TenantReconcileError } from './tenant-reconcile-error.js';
+export type { TenantReconcileCode } from './tenant-reconcile-error.js';
 // A mistake in the options of createReconciler or of a run; the receiver's class, so one catch serves both.
 export { ConfigError } from '../errors.js';
 export type {
   FailedEntity,
   ReconcileApi,
+  ReconcileApiFactory,
   ReconcileContext,
   ReconciledEntity,
   ReconcileHandler,
@@ -21,6 +24,11 @@ export type {
   ReconcileRunOptions,
   Reconciler,
   ReconcilerOptions,
+  ReconcileTenants,
+  TenantEntity,
+  TenantFailedEntity,
+  TenantReconcileReport,
+  TenantsReconcileReport,
 } from './types.js';
 // The list items the handlers get, so a handler's types need no second import.
 export type {

@@ -10,16 +10,19 @@ import { ConfigError } from '../errors.js';
 import { PLATFORM_LIMITS } from '../platform-contract.js';
 import { checkStore } from '../stores/check-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
-import type { ReconcileApi, ReconcilerOptions } from './types.js';
+import type {
+  ReconcileApi,
+  ReconcileApiFactory,
+  ReconcilerOptions,
+  ReconcileTenants,
+} from './types.js';
 
 /** The most items a list page holds (docs/platform.md#list-operations). */
 const MAX_TAKE = PLATFORM_LIMITS.maxListTake;
 
-/** A reconciler's options, checked, with their defaults. */
-export interface ReconcilerSettings {
-  readonly api: ReconcileApi;
+/** What every run reads, of one school or of many. */
+interface RunSettings {
   readonly store: IdempotencyStore;
-  readonly tenant: string | undefined;
   readonly minAgeMs: number;
   readonly lookbackMs: number;
   readonly handlerTimeoutMs: number;
@@ -31,6 +34,24 @@ export interface ReconcilerSettings {
   readonly now: () => number;
 }
 
+/** One school: its API client, and its tenant on a receiver of many. */
+export interface SchoolSettings extends RunSettings {
+  readonly api: ReconcileApi;
+  readonly tenant: string | undefined;
+  readonly tenants?: undefined;
+}
+
+/** Many schools (`tenants`): how each run lists them, and how it gets each one's API client. */
+export interface TenantsSettings extends RunSettings {
+  readonly api: ReconcileApiFactory;
+  readonly tenant: undefined;
+  /** The names `tenants` gives, as it gives them (each one checked when its turn comes). */
+  readonly tenants: () => Promise<readonly unknown[]>;
+}
+
+/** A reconciler's options, checked, with their defaults: of one school, or of many. */
+export type ReconcilerSettings = SchoolSettings | TenantsSettings;
+
 /** The options with their defaults, checked: the first wrong one is a `ConfigError`. */
 export function checkReconcilerOptions(options: ReconcilerOptions): ReconcilerSettings {
   if (typeof options !== 'object' || options === null) {
@@ -39,6 +60,7 @@ export function checkReconcilerOptions(options: ReconcilerOptions): ReconcilerSe
   const {
     api,
     tenant,
+    tenants,
     minAgeMs = RECONCILE_DEFAULTS.minAgeMs,
     lookbackMs = RECONCILE_DEFAULTS.lookbackMs,
     handlerTimeoutMs = RECONCILE_DEFAULTS.handlerTimeoutMs,
@@ -46,7 +68,8 @@ export function checkReconcilerOptions(options: ReconcilerOptions): ReconcilerSe
     take = MAX_TAKE,
     now = Date.now,
   } = options;
-  checkApi(api);
+  const list = tenants === undefined ? undefined : tenantsOf(tenants, tenant, api);
+  if (list === undefined) checkApi(api);
   const store = storeOf(options);
   if (tenant !== undefined && (typeof tenant !== 'string' || !isTenantName(tenant))) {
     throw new ConfigError(
@@ -61,10 +84,8 @@ export function checkReconcilerOptions(options: ReconcilerOptions): ReconcilerSe
     throw new ConfigError(`take must be an integer from 1 to ${MAX_TAKE}`);
   }
   if (typeof now !== 'function') throw new ConfigError('now must be a function returning ms');
-  return {
-    api,
+  const settings: RunSettings = {
     store,
-    tenant,
     minAgeMs,
     lookbackMs,
     handlerTimeoutMs,
@@ -75,13 +96,65 @@ export function checkReconcilerOptions(options: ReconcilerOptions): ReconcilerSe
     take,
     now,
   };
+  return list === undefined
+    ? { ...settings, api: api as ReconcileApi, tenant }
+    : { ...settings, api: api as ReconcileApiFactory, tenant: undefined, tenants: list };
+}
+
+/**
+ * `tenants` as a function that lists the names at each run; a `ConfigError` when it is neither a
+ * list nor a function, when `tenant` is given beside it, or when `api` is not a function of the
+ * tenant. Each name is checked when its turn comes: one that cannot name a tenant is reported.
+ */
+function tenantsOf(
+  tenants: ReconcileTenants,
+  tenant: unknown,
+  api: unknown,
+): () => Promise<readonly unknown[]> {
+  if (tenant !== undefined) {
+    throw new ConfigError(
+      'tenant and tenants cannot go together: tenant names the one school a reconciler reads, ' +
+        'tenants the schools a reconciler of many reads one after another',
+    );
+  }
+  if (typeof api !== 'function') {
+    throw new ConfigError(
+      'with tenants, api must be a function that gives each school\u2019s API client: ' +
+        'api: ({ tenant }) => createSchoolApi(…)',
+    );
+  }
+  if (typeof tenants === 'function') {
+    return async () => {
+      const names: unknown = await tenants();
+      if (!Array.isArray(names)) {
+        throw new ConfigError('tenants() must give a list of tenant names (strings)');
+      }
+      return names;
+    };
+  }
+  if (!Array.isArray(tenants)) {
+    throw new ConfigError(
+      'tenants must be a list of tenant names, or a function that gives one (async () => db.schoolNames())',
+    );
+  }
+  return async () => tenants;
 }
 
 const LIST_METHODS = ['invoices', 'productAccesses', 'certificates', 'users'] as const;
 
-function checkApi(api: unknown): asserts api is ReconcileApi {
+/**
+ * `api` as an API client, or a `ConfigError` naming what it lacks (a bare function: it is a
+ * function of the tenant, and `tenants` is missing).
+ */
+export function checkApi(api: unknown): asserts api is ReconcileApi {
   const methods = api as Partial<Record<(typeof LIST_METHODS)[number], unknown>> | undefined;
   const missing = LIST_METHODS.filter((name) => typeof methods?.[name] !== 'function');
+  if (typeof api === 'function' && missing.length === LIST_METHODS.length) {
+    throw new ConfigError(
+      'api is a function of the tenant only on a reconciler of many schools: give tenants ' +
+        '(the schools it reads), or the school\u2019s API client (createSchoolApi from schoolhooks/api)',
+    );
+  }
   if (typeof api !== 'object' || api === null || missing.length > 0) {
     throw new ConfigError(
       `api must be the school's API client (createSchoolApi from schoolhooks/api), with ${missing.join(', ')}`,

@@ -16,6 +16,7 @@ import type { Receiver } from '../receiver.js';
 import type { HandlerTransaction } from '../run-handlers.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { RecoveryError } from './recovery-error.js';
+import type { TenantReconcileError } from './tenant-reconcile-error.js';
 
 /** What a reconciler recovers: `invoice` (paid), `access`, `certificate`, `user`. */
 export type ReconcileKind = ListKind;
@@ -59,10 +60,39 @@ export type ReconcileApi = Pick<
   'invoices' | 'productAccesses' | 'certificates' | 'users'
 >;
 
+/**
+ * The API client of one school of many, for its tenant: called once per school at each run of a
+ * reconciler with `tenants`, before the school's lists are read.
+ *
+ * @example
+ * ```ts
+ * const api: ReconcileApiFactory = async ({ tenant }) =>
+ *   createSchoolApi({ baseUrl, ...(await db.apiCredentialsOf(tenant)) });
+ * ```
+ */
+export type ReconcileApiFactory = (school: {
+  readonly tenant: string;
+}) => ReconcileApi | PromiseLike<ReconcileApi>;
+
+/**
+ * The schools a reconciler of many reads, by their tenant names: a list, or a function that lists
+ * them at the start of each run (from your table of schools).
+ *
+ * @example
+ * ```ts
+ * const tenants: ReconcileTenants = async () => db.schoolNames();
+ * ```
+ */
+export type ReconcileTenants =
+  readonly string[] | (() => readonly string[] | PromiseLike<readonly string[]>);
+
 /** Options of `createReconciler`. */
 export interface ReconcilerOptions {
-  /** The school's API client (`createSchoolApi` from `schoolhooks/api`). */
-  api: ReconcileApi;
+  /**
+   * The school's API client (`createSchoolApi` from `schoolhooks/api`); with `tenants`, a
+   * function that gives each school's client for its tenant (`({ tenant }) => createSchoolApi(…)`).
+   */
+  api: ReconcileApi | ReconcileApiFactory;
   /**
    * The receiver's store: where its webhooks recorded the entities they handled, and where
    * recoveries are claimed and recorded. Default: the `receiver`'s.
@@ -75,6 +105,12 @@ export interface ReconcilerOptions {
   receiver?: Receiver;
   /** The school this reconciler reads, on a receiver of many schools (its `tenant`). */
   tenant?: string;
+  /**
+   * Many schools on one receiver: their tenant names, or a function that lists them at each run.
+   * A run reconciles them one after another, each as a reconciler with its `tenant` and the API
+   * client `api` gives for it, and reports each one apart (`report.tenants[name]`).
+   */
+  tenants?: ReconcileTenants;
   /**
    * Entities younger than this are left to their webhooks (the platform may still be retrying
    * them). Default: the platform's retry span and a margin, 5 hours.
@@ -122,9 +158,12 @@ export interface ReconcileRunOptions {
   onProgress?: (progress: ReconcileProgress) => void;
 }
 
-/** Where a run is: the kind it reads, and the items it checked so far by kind. */
+/** Where a run is: the school and kind it reads, and the items it checked so far by kind. */
 export interface ReconcileProgress {
+  /** The school being read, on a reconciler of one tenant or of many (`tenants`). */
+  readonly tenant?: string;
   readonly kind: ReconcileKind;
+  /** The items checked so far, by kind (of the school being read, on a reconciler of many). */
   readonly checked: Readonly<Record<ReconcileKind, number>>;
 }
 
@@ -168,10 +207,52 @@ export interface ReconcileReport {
   readonly complete: boolean;
 }
 
-/** A reconciler: handlers per kind, and runs over a window. */
-export interface Reconciler {
+/** An entity of a report of many schools: which school's. */
+export interface TenantEntity extends ReconciledEntity {
+  readonly tenant: string;
+}
+
+/** A failed or unrecorded entity of a report of many schools: which school's. */
+export interface TenantFailedEntity extends FailedEntity {
+  readonly tenant: string;
+}
+
+/** One school's report, in a run of many: a {@link ReconcileReport}, and why it ended early. */
+export interface TenantReconcileReport extends ReconcileReport {
+  /**
+   * Set when the school's run ended early: its API failed (`api_unavailable`) or its name cannot
+   * name a tenant (`unknown_tenant`). Its counts are what it did until then; `complete` is false.
+   */
+  readonly error?: TenantReconcileError;
+}
+
+/**
+ * What a run of a reconciler of many schools did: each school's report under its tenant, and
+ * beside them the totals (the counts summed, the lists merged, each entity with its `tenant`).
+ */
+export interface TenantsReconcileReport extends ReconcileReport {
+  readonly missing: readonly TenantEntity[];
+  readonly failed: readonly TenantFailedEntity[];
+  readonly inFlight: readonly TenantEntity[];
+  readonly unrecorded: readonly TenantFailedEntity[];
+  /** True only when every school's report is complete and none ended early. */
+  readonly complete: boolean;
+  /**
+   * Each school's report, by tenant (the keys in the order the schools were read, apart from
+   * names that read as array indexes, `'12'`, which an object lists first, in numeric order).
+   */
+  readonly tenants: Readonly<Record<string, TenantReconcileReport>>;
+  /** The errors of the schools whose run ended early (each one's `error`), in that order. */
+  readonly tenantErrors: readonly TenantReconcileError[];
+}
+
+/**
+ * A reconciler: handlers per kind, and runs over a window. `R` is what a run resolves to: a
+ * {@link TenantsReconcileReport} for a reconciler of many schools.
+ */
+export interface Reconciler<R extends ReconcileReport = ReconcileReport> {
   /** The handler of one kind (one per kind; a second replaces nothing: it is a `ConfigError`). */
-  on<K extends ReconcileKind>(kind: K, handler: ReconcileHandler<K>): Reconciler;
+  on<K extends ReconcileKind>(kind: K, handler: ReconcileHandler<K>): Reconciler<R>;
   /** Read the lists over the window, and recover every entity no webhook handled. */
-  run(options: ReconcileRunOptions): Promise<ReconcileReport>;
+  run(options: ReconcileRunOptions): Promise<R>;
 }
