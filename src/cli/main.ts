@@ -14,6 +14,7 @@ import {
   type CliCommand,
   type CliIo,
 } from './command.js';
+import { healthCommand } from './health.js';
 import { inboxCommand } from './inbox.js';
 import { listenCommand } from './listen.js';
 import { reconcileCommand } from './reconcile.js';
@@ -36,6 +37,7 @@ export const COMMANDS: readonly CliCommand[] = [
   schemaCommand,
   inboxCommand,
   reconcileCommand,
+  healthCommand,
 ];
 
 const OVERVIEW = layout(`Usage: schoolhooks <command> [options]

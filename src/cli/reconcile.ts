@@ -5,19 +5,15 @@
  * @module
  */
 
-import type { Pool } from 'pg';
-import { createSchoolApi } from '../api/create-school-api.js';
 import { ConfigError } from '../errors.js';
 import { createReconciler } from '../reconcile/create-reconciler.js';
 import type { ReconcileKind, ReconcileReport } from '../reconcile/types.js';
-import type { IdempotencyStore } from '../stores/types.js';
-import { isHttpUrl } from '../testing/endpoint-config.js';
 import { durationOf } from '../duration.js';
 import { didYouMean } from '../nearest-name.js';
 import { CliFailure, defineCommand, EXIT, messageOf, UsageError, type CliIo } from './command.js';
-import { CONNECT_TIMEOUT_MS, connectRedis, withoutCredentials } from './connections.js';
+import { openStore, storeUrl } from './receiver-store.js';
+import { schoolApiOf, type CliSchoolApi } from './school-api-env.js';
 import { tenantNameProblem } from './tenants.js';
-import { POSTGRES_STORE_DEFAULTS } from '../defaults.js';
 
 /** The kinds, in the order the report lists them. */
 const KINDS: readonly ReconcileKind[] = ['invoice', 'access', 'certificate', 'user'];
@@ -97,7 +93,7 @@ could not be checked), 2 usage.`,
   },
   async run({ values }, io) {
     const request = checkArguments(values, io.env);
-    const store = await openStore(request.store, values);
+    const store = await openStore(request.store, values, 'reconcile');
     try {
       const reconciler = createReconciler({
         api: request.api,
@@ -149,7 +145,7 @@ interface Request {
   store: URL;
   kinds: ReconcileKind[];
   tenant: string | undefined;
-  api: ReturnType<typeof createSchoolApi>;
+  api: CliSchoolApi;
 }
 
 /** Every input checked before anything is opened: a {@link UsageError} naming the first wrong. */
@@ -166,7 +162,7 @@ function checkArguments(values: ReconcileValues, env: CliIo['env']): Request {
     if (problem !== undefined) throw new UsageError(`--tenant: ${problem}`);
     tenant = values.tenant;
   }
-  return { since, until, store, kinds, tenant, api: schoolApi(values['api-url'], env) };
+  return { since, until, store, kinds, tenant, api: schoolApiOf(values['api-url'], env) };
 }
 
 /** An ISO date, or a {@link UsageError} naming `option`. */
@@ -196,183 +192,6 @@ function kindsOf(list: string | undefined): ReconcileKind[] {
     }
   }
   return [...new Set(kinds as ReconcileKind[])];
-}
-
-/** --store as a URL of Redis or Postgres, with only the options of its kind. */
-function storeUrl(values: ReconcileValues): URL {
-  if (values.store === undefined) {
-    throw new UsageError('--store is required: the redis:// or postgres:// URL of the store');
-  }
-  const url = URL.canParse(values.store) ? new URL(values.store) : undefined;
-  const kind = url === undefined ? undefined : storeKind(url);
-  if (kind === undefined) {
-    // Never the URL itself: it may hold a password.
-    throw new UsageError(
-      '--store must be a well-formed redis://, rediss://, postgres:// or postgresql:// URL',
-    );
-  }
-  if (kind === 'redis' && values.table !== undefined) {
-    throw new UsageError('--table is for a postgres:// store');
-  }
-  if (kind === 'postgres' && values.prefix !== undefined) {
-    throw new UsageError('--prefix is for a redis:// store');
-  }
-  return url!;
-}
-
-function storeKind(url: URL): 'redis' | 'postgres' | undefined {
-  if (url.protocol === 'redis:' || url.protocol === 'rediss:') return 'redis';
-  if (url.protocol === 'postgres:' || url.protocol === 'postgresql:') return 'postgres';
-  return undefined;
-}
-
-/** The API client of --api-url and the environment's credentials. */
-function schoolApi(
-  apiUrl: string | undefined,
-  env: CliIo['env'],
-): ReturnType<typeof createSchoolApi> {
-  const url = apiUrl ?? nonEmpty(env['SCHOOL_API_URL']);
-  if (url === undefined) {
-    throw new UsageError('--api-url is required (or the SCHOOL_API_URL variable)');
-  }
-  const source = apiUrl === undefined ? '$SCHOOL_API_URL' : '--api-url';
-  if (!isHttpUrl(url)) throw new UsageError(`${source} must be an http:// or https:// URL`);
-  const apiKey = nonEmpty(env['SCHOOL_API_KEY']);
-  if (apiKey === undefined) {
-    throw new UsageError(
-      'the SCHOOL_API_KEY variable is required: the API key (never an argument)',
-    );
-  }
-  const sellerId = positiveInteger(env['SCHOOL_SELLER_ID'], 'SCHOOL_SELLER_ID');
-  const schoolId = positiveInteger(env['SCHOOL_ID'], 'SCHOOL_ID');
-  try {
-    return createSchoolApi({ baseUrl: url, apiKey, sellerId, schoolId });
-  } catch (error) {
-    // Its messages name the option (baseUrl, apiKey), never the key's value.
-    if (error instanceof ConfigError) throw new UsageError(`the API's options: ${error.message}`);
-    throw error;
-  }
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  return value === undefined || value.trim() === '' ? undefined : value;
-}
-
-function positiveInteger(value: string | undefined, name: string): number {
-  const number = /^\d+$/.test(value?.trim() ?? '') ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(number) || number < 1) {
-    throw new UsageError(
-      value === undefined || value.trim() === ''
-        ? `the ${name} variable is required`
-        : `the ${name} variable must be a positive integer`,
-    );
-  }
-  return number;
-}
-
-/** An open store and how to let go of it. */
-interface OpenStore {
-  readonly store: IdempotencyStore;
-  close(): Promise<void>;
-}
-
-/** The store of --store, on a client that fails fast rather than retrying. */
-async function openStore(url: URL, values: ReconcileValues): Promise<OpenStore> {
-  return storeKind(url) === 'redis'
-    ? openRedis(url, values.prefix)
-    : openPostgres(url, values.table);
-}
-
-async function openRedis(url: URL, prefix: string | undefined): Promise<OpenStore> {
-  let modules;
-  try {
-    modules = await Promise.all([import('ioredis'), import('../stores/redis.js')]);
-  } catch (error) {
-    throw new CliFailure(`reconcile --store redis:// needs ioredis: ${messageOf(error)}`);
-  }
-  const [{ Redis: RedisClient }, { redisStore }] = modules;
-  const client = await connectRedis(RedisClient, url.href);
-  let store: IdempotencyStore;
-  try {
-    store = redisStore({ client, ...(prefix === undefined ? {} : { prefix }) });
-  } catch (error) {
-    client.disconnect();
-    if (error instanceof ConfigError) throw new UsageError(`--prefix: ${error.message}`);
-    throw error;
-  }
-  return { store, close: async () => client.disconnect() };
-}
-
-async function openPostgres(url: URL, table: string | undefined): Promise<OpenStore> {
-  let modules;
-  try {
-    modules = await Promise.all([import('pg'), import('../stores/postgres.js')]);
-  } catch (error) {
-    throw new CliFailure(`reconcile --store postgres:// needs pg: ${messageOf(error)}`);
-  }
-  const [pgModule, { postgresStore }] = modules;
-  // pg is CommonJS: its classes are on `default` when imported, on the module when required.
-  const { Pool: PgPool } = (pgModule as { default?: { Pool: typeof Pool } }).default ?? pgModule;
-  const pool = new PgPool({
-    connectionString: url.href,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    max: 2,
-  });
-  pool.on('error', () => {});
-  try {
-    await (await pool.connect()).release();
-  } catch (error) {
-    await pool.end().catch(() => {});
-    throw new CliFailure(
-      `cannot reach Postgres at ${withoutCredentials(url)}: ${messageOf(error)}`,
-    );
-  }
-  let store: IdempotencyStore;
-  try {
-    store = postgresStore({
-      pool,
-      connectTimeoutMs: CONNECT_TIMEOUT_MS,
-      ...(table === undefined ? {} : { table }),
-    });
-  } catch (error) {
-    await pool.end().catch(() => {});
-    if (error instanceof ConfigError) throw new UsageError(`--table: ${error.message}`);
-    throw error;
-  }
-  try {
-    await checkTableExists(pool, url, table ?? POSTGRES_STORE_DEFAULTS.table);
-  } catch (error) {
-    await pool.end().catch(() => {});
-    throw error;
-  }
-  return { store, close: () => pool.end() };
-}
-
-/**
- * A dry run creates nothing: a table that is not there is a mistyped `--table` (or the wrong
- * database), a usage error, rather than every entity reported missing.
- */
-async function checkTableExists(pool: Pool, url: URL, name: string): Promise<void> {
-  let found: boolean | undefined;
-  try {
-    const quoted = name
-      .split('.')
-      .map((part) => `"${part}"`)
-      .join('.');
-    const { rows } = await pool.query<{ found: boolean }>(
-      'SELECT to_regclass($1) IS NOT NULL AS found',
-      [quoted],
-    );
-    found = rows[0]?.found;
-  } catch (error) {
-    throw new CliFailure(`cannot read Postgres at ${withoutCredentials(url)}: ${messageOf(error)}`);
-  }
-  if (found !== true) {
-    throw new UsageError(
-      `--table: there is no table ${name} in ${withoutCredentials(url)}; give the table of the ` +
-        "receiver's postgresStore",
-    );
-  }
 }
 
 /** The report as JSON: a failure's error as its message (an Error has no JSON of its own). */
