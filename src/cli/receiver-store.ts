@@ -181,4 +181,3 @@ async function checkTableExists(pool: Pool, url: URL, name: string): Promise<voi
     );
   }
 }
-
