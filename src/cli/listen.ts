@@ -32,6 +32,7 @@ import {
 } from './tenants.js';
 import { summarizeEvent } from './summarize-event.js';
 import { INSPECTOR_DEFAULTS } from '../defaults.js';
+import { createWatchdog, type Watchdog } from '../watchdog/create-watchdog.js';
 
 /** The `listen` command. */
 export const listenCommand = defineCommand({
@@ -116,6 +117,7 @@ shows the secret, and keeps deliveries in memory only.`,
           tenants,
           keep,
           receiverPath: values.path ?? '/',
+          watchdogs: watchdogsOf(receiver, tenants),
         })
       : undefined;
     const perTenant = tenants !== undefined;
@@ -290,4 +292,14 @@ function describe(raw: unknown): string {
   const { event, idempotencyKey, data } = envelope as Record<string, unknown>;
   const summary = summarizeEvent(data);
   return `${String(event)} key=${String(idempotencyKey)}${summary ? ` ${summary}` : ''}`;
+}
+
+/**
+ * The inspector's watchdogs: one on the receiver (the receiver itself, not a wrapper of it, so each
+ * check first writes the answers not yet written), or one a tenant of the file.
+ */
+function watchdogsOf(receiver: Receiver, tenants: TenantSecretMap | undefined): Watchdog[] {
+  return tenants === undefined
+    ? [createWatchdog({ receiver })]
+    : [...tenants.keys()].map((tenant) => createWatchdog({ receiver, tenant }));
 }

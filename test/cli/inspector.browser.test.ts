@@ -367,3 +367,103 @@ describe('listen --ui --secrets-file in Chromium: the tenant of each delivery', 
     }
   });
 });
+
+describe('listen --ui in Chromium: the health banner of the receiver’s watchdog', () => {
+  const DAY = 24 * 3_600_000;
+  let watched: ChildProcess;
+  let watchedOutput = '';
+  let watchedOrigin = '';
+  let healthPage: Page;
+  const bodies: Promise<string>[] = [];
+
+  /** POST a signed delivery to the receiver, as the platform does; resolves to its status. */
+  async function deliver(delivery: { body: string; headers: Record<string, string> }) {
+    const answer = await fetch(`${watchedOrigin}/hooks`, {
+      method: 'POST',
+      headers: delivery.headers,
+      body: delivery.body,
+    });
+    await answer.arrayBuffer();
+    return answer.status;
+  }
+
+  const banner = () => healthPage.locator('#health');
+
+  beforeAll(async () => {
+    watched = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'src/cli/index.ts'), 'listen', '--ui', '--port', '0'],
+      { cwd: ROOT, env: { ...process.env, SCHOOL_WEBHOOK_SECRET: SECRET } },
+    );
+    watched.stdout?.on('data', (chunk: Buffer) => (watchedOutput += chunk.toString()));
+    watched.stderr?.on('data', (chunk: Buffer) => (watchedOutput += chunk.toString()));
+    for (let i = 0; i < 400 && !watchedOutput.includes('Inspector on'); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    watchedOrigin = /Inspector on (http:\/\/127\.0\.0\.1:\d+)\//.exec(watchedOutput)?.[1] ?? '';
+    if (watchedOrigin === '') throw new Error(`listen did not start:\n${watchedOutput}`);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    healthPage = await context.newPage();
+    healthPage.on('pageerror', (error) => pageErrors.push(error.message));
+    healthPage.on('response', (response) => {
+      if ((response.headers()['content-type'] ?? '').startsWith('text/event-stream')) return;
+      bodies.push(response.text().catch(() => ''));
+    });
+    await healthPage.goto(`${watchedOrigin}/_schoolhooks/`);
+    await healthPage.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+  });
+
+  afterAll(async () => {
+    if (watched && watched.exitCode === null) {
+      const exited = new Promise((resolve) => watched.once('close', resolve));
+      watched.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('says at_risk after a failed delivery, then ok once its retry succeeds', async () => {
+    // Nothing answered yet: ok, and no date the platform would disable the endpoint at.
+    await expect.poll(() => banner().getAttribute('data-status')).toBe('ok');
+    expect(await banner().locator('time').count()).toBe(0);
+
+    const first = createDelivery('UserSignedUp', undefined, {
+      secret: SECRET,
+      idempotencyKey: 'e2e-health-ok',
+    });
+    expect(await deliver(first)).toBe(200);
+    // The platform disables an endpoint 14 days after its last success.
+    await expect.poll(() => banner().locator('time').getAttribute('datetime')).toMatch(/Z$/);
+    const disablesAt = (await banner().locator('time').getAttribute('datetime'))!;
+    const health = (await (await fetch(`${watchedOrigin}/_schoolhooks/api/health`)).json()) as {
+      lastSuccessAt: string;
+      disablesAt: string;
+    };
+    expect(health.disablesAt).toBe(disablesAt);
+    expect(Date.parse(disablesAt) - Date.parse(health.lastSuccessAt)).toBe(14 * DAY);
+
+    // A payload the schema refuses: answered 422, a failed attempt the platform will retry.
+    const data = fixtures.PaymentCompleted({
+      payment: { invoice: { totalAmount: 'lots' as unknown as number } },
+    });
+    const failed = createDelivery('PaymentCompleted', data, {
+      secret: SECRET,
+      idempotencyKey: 'e2e-health-retried',
+    });
+    expect(await deliver(failed)).toBe(422);
+    await expect.poll(() => banner().getAttribute('data-status')).toBe('at_risk');
+    expect(await banner().textContent()).toContain('1 delivery at risk');
+    await snapshot();
+
+    // Its retry (the same idempotencyKey) succeeds: nothing at risk any more.
+    const retried = createDelivery('PaymentCompleted', undefined, {
+      secret: SECRET,
+      idempotencyKey: 'e2e-health-retried',
+    });
+    expect(await deliver(retried)).toBe(200);
+    await expect.poll(() => banner().getAttribute('data-status')).toBe('ok');
+    expect(await banner().textContent()).not.toContain('at risk');
+
+    const texts = [await healthPage.content(), ...(await Promise.all(bodies)), watchedOutput];
+    for (const text of texts) expect(text).not.toContain(SECRET);
+  });
+});

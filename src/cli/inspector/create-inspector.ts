@@ -19,8 +19,10 @@ import {
 } from './delivery-recorder.js';
 import { viewOf } from './delivery-view.js';
 import { checkRequest, sendGuardedJson, SECURITY_HEADERS } from './guard.js';
+import { readBanner } from './health-banner.js';
 import { createLiveStreams } from './live-stream.js';
 import type { ActionRefused, DeliveryList, InspectorInfo } from './page-api.js';
+import type { Watchdog } from '../../watchdog/create-watchdog.js';
 import { INSPECTOR_DEFAULTS } from '../../defaults.js';
 import { tenantPath, type TenantSecretMap } from '../tenants.js';
 
@@ -50,6 +52,11 @@ export interface InspectorOptions {
   keep?: number;
   /** The path fixtures sent from the page are recorded under (with tenants: below). Default `/`. */
   receiverPath?: string;
+  /**
+   * The watchdogs of the receiver (one, or one a tenant), for the page's health banner
+   * (`GET api/health`, the worst of them). Default none: no banner.
+   */
+  watchdogs?: readonly Watchdog[];
 }
 
 /** What {@link createInspector} returns. */
@@ -83,12 +90,13 @@ export function createInspector({
   tenants,
   keep = INSPECTOR_DEFAULTS.keep,
   receiverPath = '/',
+  watchdogs = [],
 }: InspectorOptions): Inspector {
   const assets = loadInspectorAssets();
   const log = createDeliveryLog({ keep });
   const recorder = createDeliveryRecorder(receiver, log);
   const streams = createLiveStreams(log);
-  const parts: RouteParts = { log, recorder, secrets, tenants, receiverPath };
+  const parts: RouteParts = { log, recorder, secrets, tenants, receiverPath, watchdogs };
   const routes = inspectorRoutes(parts);
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -130,11 +138,12 @@ interface RouteParts {
   secrets: readonly string[];
   tenants: TenantSecretMap | undefined;
   receiverPath: string;
+  watchdogs: readonly Watchdog[];
 }
 
 /** The JSON endpoints below `/_schoolhooks/api/` with a fixed path, by `METHOD /path`. */
 function inspectorRoutes(parts: RouteParts): Record<string, Route> {
-  const { log, recorder, tenants, receiverPath } = parts;
+  const { log, recorder, tenants, receiverPath, watchdogs } = parts;
   const { keep } = log;
   return {
     'GET /api/info': async (_req, res) =>
@@ -144,6 +153,10 @@ function inspectorRoutes(parts: RouteParts): Record<string, Route> {
         fixtures: [...FIXED_CONTRACT_EVENTS],
         ...(tenants === undefined ? {} : { tenants: [...tenants.keys()] }),
       } satisfies InspectorInfo),
+    'GET /api/health': async (_req, res) =>
+      watchdogs.length === 0
+        ? refuse(res, 404, 'not_watched')
+        : sendGuardedJson(res, 200, await readBanner(watchdogs)),
     'GET /api/deliveries': async (_req, res) =>
       sendGuardedJson(res, 200, { keep, deliveries: log.summaries() } satisfies DeliveryList),
     'POST /api/send': async (req, res) => {

@@ -90,3 +90,17 @@ export interface ActionRefused {
   ok: false;
   error: string;
 }
+
+/**
+ * `GET api/health`: the receiver's health as its watchdog reads it (docs/watchdog.md), for the
+ * banner; with tenants, the worst of theirs. Counts and times only.
+ */
+export interface InspectorHealth {
+  status: 'ok' | 'at_risk' | 'failing' | 'silent';
+  /** How many deliveries were answered non-2xx and are still retried by the platform. */
+  atRisk: number;
+  /** When the platform disables the endpoint unless a delivery succeeds (ISO date). */
+  disablesAt?: string;
+  /** The last delivery answered 2xx (ISO date). */
+  lastSuccessAt?: string;
+}

@@ -12,6 +12,7 @@
  * @typedef {import('../page-api.js').InspectorInfo} InspectorInfo
  * @typedef {import('../page-api.js').ActionDone} ActionDone
  * @typedef {import('../page-api.js').ActionRefused} ActionRefused
+ * @typedef {import('../page-api.js').InspectorHealth} InspectorHealth
  * @typedef {import('../page-api.js').InspectorIssue} Issue
  * @typedef {Array<string | number>} JsonPath
  * @typedef {Map<string, HTMLElement>} JsonNodes where each node of a rendered JSON value is, by path
@@ -165,6 +166,7 @@
       keep = data.keep;
       deliveries = data.deliveries;
       renderList();
+      void refreshHealth();
       if (firstReset) {
         firstReset = false;
         route(false);
@@ -177,6 +179,7 @@
       if (deliveries.length > keep) deliveries.length = keep;
       renderList();
       announce(`New delivery ${describe(delivery)}`);
+      void refreshHealth();
     });
     stream.addEventListener('update', (message) => {
       /** @type {DeliverySummary} */
@@ -184,7 +187,56 @@
       deliveries = deliveries.map((d) => (d.id === delivery.id ? delivery : d));
       renderList();
       if (delivery.id === openId) void open(delivery.id, false);
+      void refreshHealth();
     });
+  }
+
+  // The health banner: the receiver's watchdog (docs/watchdog.md), read again after each delivery
+  // the live stream brings and every few seconds (a delivery at risk stops being one in time).
+
+  const HEALTH_EVERY_MS = 5000;
+  /** The latest read wins: an answer that comes after a newer one is dropped. */
+  let healthRead = 0;
+
+  async function refreshHealth() {
+    const read = ++healthRead;
+    const banner = $('health');
+    try {
+      const answer = await fetch('api/health');
+      if (read !== healthRead) return;
+      // No watchdog on this receiver: no banner.
+      if (answer.status === 404) return void (banner.hidden = true);
+      /** @type {InspectorHealth} */
+      const health = await answer.json();
+      if (read !== healthRead) return;
+      banner.replaceChildren(...healthText(health));
+      banner.dataset['status'] = health.status;
+      banner.className = `health ${health.status}`;
+      banner.hidden = false;
+    } catch {
+      // The connection line already says when the server is gone.
+    }
+  }
+
+  /** @param {InspectorHealth} health */
+  function healthText(health) {
+    /** @type {Array<Node | string>} */
+    const parts = [el('strong', 'health-status', health.status)];
+    if (health.atRisk > 0) {
+      parts.push(
+        ` · ${health.atRisk} ${health.atRisk === 1 ? 'delivery' : 'deliveries'} at risk: lost once the platform gives up`,
+      );
+    }
+    if (health.disablesAt !== undefined) {
+      const at = el(
+        'time',
+        'time',
+        new Date(health.disablesAt).toLocaleString([], { hour12: false }),
+      );
+      at.dateTime = health.disablesAt;
+      parts.push(' · the platform disables the endpoint at ', at, ' without a success before');
+    }
+    return parts;
   }
 
   // One delivery
@@ -606,4 +658,5 @@
 
   void setUp();
   connect();
+  setInterval(() => void refreshHealth(), HEALTH_EVERY_MS);
 })();
