@@ -285,6 +285,7 @@ class RedisStore {
    */
   async watch(batch: WatchBatch): Promise<WatchState | undefined> {
     checkWatchBatch(batch, 'redisStore');
+    if (batch.notes.length === 0 && batch.read === undefined) return undefined;
     const calls = watchCalls(batch, this.#keyPrefix, hashTag, this.#cluster);
     const replies = await this.#calls.run('watch', (call) =>
       Promise.all(calls.map(({ keys, args }) => this.#sender.evalScript(WATCH, keys, args, call))),

@@ -9,10 +9,14 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
+import { createReceiver } from '../../src/index.js';
 import { memoryStore } from '../../src/stores/memory.js';
 import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';
 import { watchTableOf } from '../../src/stores/postgres-table.js';
 import { redisStore } from '../../src/stores/redis.js';
+import type { IdempotencyStore } from '../../src/stores/types.js';
+import { createWatchdog } from '../../src/watchdog/index.js';
+import { fixtureDelivery, SECRET } from '../helpers/deliveries.js';
 import {
   dropTables,
   uniqueTable,
@@ -185,5 +189,88 @@ describe("postgresStore's watch table", () => {
     expect(state?.failing).toEqual([
       { key: 'k', event: 'E', firstAttemptAt: T, attemptsSeen: 10, lastAttemptAt: T + 9 },
     ]);
+  });
+});
+
+describe.each([
+  ['memoryStore', () => memoryStore()],
+  ['redisStore', () => redisStore({ client, prefix: `${PREFIX}${randomUUID()}:` })],
+  ['postgresStore', () => postgresStore({ pool, table: table() })],
+] as const)('a receiver on %s', (_name, makeStore) => {
+  it('writes its answers in one watch call at most once a second, never one a delivery', async () => {
+    const store = makeStore();
+    let calls = 0;
+    const counted: IdempotencyStore = {
+      ...store,
+      watch: (batch) => {
+        calls++;
+        return store.watch!(batch);
+      },
+    };
+    const receiver = createReceiver({ secret: SECRET, store: counted, logger: false });
+    receiver.on('PaymentCompleted', () => {});
+    const startedAt = Date.now();
+    for (let i = 0; i < 60; i++) {
+      const delivery = fixtureDelivery('PaymentCompleted');
+      const answer = await receiver.handle({ method: 'POST', ...delivery });
+      expect(answer.status).toBe(200);
+    }
+    const elapsed = Date.now() - startedAt;
+    expect(calls).toBeLessThanOrEqual(Math.ceil(elapsed / 1000) + 1);
+    // check() writes what is pending and reads, in one more call.
+    const before = calls;
+    const health = await createWatchdog({ receiver }).check();
+    expect(calls).toBe(before + 1);
+    expect(health).toMatchObject({ status: 'ok', atRisk: [] });
+    expect(Date.parse(health.lastSuccessAt!)).toBeGreaterThanOrEqual(startedAt);
+  });
+});
+
+describe("postgresStore's watch round trips", () => {
+  it('writes a batch in two round trips on one client, and reads alone in one statement', async () => {
+    const name = table();
+    await pool.query(postgresStoreSql({ table: name }));
+    const sent: string[] = [];
+    const pooled: string[] = [];
+    const listed = {
+      query: (...args: unknown[]) => {
+        pooled.push(String(args[0]));
+        return (pool.query as (...a: unknown[]) => unknown).apply(pool, args);
+      },
+      async connect() {
+        const one = await pool.connect();
+        const { query, release } = one;
+        const patched = one as unknown as { query: unknown; release: unknown };
+        patched.query = (...args: unknown[]) => {
+          sent.push(String(args[0]));
+          return (query as (...a: unknown[]) => unknown).apply(one, args);
+        };
+        patched.release = (...args: unknown[]) => {
+          patched.query = query;
+          patched.release = release;
+          return (release as (...a: unknown[]) => unknown).apply(one, args);
+        };
+        return one;
+      },
+    } as unknown as pg.Pool;
+    const store = postgresStore({ pool: listed, table: name });
+    // The first call checks the tables are there (on the pool), as a first claim does.
+    await store.watch!({ notes: [fail('k0', T, 'a')], keepMs: 60_000, maxFailing: 5, now: T });
+    sent.length = 0;
+    pooled.length = 0;
+    const notes = ['a', 'b', 'c'].flatMap((tenant) => [
+      fail('k1', T, tenant),
+      fail('k2', T, tenant),
+    ]);
+    const state = await store.watch!({ notes, keepMs: 60_000, maxFailing: 5, now: T, read: 'b' });
+    expect(state?.failing).toHaveLength(2);
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toMatch(/^BEGIN ISOLATION LEVEL READ COMMITTED; /);
+    expect(sent[1]).toMatch(/; COMMIT$/);
+    expect(pooled).toEqual([]);
+    sent.length = 0;
+    await store.watch!({ notes: [], keepMs: 60_000, maxFailing: 5, now: T, read: 'a' });
+    expect(sent).toEqual([]);
+    expect(pooled).toHaveLength(1);
   });
 });
