@@ -1,17 +1,30 @@
 /**
  * memoryStore's keeping of the watchdog's notes (src/watchdog/types.ts): per tenant, the last
- * success, the last attempt, and the deliveries answered non-2xx since, in plain maps.
+ * success, the last attempt, and the deliveries answered non-2xx since, in plain maps. Its steps
+ * ({@link keepNote}, {@link pruneKept}, {@link stateOfKept}) are the reference semantics: postgresStore
+ * runs the same ones on the rows it locks; redisStore's Lua script follows them step by step.
  * @module
  */
 
 import type { AnswerNote, FailingDelivery, WatchBatch, WatchState } from '../watchdog/types.js';
 
 /** One tenant's answers as they are kept. */
-interface Kept {
+export interface Kept {
   lastSuccessAt: number | undefined;
   lastAttemptAt: number | undefined;
   failingSince: number | undefined;
+  /** By key; a delivery whose note changed it is a new object (so a writer can tell what changed). */
   readonly failing: Map<string, FailingDelivery>;
+}
+
+/** A tenant of which nothing is kept yet. */
+export function emptyKept(): Kept {
+  return {
+    lastSuccessAt: undefined,
+    lastAttemptAt: undefined,
+    failingSince: undefined,
+    failing: new Map(),
+  };
 }
 
 /** The notes of every tenant of one memoryStore. */
@@ -21,57 +34,51 @@ export class MemoryWatch {
   /** Keep `batch`'s notes, forget what is past its limits, and give back the tenant it reads. */
   watch({ notes, keepMs, maxFailing, now, read }: WatchBatch): WatchState | undefined {
     const touched = new Set<Kept>();
-    for (const note of notes) touched.add(this.#keep(note));
-    for (const kept of touched) prune(kept, now - keepMs, maxFailing);
+    for (const note of notes) {
+      let kept = this.#scopes.get(note.scope);
+      if (kept === undefined) this.#scopes.set(note.scope, (kept = emptyKept()));
+      keepNote(kept, note);
+      touched.add(kept);
+    }
+    for (const kept of touched) pruneKept(kept, now - keepMs, maxFailing);
     if (read === undefined) return undefined;
     const kept = this.#scopes.get(read);
     if (kept === undefined) return { failing: [] };
-    prune(kept, now - keepMs, maxFailing);
-    return {
-      lastSuccessAt: kept.lastSuccessAt,
-      lastAttemptAt: kept.lastAttemptAt,
-      failingSince: kept.failingSince,
-      failing: [...kept.failing.values()].sort((a, b) => a.firstAttemptAt - b.firstAttemptAt),
-    };
-  }
-
-  #keep({ scope, at, ok, key, event }: AnswerNote): Kept {
-    let kept = this.#scopes.get(scope);
-    if (kept === undefined) {
-      kept = {
-        lastSuccessAt: undefined,
-        lastAttemptAt: undefined,
-        failingSince: undefined,
-        failing: new Map(),
-      };
-      this.#scopes.set(scope, kept);
-    }
-    kept.lastAttemptAt = Math.max(kept.lastAttemptAt ?? at, at);
-    if (ok) {
-      kept.lastSuccessAt = Math.max(kept.lastSuccessAt ?? at, at);
-      if (kept.failingSince !== undefined && kept.failingSince <= at) kept.failingSince = undefined;
-      if (key !== undefined) kept.failing.delete(key);
-      return kept;
-    }
-    // Failing since the first answer not 2xx after the last success (notes may come out of order).
-    if (kept.lastSuccessAt === undefined || at > kept.lastSuccessAt) {
-      kept.failingSince = Math.min(kept.failingSince ?? at, at);
-    }
-    if (key === undefined) return kept;
-    const before = kept.failing.get(key);
-    kept.failing.set(key, {
-      key,
-      event: before?.event ?? event ?? '',
-      firstAttemptAt: Math.min(before?.firstAttemptAt ?? at, at),
-      attemptsSeen: (before?.attemptsSeen ?? 0) + 1,
-      lastAttemptAt: Math.max(before?.lastAttemptAt ?? at, at),
-    });
-    return kept;
+    pruneKept(kept, now - keepMs, maxFailing);
+    return stateOfKept(kept);
   }
 }
 
+/**
+ * One note kept: the last attempt and success are the latest seen, a success clears its key and
+ * the failing time it follows, an answer not 2xx counts an attempt of its key (notes may come out
+ * of order: the first attempt is the earliest, the last the latest).
+ */
+export function keepNote(kept: Kept, { at, ok, key, event }: AnswerNote): void {
+  kept.lastAttemptAt = Math.max(kept.lastAttemptAt ?? at, at);
+  if (ok) {
+    kept.lastSuccessAt = Math.max(kept.lastSuccessAt ?? at, at);
+    if (kept.failingSince !== undefined && kept.failingSince <= at) kept.failingSince = undefined;
+    if (key !== undefined) kept.failing.delete(key);
+    return;
+  }
+  // Failing since the first answer not 2xx after the last success (notes may come out of order).
+  if (kept.lastSuccessAt === undefined || at > kept.lastSuccessAt) {
+    kept.failingSince = Math.min(kept.failingSince ?? at, at);
+  }
+  if (key === undefined) return;
+  const before = kept.failing.get(key);
+  kept.failing.set(key, {
+    key,
+    event: before?.event ?? event ?? '',
+    firstAttemptAt: Math.min(before?.firstAttemptAt ?? at, at),
+    attemptsSeen: (before?.attemptsSeen ?? 0) + 1,
+    lastAttemptAt: Math.max(before?.lastAttemptAt ?? at, at),
+  });
+}
+
 /** Forget the deliveries first answered before `since`, and the oldest past `maxFailing`. */
-function prune(kept: Kept, since: number, maxFailing: number): void {
+export function pruneKept(kept: Kept, since: number, maxFailing: number): void {
   for (const [key, failing] of kept.failing) {
     if (failing.firstAttemptAt < since) kept.failing.delete(key);
   }
@@ -80,4 +87,14 @@ function prune(kept: Kept, since: number, maxFailing: number): void {
   for (const failing of oldest.slice(0, kept.failing.size - maxFailing)) {
     kept.failing.delete(failing.key);
   }
+}
+
+/** What `kept` gives back to a reader: its failing deliveries oldest first attempt first. */
+export function stateOfKept(kept: Kept): WatchState {
+  return {
+    lastSuccessAt: kept.lastSuccessAt,
+    lastAttemptAt: kept.lastAttemptAt,
+    failingSince: kept.failingSince,
+    failing: [...kept.failing.values()].sort((a, b) => a.firstAttemptAt - b.firstAttemptAt),
+  };
 }

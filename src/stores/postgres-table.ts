@@ -33,11 +33,14 @@ export interface TableName {
 export interface StoreTables extends TableName {
   /** `name_entities` in the same schema (see {@link entityTableOf}). */
   readonly entities: TableName;
+  /** `name_watch` in the same schema, the watchdog's notes (see {@link watchTableOf}). */
+  readonly watch: TableName;
 }
 
 /** The longest identifier Postgres keeps whole (it cuts longer ones to 63 bytes). */
 const MAX_IDENTIFIER = 63;
 const ENTITIES_SUFFIX = '_entities';
+const WATCH_SUFFIX = '_watch';
 
 /** `table` checked (a name or schema.name) and quoted, or a `ConfigError` naming `factory`. */
 export function tableName(table: string, factory: string): StoreTables {
@@ -47,8 +50,13 @@ export function tableName(table: string, factory: string): StoreTables {
       `${factory}: table must be a name or schema.name of letters, digits, "_" and "$"`,
     );
   }
-  const entities = [...parts.slice(0, -1), entityTableOf(parts[parts.length - 1]!)];
-  return { ...quotedName(parts), entities: quotedName(entities) };
+  const beside = (name: string) => quotedName([...parts.slice(0, -1), name]);
+  const last = parts[parts.length - 1]!;
+  return {
+    ...quotedName(parts),
+    entities: beside(entityTableOf(last)),
+    watch: beside(watchTableOf(last)),
+  };
 }
 
 /** The parts of a checked name, quoted, and its expiry index. */
@@ -67,17 +75,32 @@ function quotedName(parts: readonly string[]): TableName {
  * `_entities` (two long names that share their start still get two tables).
  */
 export function entityTableOf(name: string): string {
-  if (name.length + ENTITIES_SUFFIX.length <= MAX_IDENTIFIER) return name + ENTITIES_SUFFIX;
-  const hash = createHash('sha256').update(name).digest('hex').slice(0, 8);
-  const head = name.slice(0, MAX_IDENTIFIER - ENTITIES_SUFFIX.length - hash.length - 1);
-  return `${head}_${hash}${ENTITIES_SUFFIX}`;
+  return besideTableOf(name, ENTITIES_SUFFIX);
 }
 
 /**
- * The statements that create the keys' table and the entities' beside it, with their expiry
- * indexes, `IF NOT EXISTS`.
+ * The watchdog's table of the keys' table `name`: `name_watch`, shortened past 63 characters as
+ * {@link entityTableOf} shortens.
  */
-export function tableDdl({ quoted, index, entities }: StoreTables): string {
+export function watchTableOf(name: string): string {
+  return besideTableOf(name, WATCH_SUFFIX);
+}
+
+/** `name` and `suffix`, or the name's head, `_`, 8 hex digits of its SHA-256 and `suffix`. */
+function besideTableOf(name: string, suffix: string): string {
+  if (name.length + suffix.length <= MAX_IDENTIFIER) return name + suffix;
+  const hash = createHash('sha256').update(name).digest('hex').slice(0, 8);
+  const head = name.slice(0, MAX_IDENTIFIER - suffix.length - hash.length - 1);
+  return `${head}_${hash}${suffix}`;
+}
+
+/**
+ * The statements that create the keys' table and the entities' and the watchdog's beside it,
+ * with their expiry indexes, `IF NOT EXISTS`. The watchdog's has a row a tenant (`tenant_row`,
+ * `key` '') and one a delivery answered non-2xx (`key` its storage key, `sent` the JSON of its key
+ * and event as they came).
+ */
+export function tableDdl({ quoted, index, entities, watch }: StoreTables): string {
   return (
     `CREATE TABLE IF NOT EXISTS ${quoted} (\n` +
     '  key text PRIMARY KEY,\n' +
@@ -90,7 +113,22 @@ export function tableDdl({ quoted, index, entities }: StoreTables): string {
     '  version_ms double precision NOT NULL,\n' +
     '  expires_at timestamptz NOT NULL\n' +
     ');\n' +
-    `CREATE INDEX IF NOT EXISTS ${entities.index} ON ${entities.quoted} (expires_at);\n`
+    `CREATE INDEX IF NOT EXISTS ${entities.index} ON ${entities.quoted} (expires_at);\n` +
+    `CREATE TABLE IF NOT EXISTS ${watch.quoted} (\n` +
+    '  scope text NOT NULL,\n' +
+    '  tenant_row boolean NOT NULL,\n' +
+    '  key text NOT NULL,\n' +
+    '  sent text,\n' +
+    '  first_at double precision,\n' +
+    '  seen integer,\n' +
+    '  last_at double precision,\n' +
+    '  success_at double precision,\n' +
+    '  attempt_at double precision,\n' +
+    '  failing_since double precision,\n' +
+    '  expires_at timestamptz NOT NULL,\n' +
+    '  PRIMARY KEY (scope, tenant_row, key)\n' +
+    ');\n' +
+    `CREATE INDEX IF NOT EXISTS ${watch.index} ON ${watch.quoted} (expires_at);\n`
   );
 }
 
@@ -214,7 +252,7 @@ export function keyStatements(name: StoreTables): KeyStatements {
 export class TableUpkeep {
   readonly #pool: Pool;
   readonly #name: StoreTables;
-  /** One statement per table: the keys', the entities'. */
+  /** One statement per table: the keys', the entities', the watchdog's. */
   readonly #deleteExpired: readonly string[];
   #ready: Promise<void> | undefined;
   #made = false;
@@ -223,11 +261,15 @@ export class TableUpkeep {
   constructor(pool: Pool, name: StoreTables) {
     this.#pool = pool;
     this.#name = name;
-    this.#deleteExpired = [name.quoted, name.entities.quoted].map(
-      (quoted) =>
-        `DELETE FROM ${quoted} WHERE key IN (SELECT key FROM ${quoted} ` +
-        `WHERE expires_at <= clock_timestamp() LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED)`,
-    );
+    const expired = (quoted: string, column: string) =>
+      `DELETE FROM ${quoted} WHERE ${column} IN (SELECT ${column} FROM ${quoted} ` +
+      `WHERE expires_at <= clock_timestamp() LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED)`;
+    this.#deleteExpired = [
+      expired(name.quoted, 'key'),
+      expired(name.entities.quoted, 'key'),
+      // The watchdog's table has no one-column key: its rows by their place.
+      expired(name.watch.quoted, 'ctid'),
+    ];
   }
 
   /** True once the table is known to exist. */
@@ -255,9 +297,10 @@ export class TableUpkeep {
   }
 
   async #create(): Promise<void> {
-    const { quoted, index, entities } = this.#name;
+    const { quoted, index, entities, watch } = this.#name;
     const schema = quoted.includes('.') ? `${quoted.slice(0, quoted.indexOf('.'))}.` : '';
     const names = [quoted, `${schema}${index}`, entities.quoted, `${schema}${entities.index}`];
+    names.push(watch.quoted, `${schema}${watch.index}`);
     const { rows } = await this.#pool.query<{ missing: boolean }>(
       'SELECT bool_or(to_regclass(name) IS NULL) AS missing FROM unnest($1::text[]) AS name',
       [names],

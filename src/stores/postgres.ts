@@ -19,6 +19,9 @@ import {
   type KeyStatements,
 } from './postgres-table.js';
 import { storeUnavailable } from './unavailable.js';
+import { PostgresWatch } from './postgres-watch.js';
+import { checkWatchBatch } from './watch-batch.js';
+import type { WatchBatch, WatchState } from '../watchdog/types.js';
 import type {
   Claim,
   ClaimRequest,
@@ -106,6 +109,8 @@ export function postgresStoreSql({
  * - `peek` reads which keys are done in one statement, writing and creating nothing (a key in
  *   flight is seen as free: its claim then answers `in_flight`; a table no claim has made yet
  *   holds nothing, so every key is free).
+ * - `watch` (the watchdog's notes, docs/watchdog.md) keeps them in `<table>_watch`, one short
+ *   transaction a call (src/stores/postgres-watch.ts).
  * - Every call fails with `StoreUnavailableError` within `connectTimeoutMs`, never hangs. The
  *   table is created on first claim; expired keys are deleted in small batches, at most once a
  *   minute.
@@ -137,6 +142,7 @@ export function postgresStore(options: PostgresStoreOptions): IdempotencyStore {
     claim: (request) => store.claim(request),
     settle: (claim, how) => store.settle(claim, how),
     peek: (keys) => store.peek(keys),
+    watch: (batch) => store.watch(batch),
   };
 }
 
@@ -147,6 +153,7 @@ class PostgresStore {
   readonly #table: TableUpkeep;
   readonly #statements: KeyStatements;
   readonly #held: HeldClaims;
+  readonly #watch: PostgresWatch;
 
   constructor({
     pool,
@@ -168,6 +175,45 @@ class PostgresStore {
     this.#table = new TableUpkeep(pool, name);
     this.#statements = keyStatements(name);
     this.#held = new HeldClaims(connectTimeoutMs / 2);
+    this.#watch = new PostgresWatch(name.watch);
+  }
+
+  /**
+   * The watchdog's notes written (the tables made first, as a claim makes them) and a tenant read
+   * back: one short transaction. A read alone is one statement, and finds nothing in a table no
+   * call has made yet.
+   */
+  async watch(batch: WatchBatch): Promise<WatchState | undefined> {
+    checkWatchBatch(batch, 'postgresStore');
+    if (batch.notes.length === 0) {
+      if (batch.read === undefined) return undefined;
+      return this.#calls.run('watch', async () => {
+        try {
+          return await this.#watch.read(this.#pool, batch);
+        } catch (error) {
+          if (!this.#table.made && isUndefinedTable(error)) return { failing: [] };
+          throw error;
+        }
+      });
+    }
+    return this.#calls.run('watch', async (call) => {
+      if (!this.#table.made) {
+        await this.#table.ensure();
+        step(call);
+      }
+      const client = await this.#pool.connect();
+      client.on('error', noop);
+      try {
+        step(call);
+        const state = await this.#watch.write(client, batch);
+        giveBack(client);
+        return state;
+      } catch (error) {
+        // Its transaction may be half done: never back into the pool.
+        destroy(client);
+        throw error;
+      }
+    });
   }
 
   async claim(request: ClaimRequest): Promise<Claim> {
@@ -236,7 +282,7 @@ class PostgresStore {
     try {
       return await this.#done(stored);
     } catch (error) {
-      if ((error as { code?: unknown } | null)?.code === UNDEFINED_TABLE) return [];
+      if (isUndefinedTable(error)) return [];
       throw error;
     }
   }
@@ -337,6 +383,11 @@ const HELD: RecordClaim = Object.freeze({ state: 'held' });
 /** Postgres's code for a relation that does not exist. */
 const UNDEFINED_TABLE = '42P01';
 const FREE: KeyState = Object.freeze({ state: 'free' });
+
+/** Whether `error` is Postgres's for a relation that does not exist. */
+function isUndefinedTable(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === UNDEFINED_TABLE;
+}
 
 /** Throws once the call's deadline has passed: the caller was told it failed, so stop here. */
 function step(call: BoundedCall): void {

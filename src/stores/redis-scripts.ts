@@ -193,3 +193,93 @@ export function checkedValue(value: string): string {
     'Redis claim failed: the key holds a value this store did not write',
   );
 }
+
+/**
+ * The watchdog's notes (src/watchdog/types.ts), kept step by step as memoryStore keeps them
+ * (src/stores/memory-watch.ts), in one call. KEYS: three a tenant, `…:watch` (a hash: `s` the last
+ * success, `a` the last attempt, `f` failing since), `…:watch-failing` (a hash: the failing
+ * deliveries by storage key, `first|seen|last|<JSON of [key, event]>`) and `…:watch-order` (a
+ * sorted set: the same storage keys by first attempt). ARGV[1] the oldest first attempt kept;
+ * ARGV[2] the most failing deliveries kept a tenant; ARGV[3] keepMs, after which a tenant's keys
+ * unwritten expire; ARGV[4] the tenant to read (its number among the KEYS' tenants, 0 for none);
+ * ARGV[5] the number of notes, then six values a note: its tenant's number, at, ok (`1`/`0`),
+ * whether it has a key (`1`/`0`), the key's storage key, the JSON of `[key, event]`.
+ *
+ * Replies 0 without a read, or `{ s, a, f, failing… }` (`''` for none), the failing deliveries
+ * oldest first attempt first.
+ */
+export const WATCH = script(`
+local since, maxFailing, keepMs = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local function keysOf(t) return KEYS[t * 3 - 2], KEYS[t * 3 - 1], KEYS[t * 3] end
+local function later(state, field, at, atText)
+  local before = redis.call('HGET', state, field)
+  if not before or tonumber(before) < at then redis.call('HSET', state, field, atText) end
+end
+local function keep(t, atText, ok, hasKey, id, sent)
+  local state, failing, order = keysOf(t)
+  local at = tonumber(atText)
+  later(state, 'a', at, atText)
+  if ok == '1' then
+    later(state, 's', at, atText)
+    local fs = redis.call('HGET', state, 'f')
+    if fs and tonumber(fs) <= at then redis.call('HDEL', state, 'f') end
+    if hasKey == '1' then
+      redis.call('HDEL', failing, id)
+      redis.call('ZREM', order, id)
+    end
+    return
+  end
+  local ls = redis.call('HGET', state, 's')
+  if not ls or at > tonumber(ls) then
+    local fs = redis.call('HGET', state, 'f')
+    if not fs or at < tonumber(fs) then redis.call('HSET', state, 'f', atText) end
+  end
+  if hasKey ~= '1' then return end
+  local first, seen, last = atText, 1, atText
+  local before = redis.call('HGET', failing, id)
+  if before then
+    local f, n, l, s = string.match(before, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    if tonumber(f) <= at then first = f end
+    seen = tonumber(n) + 1
+    if tonumber(l) >= at then last = l end
+    sent = s
+  end
+  redis.call('HSET', failing, id, first .. '|' .. seen .. '|' .. last .. '|' .. sent)
+  redis.call('ZADD', order, first, id)
+end
+local function forget(failing, ids)
+  for _, id in ipairs(ids) do redis.call('HDEL', failing, id) end
+end
+local function prune(t)
+  local _, failing, order = keysOf(t)
+  forget(failing, redis.call('ZRANGEBYSCORE', order, '-inf', '(' .. since))
+  redis.call('ZREMRANGEBYSCORE', order, '-inf', '(' .. since)
+  local over = redis.call('ZCARD', order) - maxFailing
+  if over > 0 then
+    forget(failing, redis.call('ZRANGE', order, 0, over - 1))
+    redis.call('ZREMRANGEBYRANK', order, 0, over - 1)
+  end
+end
+local touched, list = {}, {}
+for i = 0, tonumber(ARGV[5]) - 1 do
+  local b = 6 + i * 6
+  local t = tonumber(ARGV[b])
+  keep(t, ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5])
+  if not touched[t] then touched[t] = true; list[#list + 1] = t end
+end
+for _, t in ipairs(list) do
+  prune(t)
+  local state, failing, order = keysOf(t)
+  for _, key in ipairs({ state, failing, order }) do redis.call('PEXPIRE', key, keepMs) end
+end
+local read = tonumber(ARGV[4])
+if read == 0 then return 0 end
+prune(read)
+local state, failing, order = keysOf(read)
+local fields = redis.call('HMGET', state, 's', 'a', 'f')
+local reply = { fields[1] or '', fields[2] or '', fields[3] or '' }
+for _, id in ipairs(redis.call('ZRANGE', order, 0, -1)) do
+  reply[#reply + 1] = redis.call('HGET', failing, id) or ''
+end
+return reply
+`);

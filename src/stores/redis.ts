@@ -19,6 +19,7 @@ import type {
   RecordClaim,
   Settlement,
 } from './types.js';
+import type { WatchBatch, WatchState } from '../watchdog/types.js';
 import { BoundedCalls, type BoundedCall as Call } from '../bounded-calls.js';
 import { ScriptSender } from './redis-script-sender.js';
 import {
@@ -28,8 +29,11 @@ import {
   LEASE,
   parseClaimReply,
   SETTLE,
+  WATCH,
   type ClaimReply,
 } from './redis-scripts.js';
+import { parseWatchReply, watchCalls } from './redis-watch.js';
+import { checkWatchBatch } from './watch-batch.js';
 import { UnfinishedCalls } from './redis-unfinished.js';
 import { storageKey } from './storage-key.js';
 import { REDIS_STORE_DEFAULTS } from '../defaults.js';
@@ -72,6 +76,9 @@ function hashTag(idempotencyKey: string): string {
  *   claim holds, in the same round trip. Its settle is one more script, which acts only while the
  *   claim's token still owns what it took, so a delivery whose lease ran out can neither complete
  *   nor free what another delivery has taken since. `peek` is one `MGET`.
+ * - `watch` (the watchdog's notes, docs/watchdog.md) is one script a call: a tenant's notes are
+ *   `${prefix}{watch:<tenant>}:watch`, `:watch-failing` and `:watch-order`, at most `maxFailing`
+ *   failing deliveries, expiring keepMs after their last write (src/stores/redis-watch.ts).
  * - Keys are `${prefix}${namespace}:{${key}}` (`${prefix}{${key}}` without a namespace), with `%`,
  *   `{` and `}` of the key escaped as `%25`, `%7B` and `%7D`: the braces are a cluster hash tag. A
  *   key with a lone surrogate or U+0000, or over 2 kB, is its `storageKey` there
@@ -125,6 +132,7 @@ export function redisStore(options: RedisStoreOptions): IdempotencyStore {
     claim: (request) => store.claim(request),
     settle: (claim, how) => store.settle(claim, how),
     peek: (keys) => store.peek(keys),
+    watch: (batch) => store.watch(batch),
   };
 }
 
@@ -269,6 +277,21 @@ class RedisStore {
       ),
     );
     return values.map(stateOf);
+  }
+
+  /**
+   * The watchdog's notes written, pruned and (when asked) a tenant read back: one script call
+   * (on a Cluster, one a tenant, sent at once).
+   */
+  async watch(batch: WatchBatch): Promise<WatchState | undefined> {
+    checkWatchBatch(batch, 'redisStore');
+    if (batch.notes.length === 0 && batch.read === undefined) return undefined;
+    const calls = watchCalls(batch, this.#keyPrefix, hashTag, this.#cluster);
+    const replies = await this.#calls.run('watch', (call) =>
+      Promise.all(calls.map(({ keys, args }) => this.#sender.evalScript(WATCH, keys, args, call))),
+    );
+    const at = calls.findIndex((one) => one.reads);
+    return at === -1 ? undefined : parseWatchReply(replies[at]);
   }
 
   /**

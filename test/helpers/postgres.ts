@@ -13,7 +13,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { entityTableOf } from '../../src/stores/postgres-table.js';
+import { entityTableOf, watchTableOf } from '../../src/stores/postgres-table.js';
 import { freePort } from './redis.js';
 
 /** A Postgres the tests may use, and how to let go of it. */
@@ -126,8 +126,8 @@ export function uniqueTable(prefix: string): string {
  */
 export async function dropTables(pool: pg.Pool, keyTables: readonly string[]): Promise<void> {
   if (keyTables.length === 0) return;
-  // Each store's entities' table beside its keys' (the ordering guard's).
-  const tables = keyTables.flatMap((name) => [name, entityTableOf(name)]);
+  // Each store's entities' table (the ordering guard's) and watchdog's beside its keys'.
+  const tables = keyTables.flatMap((name) => [name, entityTableOf(name), watchTableOf(name)]);
   await pool.query(
     'SELECT pg_terminate_backend(l.pid, 5000) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation ' +
       'WHERE c.relname = ANY($1) AND l.pid <> pg_backend_pid()',

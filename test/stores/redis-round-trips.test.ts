@@ -8,14 +8,19 @@
  * included; MONITOR tells those (their source is `lua`) from the commands a client sent. So the
  * scripts are counted by commandstats, and every other command it counts must have run inside
  * them. A Redis of this test's own keeps other suites' commands out of the counts.
+ *
+ * The watchdog's notes (docs/watchdog.md) are no part of a delivery's round trips: the receiver
+ * writes them in one script at most once a second, whatever the number of deliveries.
  */
 
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { entityKeyOf, recordKeyOf } from '../../src/delivery-key.js';
 import { createReceiver } from '../../src/index.js';
 import { redisStore } from '../../src/stores/redis.js';
+import { WATCH } from '../../src/stores/redis-scripts.js';
+import { createWatchdog } from '../../src/watchdog/index.js';
 import { fixtureDelivery, SECRET, type Delivery } from '../helpers/deliveries.js';
 import { startRedisServer, type RedisServerProcess } from '../helpers/redis.js';
 
@@ -58,16 +63,25 @@ async function commandStats(): Promise<Map<string, number>> {
   return calls;
 }
 
+/** The scripts a client sent while {@link monitored} watched, by their SHA-1. */
+const scriptsSent = new Map<string, number>();
+
 /** The commands MONITOR sees while `work` runs, as `<source> <command>` (source `lua` or an address). */
 async function monitored(work: () => Promise<void>): Promise<Map<string, number>> {
   const monitor = await admin.monitor();
   const seen = new Map<string, number>();
+  scriptsSent.clear();
   let marked = false;
   const mark = `round-trips-end-${randomUUID()}`;
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
     const command = args[0]!.toLowerCase();
     if (command === 'echo' && args[1] === mark) marked = true;
     const at = source === 'lua' ? 'lua' : source;
+    if (command === 'evalsha' || command === 'eval') {
+      const sha =
+        command === 'evalsha' ? args[1]! : createHash('sha1').update(args[1]!).digest('hex');
+      scriptsSent.set(sha, (scriptsSent.get(sha) ?? 0) + 1);
+    }
     seen.set(`${at} ${command}`, (seen.get(`${at} ${command}`) ?? 0) + 1);
   });
   try {
@@ -106,11 +120,15 @@ describe('redisStore round trips, counted by Redis', () => {
     // One delivery first, so Redis knows both scripts: a script's first use costs one EVALSHA
     // (NOSCRIPT) and one EVAL, once per server.
     expect((await deliver(payment(1))).outcome).toBe('processed');
+    // And the watchdog's script, which the receiver sends at most once a second.
+    await store.watch!({ notes: [], keepMs: 60_000, maxFailing: 1, now: Date.now(), read: '' });
     const [clientAddress, adminAddress] = await Promise.all([addressOf(client), addressOf(admin)]);
     const ids = Array.from({ length: DELIVERIES }, (_, i) => 5_000_000 + i);
     const deliveries = ids.map(payment);
 
     let stats = new Map<string, number>();
+    const startedAt = Date.now();
+    let endedAt = startedAt;
     const seen = await monitored(async () => {
       await admin.config('RESETSTAT');
       for (const delivery of deliveries) {
@@ -120,6 +138,7 @@ describe('redisStore round trips, counted by Redis', () => {
           outcome: 'processed',
         });
       }
+      endedAt = Date.now();
       stats = await commandStats();
     });
 
@@ -139,9 +158,12 @@ describe('redisStore round trips, counted by Redis', () => {
 
     // Every delivery ran its handler, with its own invoice.
     expect(invoices.slice(1)).toEqual(ids);
+    // The watchdog's notes: one script at most once a second of the run, not one a delivery.
+    const watches = scriptsSent.get(WATCH.sha) ?? 0;
+    expect(watches).toBeLessThanOrEqual(Math.ceil((endedAt - startedAt) / 1000) + 1);
     // At most 2 scripts a delivery: 1 for the claim, 1 for the settle.
-    expect(scripts).toBeGreaterThan(0);
-    expect(scripts).toBeLessThanOrEqual(2 * DELIVERIES);
+    expect(scripts - watches).toBeGreaterThan(0);
+    expect(scripts - watches).toBeLessThanOrEqual(2 * DELIVERIES);
     // The receiver's client sent those scripts and nothing else.
     expect(sent).toEqual([[`${clientAddress} evalsha`, stats.get('evalsha') ?? 0]]);
     // Every other command Redis counted ran inside the scripts (MONITOR shows them as lua)...
@@ -157,6 +179,10 @@ describe('redisStore round trips, counted by Redis', () => {
     const versions = await admin.mget(...entities.map((entity) => `${entity}:entity`));
     expect(versions.every((version) => version !== null && Number(version) > 0)).toBe(true);
     expect(await admin.exists(...entities.map((entity) => `${entity}:entity-lease`))).toBe(0);
+    // Every answer reached the store all the same: the watchdog sees the last of them.
+    const health = await createWatchdog({ receiver }).check();
+    expect(health).toMatchObject({ status: 'ok', atRisk: [] });
+    expect(Date.parse(health.lastSuccessAt!)).toBeGreaterThanOrEqual(endedAt - 1000);
   });
 
   it('reads a page of a thousand keys with one MGET and no other command', async () => {

@@ -6,14 +6,26 @@
  * answer, and `disablesAt` is the last success and 14 days; the same on every store.
  */
 
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { nodeListener } from '../../adapters/node.js';
 import { createReceiver, type IdempotencyStore } from '../../src/index.js';
 import { memoryStore } from '../../src/stores/memory.js';
+import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';
+import { redisStore } from '../../src/stores/redis.js';
 import { createPlatformSimulator, createVirtualClock, fixtures } from '../../src/testing/index.js';
 import { createWatchdog } from '../../src/watchdog/index.js';
+import {
+  dropTables,
+  uniqueTable,
+  useTestPostgres,
+  type TestPostgres,
+} from '../helpers/postgres.js';
+import { useTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const SECRET = 'whsec_watchdog_test_0123456789abcdef0123';
 const MINUTE = 60_000;
@@ -22,6 +34,54 @@ const DAY = 24 * HOUR;
 const START = Date.parse('2026-11-20T09:00:00.000Z');
 const iso = (time: number) => new Date(time).toISOString();
 
+// One prefix and fresh tables per run, so parallel runs against a shared server never meet.
+const PREFIX = `schoolhooks-test:${randomUUID()}:`;
+let redis: TestRedis;
+let client: Redis;
+let database: TestPostgres;
+let pool: pg.Pool;
+const tables: string[] = [];
+
+beforeAll(async () => {
+  redis = await useTestRedis();
+  client = new Redis(redis.url);
+  database = await useTestPostgres();
+  pool = new pg.Pool({ connectionString: database.url, max: 10 });
+  pool.on('error', () => {});
+}, 60_000);
+
+afterAll(async () => {
+  if (client) {
+    const keys = await client.keys(`${PREFIX}*`);
+    if (keys.length > 0) await client.del(...keys);
+    client.disconnect();
+  }
+  await redis?.close();
+  if (pool) {
+    await dropTables(pool, tables);
+    await pool.end();
+  }
+  await database?.close();
+});
+
+/**
+ * Each store, fresh for every test (a prefix, a table of its own, made beforehand: the clock waits
+ * for the first delivery, not for a CREATE TABLE).
+ */
+const STORES: readonly (readonly [string, () => Promise<IdempotencyStore>])[] = [
+  ['memoryStore', async () => memoryStore()],
+  ['redisStore', async () => redisStore({ client, prefix: `${PREFIX}${randomUUID()}:` })],
+  [
+    'postgresStore',
+    async () => {
+      const table = uniqueTable('sh_watchdog');
+      tables.push(table);
+      await pool.query(postgresStoreSql({ table }));
+      return postgresStore({ pool, table });
+    },
+  ],
+];
+
 const servers: Server[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => new Promise((r) => server.close(r))));
@@ -29,7 +89,9 @@ afterEach(async () => {
 
 /** A receiver on `store` behind the node adapter, on the clock; its handler fails while `failing` holds an invoice. */
 async function setup(store: IdempotencyStore) {
-  const clock = createVirtualClock({ start: START });
+  // A delivery's round trips to Redis or Postgres may take longer than the clock's default wait
+  // for real work (20 ms) on a busy machine.
+  const clock = createVirtualClock({ start: START, settleMs: 1000 });
   const failing = new Set<number>();
   const receiver = createReceiver({ secret: SECRET, store, logger: false, now: () => clock.now() });
   receiver.on('PaymentCompleted', (event) => {
@@ -53,9 +115,9 @@ async function setup(store: IdempotencyStore) {
   return { clock, platform, watchdog, failing, pay };
 }
 
-describe('the watchdog on memoryStore', () => {
+describe.each(STORES)('the watchdog on %s', (_name, makeStore) => {
   it('says at_risk after each failed attempt, with the attempts seen and when the platform gives up', async () => {
-    const { clock, watchdog, failing, pay } = await setup(memoryStore());
+    const { clock, watchdog, failing, pay } = await setup(await makeStore());
     expect((await watchdog.check()).status).toBe('ok');
     failing.add(877051);
     const sent = pay(877051);
@@ -91,7 +153,7 @@ describe('the watchdog on memoryStore', () => {
   });
 
   it('says failing once no answer was 2xx for failingAfterMs while attempts come in, and ok after a success', async () => {
-    const { clock, watchdog, failing, pay } = await setup(memoryStore());
+    const { clock, watchdog, failing, pay } = await setup(await makeStore());
     pay(1);
     await clock.advance(0);
     const lastSuccessAt = iso(START);
@@ -113,7 +175,7 @@ describe('the watchdog on memoryStore', () => {
   });
 
   it('forgets a delivery whose retries are over: lost, no longer at risk', async () => {
-    const { clock, watchdog, failing, pay } = await setup(memoryStore());
+    const { clock, watchdog, failing, pay } = await setup(await makeStore());
     failing.add(5);
     pay(5);
     await clock.runAll();

@@ -1,0 +1,186 @@
+/**
+ * postgresStore's `watch`: the watchdog's notes (src/watchdog/types.ts) in the table `<table>_watch`,
+ * kept by the steps memoryStore takes (src/stores/memory-watch.ts) on the rows of each tenant, which
+ * one short transaction locks, reads and writes back.
+ *
+ * A row a tenant (`tenant_row`): its last success, last attempt and failing time; a row a delivery
+ * answered non-2xx: its first attempt, attempts seen, last attempt, and its key and event as they
+ * came (`sent`, JSON: a lone surrogate or U+0000 is a `\u` escape there, which text holds). Tenants
+ * and keys are their `storageKey` (src/stores/storage-key.ts). Every row written expires keepMs
+ * later, and the store's sweep deletes it; at most `maxFailing` delivery rows a tenant.
+ * @module
+ */
+
+// Types only: importing this file never loads pg.
+import type { Pool, PoolClient } from 'pg';
+import type { FailingDelivery, WatchBatch, WatchState } from '../watchdog/types.js';
+import { emptyKept, keepNote, pruneKept, stateOfKept, type Kept } from './memory-watch.js';
+import type { TableName } from './postgres-table.js';
+import { storageKey } from './storage-key.js';
+
+/** A row of the watchdog's table, as read. */
+interface WatchRow {
+  scope: string;
+  tenant_row: boolean;
+  sent: string | null;
+  first_at: number | null;
+  seen: number | null;
+  last_at: number | null;
+  success_at: number | null;
+  attempt_at: number | null;
+  failing_since: number | null;
+}
+
+/** A tenant's rows loaded, and its deliveries as loaded (to write back only what changed). */
+interface Loaded {
+  readonly kept: Kept;
+  readonly before: ReadonlyMap<string, FailingDelivery>;
+  found: boolean;
+}
+
+/** The watchdog's table of one postgresStore. */
+export class PostgresWatch {
+  readonly #table: TableName;
+  readonly #lockPrefix: string;
+
+  constructor(table: TableName) {
+    this.#table = table;
+    // The table's name has no ':' (tableName checks it): no other lock text looks like this one.
+    this.#lockPrefix = `schoolhooks:${table.plain}:`;
+  }
+
+  /** A read without notes: one statement, which neither locks nor writes. */
+  async read(pool: Pool, { keepMs, maxFailing, now, read }: WatchBatch): Promise<WatchState> {
+    const tenant = storageKey(read ?? '');
+    const { rows } = await pool.query<WatchRow>(this.#select('$1::text[]'), [[tenant]]);
+    const loaded = loadRows(rows).get(tenant);
+    if (loaded === undefined || !loaded.found) return { failing: [] };
+    pruneKept(loaded.kept, now - keepMs, maxFailing);
+    return stateOfKept(loaded.kept);
+  }
+
+  /**
+   * `batch`'s notes written on `client` (which the caller gives back): two round trips, `BEGIN`,
+   * the tenants' locks (advisory, in one order, so two processes never deadlock) and their rows;
+   * then what changed, and `COMMIT`. The read tenant's state, when asked.
+   */
+  async write(client: PoolClient, batch: WatchBatch): Promise<WatchState | undefined> {
+    const { notes, keepMs, maxFailing, now, read } = batch;
+    const touched = [...new Set(notes.map((note) => storageKey(note.scope)))].sort();
+    const readKey = read === undefined ? undefined : storageKey(read);
+    const tenants = readKey === undefined ? touched : [...new Set([...touched, readKey])];
+    const literal = (text: string) => client.escapeLiteral(text);
+    const list = `ARRAY[${tenants.map(literal).join(', ')}]::text[]`;
+    const locks =
+      'SELECT pg_advisory_xact_lock(hashtextextended(' +
+      `${literal(this.#lockPrefix)} || t, 0)) FROM unnest(ARRAY[${touched.map(literal).join(', ')}]::text[]) AS t`;
+    const results = (await client.query(
+      `BEGIN ISOLATION LEVEL READ COMMITTED; ${locks}; ${this.#select(list)}`,
+    )) as unknown as readonly [unknown, unknown, { rows: WatchRow[] }];
+    const loaded = loadRows(results[2].rows);
+    const at = (tenant: string): Loaded => {
+      let one = loaded.get(tenant);
+      if (one === undefined)
+        loaded.set(tenant, (one = { kept: emptyKept(), before: new Map(), found: false }));
+      return one;
+    };
+    for (const note of notes) keepNote(at(storageKey(note.scope)).kept, note);
+    const writes = touched.map((tenant) => {
+      const { kept, before } = at(tenant);
+      pruneKept(kept, now - keepMs, maxFailing);
+      return this.#writeBack(tenant, kept, before, keepMs, literal);
+    });
+    await client.query(`${writes.join('; ')}; COMMIT`);
+    if (readKey === undefined) return undefined;
+    const state = at(readKey);
+    if (!state.found && !touched.includes(readKey)) return { failing: [] };
+    pruneKept(state.kept, now - keepMs, maxFailing);
+    return stateOfKept(state.kept);
+  }
+
+  /** The live rows of the tenants `list` (an SQL array of their storage keys). */
+  #select(list: string): string {
+    return (
+      'SELECT scope, tenant_row, sent, first_at, seen, last_at, success_at, attempt_at, ' +
+      `failing_since FROM ${this.#table.quoted} WHERE scope = ANY(${list}) ` +
+      'AND expires_at > clock_timestamp()'
+    );
+  }
+
+  /** The statements that write a tenant's rows back: its own, and the deliveries that changed. */
+  #writeBack(
+    tenant: string,
+    kept: Kept,
+    before: ReadonlyMap<string, FailingDelivery>,
+    keepMs: number,
+    literal: (text: string) => string,
+  ): string {
+    const table = this.#table.quoted;
+    const expires = `clock_timestamp() + ${Math.ceil(keepMs)} * interval '1 millisecond'`;
+    const scope = literal(tenant);
+    const gone = [...before.keys()].filter((key) => !kept.failing.has(key));
+    const changed = [...kept.failing.values()].filter((one) => before.get(one.key) !== one);
+    const statements = [
+      `INSERT INTO ${table} (scope, tenant_row, key, success_at, attempt_at, failing_since, expires_at) ` +
+        `VALUES (${scope}, true, '', ${numeral(kept.lastSuccessAt)}, ${numeral(kept.lastAttemptAt)}, ` +
+        `${numeral(kept.failingSince)}, ${expires}) ON CONFLICT (scope, tenant_row, key) DO UPDATE SET ` +
+        'success_at = excluded.success_at, attempt_at = excluded.attempt_at, ' +
+        'failing_since = excluded.failing_since, expires_at = excluded.expires_at',
+    ];
+    if (gone.length > 0) {
+      statements.push(
+        `DELETE FROM ${table} WHERE scope = ${scope} AND NOT tenant_row ` +
+          `AND key = ANY(ARRAY[${gone.map((key) => literal(storageKey(key))).join(', ')}]::text[])`,
+      );
+    }
+    if (changed.length > 0) {
+      const values = changed.map(
+        (one) =>
+          `(${scope}, false, ${literal(storageKey(one.key))}, ` +
+          `${literal(JSON.stringify([one.key, one.event]))}, ${numeral(one.firstAttemptAt)}, ` +
+          `${numeral(one.attemptsSeen)}, ${numeral(one.lastAttemptAt)}, ${expires})`,
+      );
+      statements.push(
+        `INSERT INTO ${table} (scope, tenant_row, key, sent, first_at, seen, last_at, expires_at) ` +
+          `VALUES ${values.join(', ')} ON CONFLICT (scope, tenant_row, key) DO UPDATE SET ` +
+          'sent = excluded.sent, first_at = excluded.first_at, seen = excluded.seen, ' +
+          'last_at = excluded.last_at, expires_at = excluded.expires_at',
+      );
+    }
+    return statements.join('; ');
+  }
+}
+
+/** The rows read, by tenant. */
+function loadRows(rows: readonly WatchRow[]): Map<string, Loaded> {
+  const loaded = new Map<string, Loaded>();
+  for (const row of rows) {
+    let one = loaded.get(row.scope);
+    if (one === undefined) {
+      one = { kept: emptyKept(), before: new Map(), found: true };
+      loaded.set(row.scope, one);
+    }
+    if (row.tenant_row) {
+      one.kept.lastSuccessAt = row.success_at ?? undefined;
+      one.kept.lastAttemptAt = row.attempt_at ?? undefined;
+      one.kept.failingSince = row.failing_since ?? undefined;
+      continue;
+    }
+    const [key, event] = JSON.parse(row.sent ?? '[]') as [string, string];
+    const delivery: FailingDelivery = {
+      key,
+      event,
+      firstAttemptAt: row.first_at ?? 0,
+      attemptsSeen: row.seen ?? 0,
+      lastAttemptAt: row.last_at ?? 0,
+    };
+    one.kept.failing.set(key, delivery);
+    (one.before as Map<string, FailingDelivery>).set(key, delivery);
+  }
+  return loaded;
+}
+
+/** A number as an SQL literal (`NULL` for none). */
+function numeral(value: number | undefined): string {
+  return value === undefined ? 'NULL' : String(value);
+}

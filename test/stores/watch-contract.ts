@@ -1,0 +1,203 @@
+/**
+ * The behaviour of every store's `watch` (src/watchdog/types.ts), as one suite each store runs:
+ * notes out of order, a success clearing its delivery and the failing time, failing deliveries
+ * forgotten past keepMs and past maxFailing, tenants kept apart whatever their code units.
+ * @module
+ */
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { IdempotencyStore } from '../../src/stores/types.js';
+import type { AnswerNote, WatchBatch, WatchState } from '../../src/watchdog/types.js';
+
+/** A store under test with a `watch`, and how to dispose of it. */
+export interface WatchedStore {
+  store: IdempotencyStore;
+  cleanup(): Promise<void>;
+}
+
+const T = Date.parse('2026-11-20T09:00:00.000Z');
+const MINUTE = 60_000;
+/** The platform's retries end 11 + 33 + 77 + 165 minutes after the first attempt (docs/platform.md). */
+const RETRY_SPAN = (11 + 33 + 77 + 165) * MINUTE;
+
+/** A failed answer of `key` in tenant `scope` at `at`. */
+const failed = (key: string, at: number, scope = ''): AnswerNote => ({
+  scope,
+  at,
+  ok: false,
+  key,
+  event: 'PaymentCompleted',
+});
+/** A 2xx answer. */
+const succeeded = (key: string, at: number, scope = ''): AnswerNote => ({
+  scope,
+  at,
+  ok: true,
+  key,
+  event: 'PaymentCompleted',
+});
+
+/**
+ * Runs the `watch` contract against fresh stores from `makeStore` (one per test).
+ *
+ * @example
+ * ```ts
+ * describeWatchContract('memoryStore', async () => ({ store: memoryStore(), cleanup: async () => {} }));
+ * ```
+ */
+export function describeWatchContract(name: string, makeStore: () => Promise<WatchedStore>): void {
+  describe(`${name}: the watch contract`, () => {
+    let current: WatchedStore | undefined;
+    let watch: (batch: WatchBatch) => Promise<WatchState | undefined>;
+
+    beforeEach(async () => {
+      current = await makeStore();
+      const store = current.store;
+      if (store.watch === undefined) throw new Error(`${name} has no watch`);
+      watch = (batch) => store.watch!(batch);
+    });
+    afterEach(async () => {
+      await current?.cleanup();
+      current = undefined;
+    });
+
+    /** Writes `notes` (no read), with the retry span as keepMs. */
+    const write = async (notes: AnswerNote[], now = T, maxFailing = 1000) =>
+      watch({ notes, keepMs: RETRY_SPAN, maxFailing, now });
+    /** Reads tenant `scope`. */
+    const read = async (scope = '', now = T, notes: AnswerNote[] = [], maxFailing = 1000) =>
+      (await watch({ notes, keepMs: RETRY_SPAN, maxFailing, now, read: scope }))!;
+
+    it('gives back undefined for a batch that reads nothing, and keeps its notes', async () => {
+      expect(await write([failed('k1', T)])).toBeUndefined();
+      expect((await read()).failing.map((one) => one.key)).toEqual(['k1']);
+    });
+
+    it('gives { failing: [] } for a tenant it never heard of', async () => {
+      await write([failed('k1', T, 'school-1')]);
+      const state = await read('school-2');
+      expect(state).toEqual({ failing: [] });
+      expect(state.lastAttemptAt).toBeUndefined();
+      expect(state.lastSuccessAt).toBeUndefined();
+      expect(state.failingSince).toBeUndefined();
+    });
+
+    it('counts every attempt of a key, notes out of order: the earliest first, the latest last', async () => {
+      // Two processes' batches: each attempt is noted once, whatever order they reach the store.
+      await write([failed('k1', T + 11 * MINUTE), failed('k1', T + 44 * MINUTE)]);
+      await write([failed('k1', T)]);
+      const state = await read('', T + 44 * MINUTE);
+      expect(state.failing).toEqual([
+        {
+          key: 'k1',
+          event: 'PaymentCompleted',
+          firstAttemptAt: T,
+          attemptsSeen: 3,
+          lastAttemptAt: T + 44 * MINUTE,
+        },
+      ]);
+      expect(state.lastAttemptAt).toBe(T + 44 * MINUTE);
+      expect(state.failingSince).toBe(T);
+      expect(state.lastSuccessAt).toBeUndefined();
+    });
+
+    it('reads and writes in one call: the notes of the batch are in what it gives back', async () => {
+      const state = await read('', T, [failed('k1', T), failed('k2', T + 1)]);
+      expect(state.failing.map((one) => [one.key, one.attemptsSeen])).toEqual([
+        ['k1', 1],
+        ['k2', 1],
+      ]);
+    });
+
+    it('clears a key and the failing time with a later success of it', async () => {
+      await write([failed('k1', T), failed('k2', T + MINUTE)]);
+      await write([succeeded('k1', T + 11 * MINUTE)]);
+      const state = await read('', T + 11 * MINUTE);
+      expect(state.failing.map((one) => one.key)).toEqual(['k2']);
+      expect(state.lastSuccessAt).toBe(T + 11 * MINUTE);
+      expect(state.failingSince).toBeUndefined();
+      // A failure after the success: failing since then, the key counted afresh.
+      await write([failed('k1', T + 12 * MINUTE)]);
+      const again = await read('', T + 12 * MINUTE);
+      expect(again.failingSince).toBe(T + 12 * MINUTE);
+      expect(again.failing.find((one) => one.key === 'k1')?.attemptsSeen).toBe(1);
+    });
+
+    it('keeps the last success when an older success arrives later, and a failure before it changes no failing time', async () => {
+      await write([succeeded('k1', T + 10 * MINUTE)]);
+      await write([succeeded('k0', T), failed('k2', T + 5 * MINUTE)]);
+      const state = await read('', T + 10 * MINUTE);
+      expect(state.lastSuccessAt).toBe(T + 10 * MINUTE);
+      expect(state.lastAttemptAt).toBe(T + 10 * MINUTE);
+      expect(state.failingSince).toBeUndefined();
+      expect(state.failing.map((one) => one.key)).toEqual(['k2']);
+    });
+
+    it('counts an answer without a key (a bad signature) in the failing time, not among the deliveries', async () => {
+      await write([{ scope: '', at: T, ok: false }]);
+      const state = await read();
+      expect(state.failingSince).toBe(T);
+      expect(state.lastAttemptAt).toBe(T);
+      expect(state.failing).toEqual([]);
+    });
+
+    it('forgets a delivery whose first attempt is older than keepMs, on a write and on a read', async () => {
+      await write([failed('old', T), failed('young', T + 1)]);
+      // now - keepMs is T + 1: `old` (first at T) is past it, `young` (first at T + 1) is not.
+      expect((await read('', T + 1 + RETRY_SPAN)).failing.map((one) => one.key)).toEqual(['young']);
+      await write([failed('other', T + 2 + RETRY_SPAN)], T + 2 + RETRY_SPAN);
+      expect((await read('', T + 2 + RETRY_SPAN)).failing.map((one) => one.key)).toEqual(['other']);
+    });
+
+    it('keeps at most maxFailing deliveries a tenant, dropping the oldest first attempts', async () => {
+      const notes = [4, 0, 3, 1, 2].map((n) => failed(`k${n}`, T + n * MINUTE));
+      await write(notes, T + 4 * MINUTE, 3);
+      // Retried later: a retry does not make a delivery younger.
+      await write([failed('k2', T + 20 * MINUTE)], T + 20 * MINUTE, 3);
+      const state = await read('', T + 20 * MINUTE, [], 3);
+      expect(state.failing.map((one) => one.key)).toEqual(['k2', 'k3', 'k4']);
+      expect(state.failing.map((one) => one.firstAttemptAt)).toEqual([
+        T + 2 * MINUTE,
+        T + 3 * MINUTE,
+        T + 4 * MINUTE,
+      ]);
+    });
+
+    it('keeps tenants apart, including tenants that differ only in a lone surrogate or U+0000', async () => {
+      const long = 'school-'.repeat(800);
+      const tenants = [
+        '',
+        'a',
+        'a\ud800',
+        'a\udc00',
+        'a\u0000',
+        'a\u0000b',
+        `${long}1`,
+        `${long}2`,
+      ];
+      await write(tenants.map((tenant, i) => failed(`key-${i}`, T + i, tenant)));
+      await write([succeeded('x', T + 100, 'a')]);
+      for (const [i, tenant] of tenants.entries()) {
+        const state = await read(tenant, T + 100);
+        expect(state.failing.map((one) => one.key)).toEqual([`key-${i}`]);
+        expect(state.failingSince).toBe(tenant === 'a' ? undefined : T + i);
+        expect(state.lastSuccessAt).toBe(tenant === 'a' ? T + 100 : undefined);
+      }
+    });
+
+    it('gives back each key and event as they came: lone surrogates, U+0000, "|", very long', async () => {
+      const keys = ['k\ud800', 'k\udc00', 'k\u0000', 'k|1|2|', `k${'é'.repeat(3000)}`];
+      await write(
+        keys.map((key, i) => ({ scope: '', at: T + i, ok: false, key, event: `Ev\ud800|${i}` })),
+      );
+      const state = await read('', T + keys.length);
+      expect(state.failing.map((one) => [one.key, one.event])).toEqual(
+        keys.map((key, i) => [key, `Ev\ud800|${i}`]),
+      );
+      // One success clears its key only, not one of the same UTF-8 (U+FFFD) form.
+      await write([succeeded('k\ud800', T + 10)]);
+      const after = await read('', T + 10);
+      expect(after.failing.map((one) => one.key)).toEqual(keys.slice(1));
+    });
+  });
+}

@@ -1,0 +1,276 @@
+/**
+ * The `watch` contract (test/stores/watch-contract.ts) on memoryStore, redisStore and postgresStore,
+ * and what each server keeps: Redis's keys expiring keepMs after their tenant's last write and the
+ * cap per tenant, Postgres's table `<table>_watch` made as the store makes its other tables.
+ */
+
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/errors.js';
+import { createReceiver } from '../../src/index.js';
+import { memoryStore } from '../../src/stores/memory.js';
+import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';
+import { watchTableOf } from '../../src/stores/postgres-table.js';
+import { redisStore } from '../../src/stores/redis.js';
+import type { IdempotencyStore } from '../../src/stores/types.js';
+import { createWatchdog } from '../../src/watchdog/index.js';
+import { fixtureDelivery, SECRET } from '../helpers/deliveries.js';
+import {
+  dropTables,
+  uniqueTable,
+  useTestPostgres,
+  type TestPostgres,
+} from '../helpers/postgres.js';
+import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { describeWatchContract } from './watch-contract.js';
+
+const PREFIX = `schoolhooks-test:${randomUUID()}:`;
+const T = Date.parse('2026-11-20T09:00:00.000Z');
+let redis: TestRedis;
+let client: Redis;
+let database: TestPostgres;
+let pool: pg.Pool;
+const tables: string[] = [];
+
+function table(): string {
+  const name = uniqueTable('sh_watch');
+  tables.push(name);
+  return name;
+}
+
+beforeAll(async () => {
+  redis = await useTestRedis();
+  client = new Redis(redis.url);
+  database = await useTestPostgres();
+  pool = new pg.Pool({ connectionString: database.url, max: 10 });
+  pool.on('error', () => {});
+}, 60_000);
+
+afterAll(async () => {
+  if (client) {
+    const keys = await client.keys(`${PREFIX}*`);
+    if (keys.length > 0) await client.del(...keys);
+    client.disconnect();
+  }
+  await redis?.close();
+  if (pool) {
+    await dropTables(pool, tables);
+    await pool.end();
+  }
+  await database?.close();
+});
+
+describeWatchContract('memoryStore', async () => ({
+  store: memoryStore(),
+  cleanup: async () => {},
+}));
+describeWatchContract('redisStore', async () => ({
+  store: redisStore({ client, prefix: `${PREFIX}${randomUUID()}:` }),
+  cleanup: async () => {},
+}));
+describeWatchContract('redisStore with a namespace', async () => ({
+  store: redisStore({ client, prefix: PREFIX, namespace: randomUUID() }),
+  cleanup: async () => {},
+}));
+describeWatchContract('postgresStore', async () => ({
+  store: postgresStore({ pool, table: table() }),
+  cleanup: async () => {},
+}));
+
+const fail = (key: string, at: number, scope = '') => ({ scope, at, ok: false, key, event: 'E' });
+
+describe("redisStore's watch keys", () => {
+  it('are three under the tenant hash tag, expiring keepMs after the last write, with no more than maxFailing', async () => {
+    const prefix = `${PREFIX}${randomUUID()}:`;
+    const store = redisStore({ client, prefix });
+    const keepMs = 60_000;
+    const notes = [0, 1, 2, 3, 4].map((n) => fail(`k${n}`, T + n, 'school-{1}%'));
+    await store.watch!({ notes, keepMs, maxFailing: 2, now: T + 4 });
+    const keys = (await client.keys(`${prefix}*`)).sort();
+    expect(keys).toEqual(
+      ['watch', 'watch-failing', 'watch-order'].map(
+        (end) => `${prefix}{watch:school-%7B1%7D%25}:${end}`,
+      ),
+    );
+    for (const key of keys) {
+      const ttl = await client.pttl(key);
+      expect(ttl).toBeGreaterThan(keepMs - 5_000);
+      expect(ttl).toBeLessThanOrEqual(keepMs);
+    }
+    expect(await client.hlen(`${prefix}{watch:school-%7B1%7D%25}:watch-failing`)).toBe(2);
+    expect(await client.zcard(`${prefix}{watch:school-%7B1%7D%25}:watch-order`)).toBe(2);
+  });
+
+  it('take one script call per watch, whatever the tenants', async () => {
+    const prefix = `${PREFIX}${randomUUID()}:`;
+    const counting = new Redis(redis.url);
+    const sent: string[] = [];
+    const original = counting.sendCommand.bind(counting);
+    counting.sendCommand = ((command: { name: string }) => {
+      sent.push(command.name);
+      return original(command as never);
+    }) as typeof counting.sendCommand;
+    try {
+      const store = redisStore({ client: counting, prefix });
+      await counting.ping();
+      sent.length = 0;
+      const notes = ['a', 'b', 'c'].map((tenant, i) => fail(`k${i}`, T + i, tenant));
+      const state = await store.watch!({
+        notes,
+        keepMs: 60_000,
+        maxFailing: 10,
+        now: T,
+        read: 'b',
+      });
+      expect(state?.failing.map((one) => one.key)).toEqual(['k1']);
+      expect(sent.filter((name) => name !== 'info')).toEqual(['evalsha']);
+    } finally {
+      counting.disconnect();
+    }
+  });
+
+  it('refuses a batch it could not store with a ConfigError', async () => {
+    const store = redisStore({ client, prefix: PREFIX });
+    const error = await store.watch!({ notes: [], keepMs: 0, maxFailing: 1, now: T }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).code).toBe(new ConfigError('x').code);
+  });
+});
+
+describe("postgresStore's watch table", () => {
+  it('is <table>_watch, made on the first write, and in postgresStoreSql', async () => {
+    const name = table();
+    expect(postgresStoreSql({ table: name })).toContain(
+      `CREATE TABLE IF NOT EXISTS "${name}_watch"`,
+    );
+    const store = postgresStore({ pool, table: name });
+    // A read of a table no call has made finds nothing and makes nothing.
+    expect(
+      await store.watch!({ notes: [], keepMs: 60_000, maxFailing: 5, now: T, read: '' }),
+    ).toEqual({
+      failing: [],
+    });
+    const exists = async () =>
+      (await pool.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [watchTableOf(name)]))
+        .rows[0]!.t;
+    expect(await exists()).toBeNull();
+    await store.watch!({ notes: [fail('k', T)], keepMs: 60_000, maxFailing: 5, now: T });
+    expect(await exists()).toBe(watchTableOf(name));
+    const { rows } = await pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM "${watchTableOf(name)}" WHERE expires_at <= clock_timestamp() + interval '60 seconds'`,
+    );
+    expect(rows[0]!.n).toBe('2');
+  });
+
+  it('keeps two processes writing one tenant at once from losing an attempt', async () => {
+    const name = table();
+    const stores = [postgresStore({ pool, table: name }), postgresStore({ pool, table: name })];
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        stores[i % 2]!.watch!({
+          notes: [fail('k', T + i)],
+          keepMs: 60_000,
+          maxFailing: 5,
+          now: T + i,
+        }),
+      ),
+    );
+    const state = await stores[0]!.watch!({
+      notes: [],
+      keepMs: 60_000,
+      maxFailing: 5,
+      now: T + 10,
+      read: '',
+    });
+    expect(state?.failing).toEqual([
+      { key: 'k', event: 'E', firstAttemptAt: T, attemptsSeen: 10, lastAttemptAt: T + 9 },
+    ]);
+  });
+});
+
+describe.each([
+  ['memoryStore', () => memoryStore()],
+  ['redisStore', () => redisStore({ client, prefix: `${PREFIX}${randomUUID()}:` })],
+  ['postgresStore', () => postgresStore({ pool, table: table() })],
+] as const)('a receiver on %s', (_name, makeStore) => {
+  it('writes its answers in one watch call at most once a second, never one a delivery', async () => {
+    const store = makeStore();
+    let calls = 0;
+    const counted: IdempotencyStore = {
+      ...store,
+      watch: (batch) => {
+        calls++;
+        return store.watch!(batch);
+      },
+    };
+    const receiver = createReceiver({ secret: SECRET, store: counted, logger: false });
+    receiver.on('PaymentCompleted', () => {});
+    const startedAt = Date.now();
+    for (let i = 0; i < 60; i++) {
+      const delivery = fixtureDelivery('PaymentCompleted');
+      const answer = await receiver.handle({ method: 'POST', ...delivery });
+      expect(answer.status).toBe(200);
+    }
+    const elapsed = Date.now() - startedAt;
+    expect(calls).toBeLessThanOrEqual(Math.ceil(elapsed / 1000) + 1);
+    // check() writes what is pending and reads, in one more call.
+    const before = calls;
+    const health = await createWatchdog({ receiver }).check();
+    expect(calls).toBe(before + 1);
+    expect(health).toMatchObject({ status: 'ok', atRisk: [] });
+    expect(Date.parse(health.lastSuccessAt!)).toBeGreaterThanOrEqual(startedAt);
+  });
+});
+
+describe("postgresStore's watch round trips", () => {
+  it('writes a batch in two round trips on one client, and reads alone in one statement', async () => {
+    const name = table();
+    await pool.query(postgresStoreSql({ table: name }));
+    const sent: string[] = [];
+    const pooled: string[] = [];
+    const listed = {
+      query: (...args: unknown[]) => {
+        pooled.push(String(args[0]));
+        return (pool.query as (...a: unknown[]) => unknown).apply(pool, args);
+      },
+      async connect() {
+        const one = await pool.connect();
+        const { query, release } = one;
+        const patched = one as unknown as { query: unknown; release: unknown };
+        patched.query = (...args: unknown[]) => {
+          sent.push(String(args[0]));
+          return (query as (...a: unknown[]) => unknown).apply(one, args);
+        };
+        patched.release = (...args: unknown[]) => {
+          patched.query = query;
+          patched.release = release;
+          return (release as (...a: unknown[]) => unknown).apply(one, args);
+        };
+        return one;
+      },
+    } as unknown as pg.Pool;
+    const store = postgresStore({ pool: listed, table: name });
+    // The first call checks the tables are there (on the pool), as a first claim does.
+    await store.watch!({ notes: [fail('k0', T, 'a')], keepMs: 60_000, maxFailing: 5, now: T });
+    sent.length = 0;
+    pooled.length = 0;
+    const notes = ['a', 'b', 'c'].flatMap((tenant) => [
+      fail('k1', T, tenant),
+      fail('k2', T, tenant),
+    ]);
+    const state = await store.watch!({ notes, keepMs: 60_000, maxFailing: 5, now: T, read: 'b' });
+    expect(state?.failing).toHaveLength(2);
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toMatch(/^BEGIN ISOLATION LEVEL READ COMMITTED; /);
+    expect(sent[1]).toMatch(/; COMMIT$/);
+    expect(pooled).toEqual([]);
+    sent.length = 0;
+    await store.watch!({ notes: [], keepMs: 60_000, maxFailing: 5, now: T, read: 'a' });
+    expect(sent).toEqual([]);
+    expect(pooled).toHaveLength(1);
+  });
+});
