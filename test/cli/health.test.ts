@@ -18,11 +18,17 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeListener } from '../../adapters/node.js';
 import { createReceiver } from '../../src/index.js';
+import { postgresStore } from '../../src/stores/postgres.js';
 import { redisStore } from '../../src/stores/redis.js';
 import { createDelivery, fixtures } from '../../src/testing/index.js';
 import { createMockSchoolApi, type MockSchoolApi } from '../../src/testing/mock-school-api.js';
 import { createWatchdog } from '../../src/watchdog/index.js';
-import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import {
+  dropTables,
+  uniqueTable,
+  useTestPostgres,
+  type TestPostgres,
+} from '../helpers/postgres.js';
 import { useTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -254,6 +260,54 @@ describe('schoolhooks health on a Redis store', () => {
     });
     expect(text.code).toBe(3);
     expect(text.stdout).toMatch(/^status {2}silent \(1 paid invoices or accesses/m);
+  }, 60_000);
+});
+
+describe('schoolhooks health on a Postgres store, one school of many', () => {
+  it('exits 1 for the school whose delivery is at risk and 0 for the other, from --table and --tenant', async () => {
+    const table = uniqueTable('cli_health');
+    const pool = new pg.Pool({ connectionString: database.url, max: 3 });
+    pool.on('error', () => {});
+    try {
+      const receiver = createReceiver({
+        secret: () => SECRET,
+        store: postgresStore({ pool, table }),
+        logger: false,
+      });
+      receiver.on('PaymentCompleted', (event) => {
+        if (event.data.payment.invoice.id === 990_502) throw new Error('crm hiccup');
+      });
+      receiver.onError(() => {});
+      const pay = async (tenant: string, invoiceId: number) => {
+        const delivery = createDelivery(
+          'PaymentCompleted',
+          fixtures.PaymentCompleted({ payment: { invoice: { id: invoiceId } } }),
+          { secret: SECRET },
+        );
+        return (await receiver.handle({ method: 'POST', ...delivery, tenant })).status;
+      };
+      expect(await pay('school-a', 990_501)).toBe(200);
+      expect(await pay('school-b', 990_502)).toBeGreaterThanOrEqual(500);
+      await createWatchdog({ receiver, tenant: 'school-a' }).check();
+
+      const store = ['--store', database.url, '--table', table];
+      const atRisk = await health([...store, '--tenant', 'school-b', '--json']);
+      expect(atRisk.code).toBe(1);
+      expect(JSON.parse(atRisk.stdout)).toMatchObject({
+        status: 'at_risk',
+        atRisk: [{ event: 'PaymentCompleted', attemptsSeen: 1 }],
+      });
+      const ok = await health([...store, '--tenant', 'school-a']);
+      expect(ok.code).toBe(0);
+      expect(ok.stdout).toMatch(/^status {2}ok$/m);
+      // The receiver without a tenant answered nothing: ok, with no success kept.
+      const none = await health(store);
+      expect(none.code).toBe(0);
+      expect(none.stdout).toContain('last success  none kept');
+    } finally {
+      await dropTables(pool, [table]).catch(() => {});
+      await pool.end();
+    }
   }, 60_000);
 });
 
