@@ -87,6 +87,13 @@ Exit codes: 0 ok, 1 at_risk or failing (or the store or the API failed), 3 silen
         throw new CliFailure(`cannot tell the receiver's health: ${what}`);
       }
       io.out(values.json ? JSON.stringify(health, null, 2) : summary(health));
+      if (health.lastAttemptAt === undefined) {
+        // Nothing kept reads ok: a mistyped --prefix, --table or --tenant would never alert.
+        io.err(
+          'no answer is kept there yet: check that --prefix, --table and --tenant are the ' +
+            "receiver's, and that its watch option is on",
+        );
+      }
       return EXIT_OF[health.status];
     } finally {
       await store.close();

@@ -304,6 +304,8 @@ describe('schoolhooks health on a Postgres store, one school of many', () => {
       const none = await health(store);
       expect(none.code).toBe(0);
       expect(none.stdout).toContain('last success  none kept');
+      expect(none.stderr).toMatch(/no answer is kept there yet: check that --prefix, --table/);
+      expect(ok.stderr).toBe('');
     } finally {
       await dropTables(pool, [table]).catch(() => {});
       await pool.end();
