@@ -114,6 +114,13 @@ export function tableDdl({ quoted, index, entities, watch }: StoreTables): strin
     '  expires_at timestamptz NOT NULL\n' +
     ');\n' +
     `CREATE INDEX IF NOT EXISTS ${entities.index} ON ${entities.quoted} (expires_at);\n` +
+    watchTableDdl(watch)
+  );
+}
+
+/** The statements that create the watchdog's table and its expiry index, `IF NOT EXISTS`. */
+export function watchTableDdl(watch: TableName): string {
+  return (
     `CREATE TABLE IF NOT EXISTS ${watch.quoted} (\n` +
     '  scope text NOT NULL,\n' +
     '  tenant_row boolean NOT NULL,\n' +
@@ -256,6 +263,8 @@ export class TableUpkeep {
   readonly #deleteExpired: readonly string[];
   #ready: Promise<void> | undefined;
   #made = false;
+  #watchReady: Promise<void> | undefined;
+  #watchMade = false;
   #lastSweep = 0;
 
   constructor(pool: Pool, name: StoreTables) {
@@ -277,36 +286,67 @@ export class TableUpkeep {
     return this.#made;
   }
 
+  /** True once the watchdog's table is known to exist. */
+  get watchMade(): boolean {
+    return this.#watchMade;
+  }
+
   /**
    * Creates the tables once (callers bound the wait); a failure is retried by the next call.
    * Tables and indexes that are all there already are left alone: `CREATE INDEX IF NOT EXISTS`
    * takes a share lock on its table before it finds the index, which would wait for every claim
    * in flight (each holds the rows it will commit), so a second process starting would stall.
+   * Only the keys' and the entities' are checked: a claim never waits for the watchdog's table
+   * (made with them, or by {@link ensureWatch}).
    */
   ensure(): Promise<void> {
-    this.#ready ??= this.#create().then(
+    const { quoted, index, entities } = this.#name;
+    this.#ready ??= this.#once(
+      [quoted, this.#inSchema(index), entities.quoted, this.#inSchema(entities.index)],
+      tableDdl(this.#name),
       () => void (this.#made = true),
-      (error: unknown) => {
-        // Two processes creating it at once: the loser sees a duplicate; the table is there.
-        if (isDuplicateObject(error)) return void (this.#made = true);
-        this.#ready = undefined;
-        throw error;
-      },
+      () => (this.#ready = undefined),
     );
     return this.#ready;
   }
 
-  async #create(): Promise<void> {
-    const { quoted, index, entities, watch } = this.#name;
-    const schema = quoted.includes('.') ? `${quoted.slice(0, quoted.indexOf('.'))}.` : '';
-    const names = [quoted, `${schema}${index}`, entities.quoted, `${schema}${entities.index}`];
-    names.push(watch.quoted, `${schema}${watch.index}`);
-    const { rows } = await this.#pool.query<{ missing: boolean }>(
-      'SELECT bool_or(to_regclass(name) IS NULL) AS missing FROM unnest($1::text[]) AS name',
-      [names],
+  /**
+   * Creates the watchdog's table once, apart from the others: a database that a migration made
+   * before the watchdog existed (postgresStoreSql), whose role may not create tables, still
+   * takes every claim; only the watchdog's notes fail, each call, until the table is there.
+   */
+  ensureWatch(): Promise<void> {
+    const { watch } = this.#name;
+    this.#watchReady ??= this.#once(
+      [watch.quoted, this.#inSchema(watch.index)],
+      watchTableDdl(watch),
+      () => void (this.#watchMade = true),
+      () => (this.#watchReady = undefined),
     );
-    if (rows[0]?.missing === false) return;
-    await this.#pool.query(tableDdl(this.#name));
+    return this.#watchReady;
+  }
+
+  /** An index's name as `to_regclass` finds it: in the table's schema. */
+  #inSchema(index: string): string {
+    const { quoted } = this.#name;
+    return quoted.includes('.') ? `${quoted.slice(0, quoted.indexOf('.'))}.${index}` : index;
+  }
+
+  /** `ddl` run unless every one of `names` exists; `made` once they do, `failed` to try again. */
+  #once(names: string[], ddl: string, made: () => void, failed: () => void): Promise<void> {
+    const create = async () => {
+      const { rows } = await this.#pool.query<{ missing: boolean }>(
+        'SELECT bool_or(to_regclass(name) IS NULL) AS missing FROM unnest($1::text[]) AS name',
+        [names],
+      );
+      if (rows[0]?.missing !== false) await this.#pool.query(ddl);
+    };
+    return create().then(made, (error: unknown) => {
+      // Two processes creating it at once: the loser sees a duplicate; the table is there.
+      if (isDuplicateObject(error)) return made();
+      failed();
+      throw error;
+    });
   }
 
   /** Deletes expired keys in small batches, at most once a minute, never holding up a claim. */

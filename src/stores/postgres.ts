@@ -179,7 +179,7 @@ class PostgresStore {
   }
 
   /**
-   * The watchdog's notes written (the tables made first, as a claim makes them) and a tenant read
+   * The watchdog's notes written (its table made first, as a claim makes the others) and a tenant read
    * back: one short transaction. A read alone is one statement, and finds nothing in a table no
    * call has made yet.
    */
@@ -191,14 +191,14 @@ class PostgresStore {
         try {
           return await this.#watch.read(this.#pool, batch);
         } catch (error) {
-          if (!this.#table.made && isUndefinedTable(error)) return { failing: [] };
+          if (!this.#table.watchMade && isUndefinedTable(error)) return { failing: [] };
           throw error;
         }
       });
     }
     return this.#calls.run('watch', async (call) => {
-      if (!this.#table.made) {
-        await this.#table.ensure();
+      if (!this.#table.watchMade) {
+        await this.#table.ensureWatch();
         step(call);
       }
       const client = await this.#pool.connect();

@@ -203,7 +203,8 @@ export function checkedValue(value: string): string {
  * ARGV[2] the most failing deliveries kept a tenant; ARGV[3] keepMs, after which a tenant's keys
  * unwritten expire; ARGV[4] the tenant to read (its number among the KEYS' tenants, 0 for none);
  * ARGV[5] the number of notes, then six values a note: its tenant's number, at, ok (`1`/`0`),
- * whether it has a key (`1`/`0`), the key's storage key, the JSON of `[key, event]`.
+ * whether it has a key (`1`/`0`), the key's storage key, the JSON of `[key, event]` (`''` for a
+ * 2xx answer, which needs only the storage key).
  *
  * Replies 0 without a read, or `{ s, a, f, failing… }` (`''` for none), the failing deliveries
  * oldest first attempt first.
@@ -279,7 +280,8 @@ local state, failing, order = keysOf(read)
 local fields = redis.call('HMGET', state, 's', 'a', 'f')
 local reply = { fields[1] or '', fields[2] or '', fields[3] or '' }
 for _, id in ipairs(redis.call('ZRANGE', order, 0, -1)) do
-  reply[#reply + 1] = redis.call('HGET', failing, id) or ''
+  local line = redis.call('HGET', failing, id)
+  if line then reply[#reply + 1] = line end
 end
 return reply
 `);

@@ -61,7 +61,7 @@ export function watchCalls(
 function noteValues({ at, ok, key, event }: AnswerNote): (string | number)[] {
   const hasKey = key !== undefined;
   // JSON writes a lone surrogate as a \u escape, and U+0000 too: every key comes back as it was.
-  const sent = hasKey ? JSON.stringify([key, event ?? '']) : '';
+  const sent = hasKey && !ok ? JSON.stringify([key, event ?? '']) : '';
   return [String(at), ok ? '1' : '0', hasKey ? '1' : '0', hasKey ? storageKey(key) : '', sent];
 }
 

@@ -152,10 +152,11 @@ export interface IdempotencyStore {
    * receiver gave and give back what one tenant's answers say. A receiver calls it at most once a
    * second per process with all its answers since (and once more when a watchdog given it
    * checks), never once a delivery. Every process's notes of a tenant count together, in any
-   * order; a failing delivery first answered before `now - keepMs`, or past the `maxFailing` of
-   * latest first attempt, is forgotten; an unknown tenant reads `{ failing: [] }`, a batch without
-   * `read` gives back undefined. memoryStore, redisStore (one script a call) and postgresStore
-   * (one short transaction a call) keep them; a store without it cannot be watched.
+   * order; a failing delivery first answered before `now - keepMs` is forgotten, and so are the
+   * oldest (by first attempt) past `maxFailing` a tenant; an unknown tenant reads
+   * `{ failing: [] }`, a batch without `read` gives back undefined. memoryStore, redisStore (one
+   * script a call) and postgresStore (one short transaction a call) keep them; a store without
+   * it cannot be watched.
    */
   watch?(batch: WatchBatch): Promise<WatchState | undefined>;
 }

@@ -24,6 +24,7 @@ import {
   type TestPostgres,
 } from '../helpers/postgres.js';
 import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { heldOf, requestFor } from './contract.js';
 import { describeWatchContract } from './watch-contract.js';
 
 const PREFIX = `schoolhooks-test:${randomUUID()}:`;
@@ -164,6 +165,30 @@ describe("postgresStore's watch table", () => {
       `SELECT count(*) AS n FROM "${watchTableOf(name)}" WHERE expires_at <= clock_timestamp() + interval '60 seconds'`,
     );
     expect(rows[0]!.n).toBe('2');
+  });
+
+  it('is made apart from the others: a database made before the watchdog takes claims without it', async () => {
+    const name = table();
+    // The tables of a migration written before the watchdog: the keys' and the entities'.
+    await pool.query(postgresStoreSql({ table: name }));
+    await pool.query(`DROP TABLE "${watchTableOf(name)}"`);
+    const store = postgresStore({ pool, table: name });
+    const claim = await store.claim(requestFor('k'));
+    expect(claim.state).toBe('claimed');
+    await store.settle(heldOf(claim), 'complete');
+    const exists = async () =>
+      (await pool.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [watchTableOf(name)]))
+        .rows[0]!.t;
+    expect(await exists()).toBeNull();
+    const state = await store.watch!({
+      notes: [fail('k', T)],
+      keepMs: 60_000,
+      maxFailing: 5,
+      now: T,
+      read: '',
+    });
+    expect(state?.failing.map((one) => one.key)).toEqual(['k']);
+    expect(await exists()).toBe(watchTableOf(name));
   });
 
   it('keeps two processes writing one tenant at once from losing an attempt', async () => {
