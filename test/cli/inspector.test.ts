@@ -14,7 +14,7 @@ import { shortenSignature, SIGNATURE_CAUSE_LIST } from '../../src/cli/inspector/
 import { isLocalOrIpHost } from '../../src/cli/inspector/guard.js';
 import { main } from '../../src/cli/main.js';
 import { createReceiver, memoryInbox, OUTCOMES } from '../../src/index.js';
-import { createDelivery } from '../../src/testing/index.js';
+import { createDelivery, fixtures } from '../../src/testing/index.js';
 
 const SECRET = 'In5pE7cT0rS3cR9eTk2L4mN6bV8cX1zA3sD5fG7hJ9kL2qW4eR6tY8uI0oP2aS4d';
 const run = promisify(execFile);
@@ -176,6 +176,7 @@ describe('listen --ui, over HTTP', () => {
   it('answers only requests addressed to localhost or an IP address (no DNS rebinding)', async () => {
     const url = `${api}/deliveries`;
     expect(await getWithHost(url, 'attacker.example:80')).toBe(403);
+    expect(await getWithHost(`${api}/health`, 'attacker.example:80')).toBe(403);
     expect(await getWithHost(url, 'localhost:3000')).toBe(200);
     expect(await getWithHost(url, '[::1]:3000')).toBe(200);
     expect(isLocalOrIpHost('127.0.0.1.nip.io')).toBe(false);
@@ -287,6 +288,26 @@ describe('listen --ui --secrets-file: each delivery’s tenant, never a secret',
     );
     expect([view.tenant, view.path]).toEqual(['A', '/hooks/A']);
     expect(view.curl).toContain(`'${server.origin}/hooks/A'`);
+  });
+
+  it('shows the worst health of the tenants: one delivery of B at risk makes the banner at_risk', async () => {
+    const before = await getJson<{ status: string; atRisk: number }>('/health');
+    expect(before).toMatchObject({ status: 'ok', atRisk: 0 });
+    // B's payload the schema refuses: 422, a failed attempt the platform will retry.
+    const data = fixtures.PaymentCompleted({
+      payment: { invoice: { totalAmount: 'lots' as unknown as number } },
+    });
+    const { body, headers } = createDelivery('PaymentCompleted', data, { secret: TENANT_B });
+    const answer = await fetch(`${server.origin}/hooks/B`, { method: 'POST', headers, body });
+    expect(answer.status).toBe(422);
+    const after = await getJson<Record<string, unknown>>('/health');
+    // The platform disables an endpoint 14 days after its last success: A's, the one success.
+    expect(after).toMatchObject({ status: 'at_risk', atRisk: 1 });
+    expect(
+      Date.parse(String(after['disablesAt'])) - Date.parse(String(after['lastSuccessAt'])),
+    ).toBe(14 * 24 * 3_600_000);
+    // Counts and times only: no key, no event, no body.
+    expect(Object.keys(after).sort()).toEqual(['atRisk', 'disablesAt', 'lastSuccessAt', 'status']);
   });
 
   it('records an unknown tenant’s 404 with its tenant', async () => {
