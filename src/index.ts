@@ -71,6 +71,7 @@ export type {
   InboxJobLookup,
   InboxJobState,
   InboxReconcileOptions,
+  InboxWatchOptions,
   InboxWorker,
   InboxWorkOptions,
   ManagedInbox,
@@ -80,6 +81,7 @@ export type {
   StoredRunOptions,
   ScheduledReconciler,
   StoredRunResult,
+  WatchedWatchdog,
 } from './inbox/index.js';
 
 // Telemetry (openTelemetry lives in `schoolhooks/otel`)

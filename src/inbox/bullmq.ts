@@ -17,6 +17,7 @@ import { exponentialDelay } from '../retry-policy.js';
 import {
   checkConcurrency,
   closedForWork,
+  secondWatchdog,
   inboxClosed,
   inboxPolicy,
   type InboxJob,
@@ -38,13 +39,22 @@ import {
 } from './bullmq-jobs.js';
 import { BULLMQ_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 import { deliveryKeyOf } from '../delivery-key.js';
-import { startBullmqReconcile } from './bullmq-reconcile.js';
+import { startBullmqTask, type BullmqScheduleSettings } from './bullmq-schedule.js';
 import type { ReconcileReport } from '../reconcile/types.js';
 import {
   checkReconcileOptions,
+  reconcileQueueName,
+  reconcileTask,
   type InboxReconcileOptions,
   type ScheduledReconciler,
 } from './reconcile-schedule.js';
+import { taskQueueName } from './scheduled-task.js';
+import {
+  checkWatchOptions,
+  watchTask,
+  type InboxWatchOptions,
+  type WatchedWatchdog,
+} from './watch-schedule.js';
 
 /** The name of the backoff strategy bullmqInbox gives BullMQ (its jobs' `backoff.type`). */
 export const BACKOFF_STRATEGY = 'schoolhooks';
@@ -124,6 +134,12 @@ export interface BullmqInbox extends ManagedInbox {
     reconciler: ScheduledReconciler<R>,
     options: InboxReconcileOptions<R>,
   ): InboxWorker;
+  /**
+   * Check a watchdog every `options.every` as a BullMQ job scheduler on a queue of its own,
+   * `<queueName>.watch`, whose global concurrency is 1: one check a tick across every process
+   * that calls it; each check's job keeps its status and counts. Needs BullMQ 5.16 or later.
+   */
+  watch(watchdog: WatchedWatchdog, options: InboxWatchOptions): InboxWorker;
 }
 
 const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '#': '%23' };
@@ -195,6 +211,7 @@ export function bullmqInbox(options: BullmqInboxOptions): BullmqInbox {
     getJob: (idOrKey, lookup) => inbox.getJob(idOrKey, lookup),
     retryJob: (idOrKey, lookup) => inbox.retryJob(idOrKey, lookup),
     reconcile: (reconciler, reconcileOptions) => inbox.reconcile(reconciler, reconcileOptions),
+    watch: (watchdog, watchOptions) => inbox.watch(watchdog, watchOptions),
     close: () => inbox.close(),
   };
 }
@@ -211,6 +228,8 @@ class BullmqQueueInbox implements BullmqInbox {
   #closed = false;
   /** True while a reconciler runs (one per inbox: its scheduler has one id). */
   #reconciling = false;
+  /** True while a watchdog is checked (one per inbox, likewise). */
+  #watching = false;
   readonly #onConnectionError = (error: unknown): void => {
     this.#settings.logger?.warn(
       { err: messageOf(error), queue: this.#settings.queueName },
@@ -256,17 +275,14 @@ class BullmqQueueInbox implements BullmqInbox {
     if (this.#reconciling) {
       throw new ConfigError('bullmqInbox: reconcile runs one reconciler per inbox; close it first');
     }
-    const settings = this.#settings;
+    const log = {
+      logger: this.#settings.logger,
+      queue: reconcileQueueName(this.#settings.queueName),
+    };
     // Marked once started: a BullMQ too old to reconcile throws here and leaves none running.
-    const handle = startBullmqReconcile(
-      {
-        ...settings,
-        client: this.#client,
-        blockingClient: () => blockingTemplate(this.#client),
-        onConnectionError: this.#onConnectionError,
-      },
-      reconciler,
-      schedule,
+    const handle = startBullmqTask(
+      this.#scheduleSettings(),
+      reconcileTask(reconciler, schedule, log),
       () => {
         this.#workers.delete(handle);
         this.#reconciling = false;
@@ -275,6 +291,35 @@ class BullmqQueueInbox implements BullmqInbox {
     this.#reconciling = true;
     this.#workers.add(handle);
     return handle;
+  }
+
+  watch(watchdog: WatchedWatchdog, options: InboxWatchOptions): InboxWorker {
+    if (this.#closed) throw closedForWork('bullmqInbox');
+    const schedule = checkWatchOptions('bullmqInbox', watchdog, options);
+    if (this.#watching) throw secondWatchdog('bullmqInbox');
+    const { logger, queueName } = this.#settings;
+    const log = { logger, queue: taskQueueName(queueName, 'watch') };
+    const handle = startBullmqTask(
+      this.#scheduleSettings(),
+      watchTask(watchdog, schedule, log),
+      () => {
+        this.#workers.delete(handle);
+        this.#watching = false;
+      },
+    );
+    this.#watching = true;
+    this.#workers.add(handle);
+    return handle;
+  }
+
+  /** What a scheduled task's worker needs of this inbox (src/inbox/bullmq-schedule.ts). */
+  #scheduleSettings(): BullmqScheduleSettings {
+    return {
+      ...this.#settings,
+      client: this.#client,
+      blockingClient: () => blockingTemplate(this.#client),
+      onConnectionError: this.#onConnectionError,
+    };
   }
 
   retryFailed({ event }: { event?: string } = {}): Promise<number> {

@@ -16,4 +16,5 @@ export type {
   ManagedInbox,
 } from './managed.js';
 export type { InboxReconcileOptions, ScheduledReconciler } from './reconcile-schedule.js';
+export type { InboxWatchOptions, WatchedWatchdog } from './watch-schedule.js';
 export type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from './types.js';

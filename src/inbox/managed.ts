@@ -10,6 +10,7 @@ import { INBOX_DEFAULTS } from '../defaults.js';
 import { nextRetry, type RetryPolicy } from '../retry-policy.js';
 import type { InboxReconcileOptions, ScheduledReconciler } from './reconcile-schedule.js';
 import type { ReconcileReport } from '../reconcile/types.js';
+import type { InboxWatchOptions, WatchedWatchdog } from './watch-schedule.js';
 import type { Inbox, StoredRunResult } from './types.js';
 
 /** Where a job is: waiting or delayed for a run, running, done, or a dead letter (`failed`). */
@@ -74,6 +75,19 @@ export interface ManagedInbox extends Inbox {
     reconciler: ScheduledReconciler<R>,
     options: InboxReconcileOptions<R>,
   ): InboxWorker;
+  /**
+   * Check a watchdog (`createWatchdog` of `schoolhooks/watchdog`) every `options.every`, one
+   * check a tick across every process of this inbox, and hand `options.onAlert` the health of
+   * each check that is not `ok` (at every tick while it is not), until the returned worker or
+   * the inbox is closed. One watchdog per inbox.
+   *
+   * @example
+   * ```ts
+   * const watchdog = createWatchdog({ receiver });
+   * inbox.watch(watchdog, { every: '5m', onAlert: (health) => page(health.status, health) });
+   * ```
+   */
+  watch(watchdog: WatchedWatchdog, options: InboxWatchOptions): InboxWorker;
   /** Stop the workers and let go of the inbox's resources. */
   close(): Promise<void>;
 }
@@ -124,6 +138,11 @@ export function inboxPolicy(factory: string, options: Partial<InboxPolicy>): Inb
 /** What `enqueue` rejects with once its inbox is closed (the receiver answers 503 for it). */
 export function inboxClosed(): InboxUnavailableError {
   return new InboxUnavailableError('the inbox is closed');
+}
+
+/** The `ConfigError` of a second `watch` on one inbox of `factory`. */
+export function secondWatchdog(factory: string): ConfigError {
+  return new ConfigError(`${factory}: watch runs one watchdog per inbox; close it first`);
 }
 
 /** The `ConfigError` of `work` once the inbox of `factory` is closed. */

@@ -10,6 +10,7 @@ import {
   closedForWork,
   inboxClosed,
   inboxPolicy,
+  secondWatchdog,
   type InboxJob,
   type InboxJobState,
   type InboxWorker,
@@ -23,11 +24,17 @@ import type { StoredDelivery } from './types.js';
 import { deliveryKeyOf } from '../delivery-key.js';
 import {
   checkReconcileOptions,
-  ReconcileTicker,
-  runReconcile,
+  reconcileTask,
   type InboxReconcileOptions,
   type ScheduledReconciler,
 } from './reconcile-schedule.js';
+import { tickInProcess, type ScheduleTicker } from './scheduled-task.js';
+import {
+  checkWatchOptions,
+  watchTask,
+  type InboxWatchOptions,
+  type WatchedWatchdog,
+} from './watch-schedule.js';
 
 /** Options of {@link memoryInbox}. */
 export interface MemoryInboxOptions {
@@ -84,6 +91,7 @@ export function memoryInbox(options: MemoryInboxOptions = {}): MemoryInbox {
     retryFailed: (filter) => inbox.retryFailed(filter),
     jobs: (filter) => inbox.jobs(filter),
     reconcile: (reconciler, reconcileOptions) => inbox.reconcile(reconciler, reconcileOptions),
+    watch: (watchdog, watchOptions) => inbox.watch(watchdog, watchOptions),
     idle: () => inbox.idle(),
     close: () => inbox.close(),
   };
@@ -95,7 +103,8 @@ class MemoryQueue implements MemoryInbox {
   readonly #jobs = new Map<string, Job>();
   readonly #waiting: Job[] = [];
   readonly #workers = new Set<Worker>();
-  readonly #reconcilers = new Set<ReconcileTicker>();
+  readonly #reconcilers = new Set<ScheduleTicker>();
+  #watcher: ScheduleTicker | undefined;
   #idleWaiters: (() => void)[] = [];
   #closed = false;
   /** Jobs waiting, delayed or running: the inbox is idle at 0. */
@@ -166,12 +175,23 @@ class MemoryQueue implements MemoryInbox {
     if (this.#closed) throw closedForWork('memoryInbox');
     const schedule = checkReconcileOptions('memoryInbox', reconciler, options);
     const log = { logger: undefined, queue: 'memoryInbox' };
-    const ticker: ReconcileTicker = new ReconcileTicker(
-      schedule.everyMs,
-      async (signal) => void (await runReconcile(reconciler, schedule, signal, log)),
-      () => this.#reconcilers.delete(ticker),
+    const ticker: ScheduleTicker = tickInProcess(reconcileTask(reconciler, schedule, log), () =>
+      this.#reconcilers.delete(ticker),
     );
     this.#reconcilers.add(ticker);
+    return ticker;
+  }
+
+  /** Checks the watchdog at once, then every `every` (a timer: this process only). */
+  watch(watchdog: WatchedWatchdog, options: InboxWatchOptions): InboxWorker {
+    if (this.#closed) throw closedForWork('memoryInbox');
+    const schedule = checkWatchOptions('memoryInbox', watchdog, options);
+    if (this.#watcher !== undefined) throw secondWatchdog('memoryInbox');
+    const log = { logger: undefined, queue: 'memoryInbox' };
+    const ticker: ScheduleTicker = tickInProcess(watchTask(watchdog, schedule, log), () => {
+      if (this.#watcher === ticker) this.#watcher = undefined;
+    });
+    this.#watcher = ticker;
     return ticker;
   }
 
@@ -182,7 +202,7 @@ class MemoryQueue implements MemoryInbox {
 
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#reconcilers].map((ticker) => ticker.close()));
+    await Promise.all([...this.#reconcilers, this.#watcher].map((ticker) => ticker?.close()));
     for (const job of this.#jobs.values()) {
       if (job.timer !== undefined) clearTimeout(job.timer);
     }

@@ -14,6 +14,7 @@ import { storageKey } from '../stores/storage-key.js';
 import {
   checkConcurrency,
   closedForWork,
+  secondWatchdog,
   inboxClosed,
   inboxPolicy,
   type InboxJob,
@@ -33,13 +34,22 @@ import {
   type PgBossTables,
 } from './pg-boss-tables.js';
 import { PgBossWorker } from './pg-boss-worker.js';
-import { startPgBossReconcile } from './pg-boss-reconcile.js';
+import { startPgBossTask } from './pg-boss-schedule.js';
 import type { ReconcileReport } from '../reconcile/types.js';
 import {
   checkReconcileOptions,
+  reconcileQueueName,
+  reconcileTask,
   type InboxReconcileOptions,
   type ScheduledReconciler,
 } from './reconcile-schedule.js';
+import { taskQueueName } from './scheduled-task.js';
+import {
+  checkWatchOptions,
+  watchTask,
+  type InboxWatchOptions,
+  type WatchedWatchdog,
+} from './watch-schedule.js';
 import type { StoredDelivery } from './types.js';
 import { PG_BOSS_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 import { deliveryKeyOf } from '../delivery-key.js';
@@ -165,6 +175,12 @@ export interface PgBossInbox extends ManagedInbox {
     reconciler: ScheduledReconciler<R>,
     options: InboxReconcileOptions<R>,
   ): InboxWorker;
+  /**
+   * Check a watchdog every `options.every` on a queue of its own, `<queueName>.watch` (a
+   * `stately` pg-boss queue), one check a tick across every process that calls it; each check's
+   * job keeps its status and counts. Needs no pg-boss cron.
+   */
+  watch(watchdog: WatchedWatchdog, options: InboxWatchOptions): InboxWorker;
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -218,6 +234,7 @@ export function pgBossInbox(options: PgBossInboxOptions): PgBossInbox {
     getJob: (idOrKey, lookup) => inbox.getJob(idOrKey, lookup),
     retryJob: (idOrKey, lookup) => inbox.retryJob(idOrKey, lookup),
     reconcile: (reconciler, reconcileOptions) => inbox.reconcile(reconciler, reconcileOptions),
+    watch: (watchdog, watchOptions) => inbox.watch(watchdog, watchOptions),
     close: () => inbox.close(),
   };
 }
@@ -229,6 +246,7 @@ class PgBossQueueInbox implements PgBossInbox {
   readonly #boss: BossStarter;
   readonly #workers = new Set<PgBossWorker>();
   readonly #reconcilers = new Set<InboxWorker>();
+  #watcher: InboxWorker | undefined;
   #closed = false;
 
   constructor(settings: InboxSettings) {
@@ -291,13 +309,32 @@ class PgBossQueueInbox implements PgBossInbox {
     if (this.#reconcilers.size > 0) {
       throw new ConfigError('pgBossInbox: reconcile runs one reconciler per inbox; close it first');
     }
-    const handle = startPgBossReconcile(
+    const log = {
+      logger: this.#settings.logger,
+      queue: reconcileQueueName(this.#settings.queueName),
+    };
+    const handle = startPgBossTask(
       { ...this.#settings, started: () => this.#started() },
-      reconciler,
-      schedule,
+      reconcileTask(reconciler, schedule, log),
       () => this.#reconcilers.delete(handle),
     );
     this.#reconcilers.add(handle);
+    return handle;
+  }
+
+  watch(watchdog: WatchedWatchdog, options: InboxWatchOptions): InboxWorker {
+    if (this.#closed) throw closedForWork('pgBossInbox');
+    const schedule = checkWatchOptions('pgBossInbox', watchdog, options);
+    if (this.#watcher !== undefined) throw secondWatchdog('pgBossInbox');
+    const { logger, queueName } = this.#settings;
+    const handle = startPgBossTask(
+      { ...this.#settings, started: () => this.#started() },
+      watchTask(watchdog, schedule, { logger, queue: taskQueueName(queueName, 'watch') }),
+      () => {
+        if (this.#watcher === handle) this.#watcher = undefined;
+      },
+    );
+    this.#watcher = handle;
     return handle;
   }
 
@@ -328,7 +365,8 @@ class PgBossQueueInbox implements PgBossInbox {
 
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#workers, ...this.#reconcilers].map((worker) => worker.close()));
+    const scheduled = [...this.#reconcilers, ...(this.#watcher ? [this.#watcher] : [])];
+    await Promise.all([...this.#workers, ...scheduled].map((worker) => worker.close()));
     await this.#boss.stop();
   }
 

@@ -5,7 +5,6 @@
  * @module
  */
 
-import { durationOf } from '../duration.js';
 import { ConfigError } from '../errors.js';
 import { messageOf } from '../message-of.js';
 import type {
@@ -15,6 +14,23 @@ import type {
   TenantsReconcileReport,
 } from '../reconcile/types.js';
 import type { Logger } from '../receiver.js';
+import {
+  everyMsOf,
+  ScheduleTicker,
+  taskQueueName,
+  type ScheduledTask,
+  type TaskOutcome,
+} from './scheduled-task.js';
+
+export { durationMs, untilNextTick } from './scheduled-task.js';
+
+/**
+ * A scheduled task in one process (src/inbox/scheduled-task.ts), by its name of before the
+ * watchdog's schedule shared it.
+ */
+export const ReconcileTicker = ScheduleTicker;
+/** An instance of {@link ReconcileTicker}. */
+export type ReconcileTicker = ScheduleTicker;
 
 /**
  * What an inbox runs: any object with the reconciler's `run` (`createReconciler(…)`), whose runs
@@ -58,28 +74,6 @@ export interface ReconcileSchedule {
   readonly onError: ((error: unknown) => void) | undefined;
 }
 
-/** The longest `every`: what a timer can wait (2^31 - 1 ms, about 24.8 days), in whole days. */
-const MAX_EVERY_MS = 24 * 86_400_000;
-
-/**
- * A duration in ms: a positive whole number of ms, or a positive whole number and a unit
- * (`ms`, `s`, `m`, `h`, `d`); undefined for anything else.
- *
- * @example
- * ```ts
- * durationMs('90m'); // 5_400_000
- * durationMs(1000); // 1000
- * durationMs('1.5h'); // undefined
- * ```
- */
-export function durationMs(value: string | number): number | undefined {
-  if (typeof value === 'number') {
-    return Number.isSafeInteger(value) && value > 0 ? value : undefined;
-  }
-  const ms = durationOf(value.trim());
-  return ms !== undefined && ms > 0 && Number.isSafeInteger(ms) ? ms : undefined;
-}
-
 /** The options checked, or a `ConfigError` naming `factory` and the first that cannot work. */
 export function checkReconcileOptions(
   factory: string,
@@ -89,8 +83,8 @@ export function checkReconcileOptions(
   if (typeof (reconciler as Partial<ScheduledReconciler> | null)?.run !== 'function') {
     throw new ConfigError(`${factory}: reconcile needs a reconciler (createReconciler)`);
   }
-  const everyMs = durationMs(options.every);
-  if (everyMs === undefined || everyMs > MAX_EVERY_MS) {
+  const everyMs = everyMsOf(options.every);
+  if (everyMs === undefined) {
     throw new ConfigError(
       `${factory}: reconcile's every must be a positive whole number of ms, or a duration such as '1h', '30m' or '90s', of at most 24 days`,
     );
@@ -176,7 +170,7 @@ function call<T>(
  * (`<queueName>.reconcile`): the same for every inbox, so `schoolhooks inbox` and the docs name one.
  */
 export function reconcileQueueName(queueName: string): string {
-  return `${queueName}.reconcile`;
+  return taskQueueName(queueName, 'reconcile');
 }
 
 /**
@@ -204,56 +198,21 @@ export function reportSummary(report: ReconcileReport): Record<string, unknown> 
   return summary;
 }
 
-/** The delay from `now` to the next whole multiple of `everyMs` since the epoch. */
-export function untilNextTick(now: number, everyMs: number): number {
-  return everyMs - (now % everyMs);
-}
-
 /**
- * A scheduled reconciler in one process: `tick` at once, then at every whole multiple of
- * `everyMs`; a tick that comes while the last one still runs is skipped. `close()` stops the
- * timer, aborts the signal a running tick was given, and resolves once it has ended.
+ * The reconciler on its schedule as a task an inbox runs (src/inbox/scheduled-task.ts): each run
+ * hands its report to `onReport` and its job keeps {@link reportSummary}.
  */
-export class ReconcileTicker {
-  readonly #everyMs: number;
-  readonly #tick: (signal: AbortSignal) => Promise<void>;
-  readonly #stop = new AbortController();
-  readonly #forget: () => void;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #running: Promise<void> | undefined;
-  #closing: Promise<void> | undefined;
-
-  constructor(
-    everyMs: number,
-    tick: (signal: AbortSignal) => Promise<void>,
-    forget: () => void = () => {},
-  ) {
-    this.#everyMs = everyMs;
-    this.#tick = tick;
-    this.#forget = forget;
-    this.#fire();
-  }
-
-  close(): Promise<void> {
-    this.#closing ??= (async () => {
-      clearTimeout(this.#timer);
-      this.#stop.abort(new Error('the reconcile worker was closed'));
-      await this.#running;
-      this.#forget();
-    })();
-    return this.#closing;
-  }
-
-  #fire(): void {
-    if (this.#stop.signal.aborted) return;
-    if (this.#running === undefined) {
-      const running = this.#tick(this.#stop.signal)
-        .catch(() => {})
-        .finally(() => {
-          if (this.#running === running) this.#running = undefined;
-        });
-      this.#running = running;
-    }
-    this.#timer = setTimeout(() => this.#fire(), untilNextTick(Date.now(), this.#everyMs));
-  }
+export function reconcileTask(
+  reconciler: ScheduledReconciler,
+  schedule: ReconcileSchedule,
+  log: { logger: Logger | undefined; queue: string },
+): ScheduledTask {
+  return {
+    kind: 'reconcile',
+    everyMs: schedule.everyMs,
+    run: async (signal): Promise<TaskOutcome> => {
+      const outcome = await runReconcile(reconciler, schedule, signal, log);
+      return outcome.ok ? { ok: true, summary: reportSummary(outcome.report) } : outcome;
+    },
+  };
 }

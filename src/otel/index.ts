@@ -23,6 +23,8 @@ import { SpanObservation } from './observation.js';
 import { linkOf } from './trace-carrier.js';
 
 export { ATTRIBUTES, METRICS, SPANS } from './names.js';
+export { otelWatchdog } from './watchdog.js';
+export type { OtelWatchdogOptions } from './watchdog.js';
 
 /** Options of {@link openTelemetry}. */
 export interface OpenTelemetryOptions {

@@ -27,7 +27,9 @@ export const SPANS = Object.freeze({
 });
 
 /**
- * The metric names: a counter and two histograms in ms.
+ * The metric names: a counter and two histograms in ms for deliveries, and the watchdog's
+ * gauges (`otelWatchdog`): seconds since the last 2xx answer, deliveries at risk, seconds until
+ * the platform disables the endpoint, and its status (1 for the current one, 0 for the others).
  *
  * @example
  * ```ts
@@ -40,6 +42,10 @@ export const METRICS = Object.freeze({
   deliveries: 'schoolhooks.deliveries',
   deliveryDuration: 'schoolhooks.delivery.duration',
   handlersDuration: 'schoolhooks.handlers.duration',
+  watchdogLastSuccessAge: 'schoolhooks.watchdog.last_success_age',
+  watchdogAtRisk: 'schoolhooks.watchdog.at_risk',
+  watchdogDisablesIn: 'schoolhooks.watchdog.disables_in',
+  watchdogStatus: 'schoolhooks.watchdog.status',
 });
 
 /**
@@ -56,8 +62,10 @@ export const ATTRIBUTES = Object.freeze({
   event: 'schoolhooks.event',
   outcome: 'schoolhooks.outcome',
   idempotencyKey: 'schoolhooks.idempotency_key',
-  /** The tenant the route named (many schools on one endpoint). */
+  /** The tenant the route named (many schools on one endpoint), or a watchdog's tenant. */
   tenant: 'schoolhooks.tenant',
+  /** On `schoolhooks.watchdog.status`: `ok`, `at_risk`, `failing` or `silent`. */
+  healthStatus: 'schoolhooks.health.status',
   /** `delivery` or `job`, on metrics, to tell HTTP answers from inbox runs. */
   kind: 'schoolhooks.kind',
   attempt: 'schoolhooks.attempt',

@@ -24,11 +24,11 @@ async function deliverWithoutOpenTelemetry(...args: string[]) {
 }
 
 describe('the core without telemetry', () => {
-  it('handles, queues and runs deliveries without loading @opentelemetry/*', async () => {
+  it('handles, queues and runs deliveries, and watches them, without loading @opentelemetry/*', async () => {
     const result = await deliverWithoutOpenTelemetry();
     expect(result).toEqual({
       ok: true,
-      stdout: `${JSON.stringify(['queued', 'processed', 'completed'])}\n`,
+      stdout: `${JSON.stringify(['queued', 'processed', 'completed', 'ok'])}\n`,
     });
   });
 

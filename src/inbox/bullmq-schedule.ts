@@ -1,7 +1,8 @@
 /**
- * A reconciler run by a `bullmqInbox` as a BullMQ job scheduler: a queue of its own beside the
- * deliveries' (`<queueName>.reconcile`), whose scheduler makes one job every `every`, and whose
- * global concurrency of 1 lets one worker of any process run it at a time.
+ * A scheduled task of a `bullmqInbox` (its reconciler, its watchdog) as a BullMQ job scheduler:
+ * a queue of its own beside the deliveries' (`<queueName>.reconcile`, `<queueName>.watch`),
+ * whose scheduler makes one job every `every`, and whose global concurrency of 1 lets one worker
+ * of any process run it at a time. Each job keeps its run's summary, or fails with its error.
  * @module
  */
 
@@ -11,19 +12,18 @@ import { ConfigError } from '../errors.js';
 import { messageOf } from '../message-of.js';
 import type { Logger } from '../receiver.js';
 import type { InboxWorker } from './managed.js';
-import {
-  reportSummary,
-  runReconcile,
-  type ReconcileSchedule,
-  type ScheduledReconciler,
-  reconcileQueueName,
-} from './reconcile-schedule.js';
+import { taskQueueName, type ScheduledTask, type TaskKind } from './scheduled-task.js';
 
-/** The id of the job scheduler on the reconcile queue (one per inbox). */
-export const RECONCILE_SCHEDULER_ID = 'schoolhooks-reconcile';
+/**
+ * The id of a task's job scheduler on its queue (one per inbox and kind):
+ * `schoolhooks-reconcile`, `schoolhooks-watch`.
+ */
+export function schedulerIdOf(kind: TaskKind): string {
+  return `schoolhooks-${kind}`;
+}
 
-/** What the reconcile worker needs of its inbox. */
-export interface BullmqReconcileSettings {
+/** What a scheduled task's worker needs of its inbox. */
+export interface BullmqScheduleSettings {
   /** The inbox's client: the queue's connection. */
   readonly client: Redis | Cluster;
   /** A lazy copy of it for the worker's blocking connections (`maxRetriesPerRequest: null`). */
@@ -40,18 +40,17 @@ export interface BullmqReconcileSettings {
 const KEEP_RUNS = 100;
 
 /**
- * Upsert the scheduler (every process does: the same id and the same `every` is one
- * scheduler), set the queue's global concurrency to 1, and run its jobs in a worker of this
+ * Upsert the task's scheduler (every process does: the same id and the same `every` is one
+ * scheduler), set its queue's global concurrency to 1, and run its jobs in a worker of this
  * process. `close()` stops the worker, aborting a run in progress; the scheduler stays in Redis
  * for the other processes.
  */
-export function startBullmqReconcile(
-  settings: BullmqReconcileSettings,
-  reconciler: ScheduledReconciler,
-  schedule: ReconcileSchedule,
+export function startBullmqTask(
+  settings: BullmqScheduleSettings,
+  task: ScheduledTask,
   forget: () => void,
 ): InboxWorker {
-  const name = reconcileQueueName(settings.queueName);
+  const name = taskQueueName(settings.queueName, task.kind);
   const queue = new Queue(name, { connection: settings.client, prefix: settings.prefix });
   queue.on('error', settings.onConnectionError);
   if (
@@ -60,18 +59,17 @@ export function startBullmqReconcile(
   ) {
     void queue.close();
     throw new ConfigError(
-      'bullmqInbox: reconcile needs BullMQ 5.16 or later (job schedulers and global concurrency)',
+      `bullmqInbox: ${task.kind} needs BullMQ 5.16 or later (job schedulers and global concurrency)`,
     );
   }
   const stop = new AbortController();
-  const log = { logger: settings.logger, queue: name };
-  const setup = scheduled(queue, schedule.everyMs, settings, stop.signal);
+  const setup = scheduled(queue, task, settings, stop.signal);
   const template = settings.blockingClient();
   const worker = new Worker(
     name,
     async (_job: Job) => {
-      const outcome = await runReconcile(reconciler, schedule, stop.signal, log);
-      if (outcome.ok) return reportSummary(outcome.report);
+      const outcome = await task.run(stop.signal);
+      if (outcome.ok) return outcome.summary;
       // The job fails (Bull Board shows why), and the scheduler's next job runs at the next tick.
       throw outcome.error instanceof Error ? outcome.error : new Error(messageOf(outcome.error));
     },
@@ -82,7 +80,7 @@ export function startBullmqReconcile(
   return {
     close() {
       closing ??= (async () => {
-        stop.abort(new Error('the reconcile worker was closed'));
+        stop.abort(new Error(`the ${task.kind} worker was closed`));
         await worker.close();
         await setup;
         template.disconnect();
@@ -100,18 +98,18 @@ export function startBullmqReconcile(
  */
 async function scheduled(
   queue: Queue,
-  everyMs: number,
-  { keepCompletedMs, keepFailedMs, logger }: BullmqReconcileSettings,
+  { kind, everyMs }: ScheduledTask,
+  { keepCompletedMs, keepFailedMs, logger }: BullmqScheduleSettings,
   signal: AbortSignal,
 ): Promise<void> {
   while (!signal.aborted) {
     try {
       await queue.setGlobalConcurrency(1);
       await queue.upsertJobScheduler(
-        RECONCILE_SCHEDULER_ID,
+        schedulerIdOf(kind),
         { every: everyMs },
         {
-          name: 'reconcile',
+          name: kind,
           data: {},
           opts: {
             // BullMQ counts these ages in seconds.
@@ -125,7 +123,7 @@ async function scheduled(
       if (signal.aborted) return;
       (logger ?? console).error(
         { err: messageOf(error), queue: queue.name },
-        'reconcile schedule not set; trying again',
+        `${kind} schedule not set; trying again`,
       );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, Math.min(everyMs, 30_000));

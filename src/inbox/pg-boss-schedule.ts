@@ -1,5 +1,6 @@
 /**
- * A reconciler run by a `pgBossInbox` on a queue of its own (`<queueName>.reconcile`), without
+ * A scheduled task of a `pgBossInbox` (its reconciler, its watchdog) on a queue of its own
+ * (`<queueName>.reconcile`, `<queueName>.watch`), without
  * pg-boss's cron (the inbox's pg-boss runs with `schedule: false`, and cron counts in whole
  * minutes): at each whole multiple of `every`, each process stores that tick's job under one id
  * derived from the tick (so every process stores the same one), then asks for a job. pg-boss
@@ -14,17 +15,10 @@ import type { Logger } from '../receiver.js';
 import type { InboxWorker } from './managed.js';
 import type { Started } from './pg-boss-starter.js';
 import { pgBossJobId, seconds, type PgBossTables } from './pg-boss-tables.js';
-import {
-  ReconcileTicker,
-  reportSummary,
-  runReconcile,
-  type ReconcileSchedule,
-  type ScheduledReconciler,
-  reconcileQueueName,
-} from './reconcile-schedule.js';
+import { ScheduleTicker, taskQueueName, type ScheduledTask } from './scheduled-task.js';
 
-/** What the reconcile worker needs of its inbox. */
-export interface PgBossReconcileSettings {
+/** What a scheduled task's worker needs of its inbox. */
+export interface PgBossScheduleSettings {
   readonly queueName: string;
   /** How long a run may take: pg-boss takes a job held longer for dead, so a run is aborted then. */
   readonly expireInMs: number;
@@ -34,29 +28,29 @@ export interface PgBossReconcileSettings {
   readonly started: () => Promise<Started>;
 }
 
-/** Ready to tick: the started pg-boss, with the reconcile queue made, and its tables. */
+/** Ready to tick: the started pg-boss, with the task's queue made, and its tables. */
 interface Prepared {
   readonly boss: Started['boss'];
   readonly tables: PgBossTables;
 }
 
 /**
- * Run the reconciler at once (unless another process ran this tick's job), then at every tick,
- * in this process, until `close()`, which aborts a run in progress.
+ * Run the task at once (unless another process ran this tick's job), then at every tick, in
+ * this process, until `close()`, which aborts a run in progress. Each job keeps its run's
+ * summary, or fails with its error.
  */
-export function startPgBossReconcile(
-  settings: PgBossReconcileSettings,
-  reconciler: ScheduledReconciler,
-  schedule: ReconcileSchedule,
+export function startPgBossTask(
+  settings: PgBossScheduleSettings,
+  task: ScheduledTask,
   forget: () => void,
 ): InboxWorker {
-  const name = reconcileQueueName(settings.queueName);
+  const { kind } = task;
+  const name = taskQueueName(settings.queueName, kind);
   if (!/^[A-Za-z0-9_.-]{1,100}$/.test(name)) {
     throw new ConfigError(
-      `pgBossInbox: reconcile's queue "<queueName>.reconcile" must be at most 100 characters`,
+      `pgBossInbox: ${kind}'s queue "<queueName>.${kind}" must be at most 100 characters`,
     );
   }
-  const log = { logger: settings.logger, queue: name };
   let preparing: Promise<Prepared> | undefined;
   const prepare = (): Promise<Prepared> => {
     preparing ??= (async () => {
@@ -76,26 +70,30 @@ export function startPgBossReconcile(
     let prepared: Prepared;
     try {
       prepared = await prepare();
-      const slot = Math.floor(Date.now() / schedule.everyMs);
+      const slot = Math.floor(Date.now() / task.everyMs);
       // null when this tick's job is there already, or when one is waiting (stately).
-      await prepared.boss.send(name, { tick: slot }, sendOptions(settings, prepared, name, slot));
+      await prepared.boss.send(
+        name,
+        { tick: slot },
+        sendOptions(settings, prepared, kind, name, slot),
+      );
       [job] = await prepared.boss.fetch(name, { batchSize: 1, includeMetadata: true });
     } catch (error) {
       if (!signal.aborted) {
         settings.logger?.warn(
           { err: messageOf(error), queue: name },
-          'reconcile tick failed; the next tick tries again',
+          `${kind} tick failed; the next tick tries again`,
         );
       }
       return;
     }
     if (job === undefined) return;
-    const outcome = await withTimeout(signal, settings.expireInMs, (runSignal) =>
-      runReconcile(reconciler, schedule, runSignal, log),
+    const outcome = await withTimeout(signal, settings.expireInMs, kind, (runSignal) =>
+      task.run(runSignal),
     );
     try {
       if (outcome.ok) {
-        await prepared.boss.complete(name, job.id, reportSummary(outcome.report));
+        await prepared.boss.complete(name, job.id, outcome.summary);
       } else {
         const reason = messageOf(outcome.error);
         await prepared.tables.deadLetter(job.id, reason, settings.keepFailedMs);
@@ -106,19 +104,19 @@ export function startPgBossReconcile(
     }
   }
 
-  const ticker: ReconcileTicker = new ReconcileTicker(schedule.everyMs, tick, forget);
-  return ticker;
+  return new ScheduleTicker(task.everyMs, tick, forget, kind);
 }
 
 /** The job of one tick: its id derived from the tick, run once, held at most `expireInMs`. */
 function sendOptions(
-  { expireInMs, keepCompletedMs }: PgBossReconcileSettings,
+  { expireInMs, keepCompletedMs }: PgBossScheduleSettings,
   { tables }: Prepared,
+  kind: string,
   name: string,
   slot: number,
 ): object {
   return {
-    id: pgBossJobId(`reconcile:${name}:${slot}`),
+    id: pgBossJobId(`${kind}:${name}:${slot}`),
     // A failed run is not run again: the next tick runs anew.
     retryLimit: 0,
     expireInSeconds: seconds(expireInMs),
@@ -130,6 +128,7 @@ function sendOptions(
 async function withTimeout<T>(
   signal: AbortSignal,
   ms: number,
+  kind: string,
   run: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const controller = new AbortController();
@@ -137,7 +136,7 @@ async function withTimeout<T>(
   if (signal.aborted) abort();
   signal.addEventListener('abort', abort);
   const timer = setTimeout(
-    () => controller.abort(new Error(`the reconcile run took longer than ${ms} ms (expireInMs)`)),
+    () => controller.abort(new Error(`the ${kind} run took longer than ${ms} ms (expireInMs)`)),
     ms,
   );
   try {

@@ -1,0 +1,142 @@
+/**
+ * bullmqInbox's `watch`: a watchdog checked by a BullMQ job scheduler on real Redis
+ * (`<queueName>.watch`), with intervals of a few hundred ms. Two inboxes on one queue stand for
+ * two processes (each has a Redis connection of its own).
+ */
+
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
+import type { Logger } from '../../src/index.js';
+import { bullmqInbox, type BullmqInbox } from '../../src/inbox/bullmq.js';
+import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { fakeReconciler } from './reconcile-fake.js';
+import { describeWatchContract, watchedReceiver } from './watch-contract.js';
+
+let redis: TestRedis;
+const run = randomUUID().slice(0, 8);
+const prefix = `test-bull-watch-${run}`;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  redis = await useTestRedis();
+});
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+});
+
+afterAll(async () => {
+  await redis?.close();
+});
+
+/** The watch queue of an inbox's queue, read with a connection of its own. */
+function watchQueue(queueName: string): Queue {
+  const client = new Redis(redis.url);
+  const queue = new Queue(`${queueName}.watch`, { connection: client, prefix });
+  cleanups.push(async () => {
+    await queue.close();
+    client.disconnect();
+  });
+  return queue;
+}
+
+/** `count` inboxes on one queue, each with a connection of its own; their keys removed after. */
+function inboxes(count: number, logger?: Logger): BullmqInbox[] {
+  const queueName = `watch-${randomUUID().slice(0, 8)}`;
+  const made: BullmqInbox[] = [];
+  cleanups.push(async () => {
+    await watchQueue(queueName)
+      .obliterate({ force: true })
+      .catch(() => {});
+    await made[0]!.queue.obliterate({ force: true }).catch(() => {});
+  });
+  for (let i = 0; i < count; i++) {
+    const client = new Redis(redis.url);
+    const inbox = bullmqInbox({
+      connection: client,
+      queueName,
+      prefix,
+      ...(logger ? { logger } : {}),
+    });
+    made.push(inbox);
+    cleanups.push(async () => {
+      await inbox.close();
+      client.disconnect();
+    });
+  }
+  return made;
+}
+
+describeWatchContract('bullmqInbox', { inboxes, processes: true, logs: true });
+
+it("each check is a 'watch' job of its own queue that keeps the status and counts, never a key", async () => {
+  const [inbox] = inboxes(1);
+  const watched = watchedReceiver();
+  watched.state.failing = true;
+  const { idempotencyKey } = await watched.deliver();
+  const worker = inbox!.watch(watched.watchdog, { every: 200, onAlert: () => {} });
+  const queue = watchQueue(inbox!.queue.name);
+  const [done] = await vi.waitFor(
+    async () => {
+      const jobs = await queue.getJobs(['completed'], 0, 0, true);
+      expect(jobs).toHaveLength(1);
+      return jobs;
+    },
+    { timeout: 4000, interval: 20 },
+  );
+  const [scheduler] = await queue.getJobSchedulers();
+  await worker.close();
+  expect(done!.name).toBe('watch');
+  expect(done!.returnvalue).toEqual({
+    status: 'at_risk',
+    atRisk: 1,
+    silent: 0,
+    alerted: true,
+    lastAttemptAt: expect.any(String),
+    failingSince: expect.any(String),
+  });
+  expect(JSON.stringify(done!.returnvalue)).not.toContain(idempotencyKey);
+  // Its own scheduler, beside a reconciler's, and one check at a time across the processes.
+  expect(scheduler).toMatchObject({ key: 'schoolhooks-watch', name: 'watch', every: 200 });
+  expect(await queue.getGlobalConcurrency()).toBe(1);
+  // Not one of the inbox's deliveries.
+  expect(await inbox!.jobs()).toEqual([]);
+});
+
+it('fails the job of a check that threw, with its error', async () => {
+  const [inbox] = inboxes(1);
+  let calls = 0;
+  const watchdog = {
+    check: () => Promise.reject(new Error(`check ${++calls} failed`)),
+  };
+  const worker = inbox!.watch(watchdog, { every: 200, onAlert: () => {}, onError: () => {} });
+  await vi.waitFor(() => expect(calls).toBeGreaterThanOrEqual(1), { timeout: 4000, interval: 20 });
+  const queue = watchQueue(inbox!.queue.name);
+  const [failed] = await vi.waitFor(
+    async () => {
+      const jobs = await queue.getJobs(['failed'], 0, 0, true);
+      expect(jobs).toHaveLength(1);
+      return jobs;
+    },
+    { timeout: 4000, interval: 20 },
+  );
+  await worker.close();
+  expect(failed!.failedReason).toBe('check 1 failed');
+});
+
+it('watches and reconciles on one inbox, each on its own queue', async () => {
+  const [inbox] = inboxes(1);
+  const watched = watchedReceiver();
+  const reconciler = fakeReconciler({ holdMs: 60_000 });
+  const reconciling = inbox!.reconcile(reconciler, { every: '1h', since: '48h' });
+  const watching = inbox!.watch(watched.watchdog, { every: 150, onAlert: () => {} });
+  await vi.waitFor(() => expect(watched.state.checks).toBeGreaterThanOrEqual(2), {
+    timeout: 4000,
+    interval: 20,
+  });
+  await watching.close();
+  await reconciling.close();
+  expect(reconciler.calls).toHaveLength(1);
+});
