@@ -512,6 +512,12 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   compare('node', 'minimal', 'node adapter + memoryStore / (a)', 0.85, ['small']);
   compare('node', 'minimal', 'node adapter + memoryStore / (a)', 0.8, ['large']);
   // Issue 39's target: a secret looked up per tenant (cached) costs at most 5 % of a static one.
+  compare(
+    'node',
+    'node-unwatched',
+    "node adapter / the same with watch: false (the watchdog's notes)",
+    0.97,
+  );
   compare('node-tenant', 'node', 'node adapter, tenant lookup (cached) / static secret', 0.95);
   for (const id of ['node', 'hono', 'fetch'] as const) {
     compare(id, 'octokit', `${id} adapter / (d) octokit`, 1);

@@ -205,6 +205,7 @@ async function schoolhooksReceiver(
   store: StoreKind,
   telemetry = false,
   secret: ReceiverOptions['secret'] = BENCH_RECEIVER_OPTIONS.secret,
+  watch = true,
 ) {
   const { createReceiver } = await import('../src/index.js');
   let storeOption = {};
@@ -229,6 +230,7 @@ async function schoolhooksReceiver(
   const receiver = createReceiver({
     ...BENCH_RECEIVER_OPTIONS,
     secret,
+    watch,
     ...storeOption,
     ...telemetryOption,
   });
@@ -301,9 +303,9 @@ async function countedPgBoss() {
   };
 }
 
-async function nodeAdapter(store: StoreKind, telemetry = false): Promise<Server> {
+async function nodeAdapter(store: StoreKind, telemetry = false, watch = true): Promise<Server> {
   const { nodeListener } = await import('../adapters/node.js');
-  const receiver = await schoolhooksReceiver(store, telemetry);
+  const receiver = await schoolhooksReceiver(store, telemetry, undefined, watch);
   return createServer(nodeListener(receiver, { path: BENCH_PATH }));
 }
 
@@ -432,6 +434,7 @@ const factories: Record<NodeServerId, () => Promise<Server>> = {
   minimal: minimalServer,
   'minimal-same': minimalSameWork,
   node: () => nodeAdapter('memory'),
+  'node-unwatched': () => nodeAdapter('memory', false, false),
   'node-tenant': nodeTenantAdapter,
   express: expressAdapter,
   fastify: fastifyAdapter,

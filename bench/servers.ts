@@ -10,6 +10,7 @@ export const SERVER_IDS = [
   'minimal',
   'minimal-same',
   'node',
+  'node-unwatched',
   'node-tenant',
   'express',
   'fastify',
@@ -64,7 +65,8 @@ const MEASURED_AFTER: Partial<Record<ServerId, ServerId>> = {
   core: 'minimal',
   'node-baseline': 'node',
   'node-redis-baseline': 'node-redis',
-  'node-tenant': 'node',
+  'node-unwatched': 'node',
+  'node-tenant': 'node-unwatched',
   octokit: 'node-tenant',
   // The rows compared with (a) or with each other, in a chain after it: (h) of node:http first.
   'minimal-same': 'octokit',
@@ -146,6 +148,10 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
   hono: { label: '(b) schoolhooks Hono adapter + memoryStore', style: 'schoolhooks' },
   fetch: {
     label: '(b) schoolhooks Fetch adapter (on @hono/node-server) + memoryStore',
+    style: 'schoolhooks',
+  },
+  'node-unwatched': {
+    label: '(b) node adapter + memoryStore, watch: false (no notes for the watchdog)',
     style: 'schoolhooks',
   },
   'node-tenant': {
