@@ -187,7 +187,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const notes = answerNotesOf(settings, reporting);
   // What the store's client fails with outside any delivery (an idle connection a restart
   // ended) is this receiver's to tell, as a delivery's failures are.
-  settings.store.onError?.(reporting.report);
+  if (typeof settings.store.onError === 'function') settings.store.onError(reporting.report);
   async function handle(request: WebhookRequest): Promise<WebhookResult> {
     const observation = reporting.observe(DELIVERY);
     const startedAt = observation ? performance.now() : 0;
