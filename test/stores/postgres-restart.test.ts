@@ -74,11 +74,15 @@ describe('postgresStore when Postgres ends its connections', () => {
   it('lives through pg_terminate_backend of its idle connections, and onError is told', async () => {
     expect(await deliverSeveral()).toEqual([200, 200, 200]);
     const before = receiver.told.length;
-    expect(await terminateReceiverSessions()).toBeGreaterThan(0);
-    // Nothing is sent meanwhile: what onError is told now is the pool's own 'error' event.
-    const told = await toldMoreThan(receiver, before, 5000);
+    const ended = await terminateReceiverSessions();
+    expect(ended).toBeGreaterThan(0);
+    // Nothing is sent meanwhile: what onError is told now is the pool's own 'error' events, one
+    // per idle connection ended (every one was idle).
+    const told = await toldMoreThan(receiver, before + ended - 1, 5000);
     expect(receiver.exit).toBeUndefined();
+    expect(receiver.told.slice(before)).toHaveLength(ended);
     expect(told[0]).toMatchObject(STORE_UNAVAILABLE);
+    for (const error of receiver.told.slice(before)) expect(error).toMatchObject(STORE_UNAVAILABLE);
     expect(await deliverSeveral()).toEqual([200, 200, 200]);
     expect(receiver.exit).toBeUndefined();
   }, 30_000);
