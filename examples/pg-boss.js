@@ -10,8 +10,8 @@ import { nodeListener } from 'schoolhooks/node';
 import { pgBossInbox, postgresStore } from 'schoolhooks/postgres';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
-// An idle connection's error (PostgreSQL restarted) ends the process if nothing listens.
-pool.on('error', (error) => console.error(`postgres: ${error.message}`));
+// postgresStore listens to the pool's errors (an idle connection a PostgreSQL restart ended)
+// and tells each to onError: a pool only the store uses needs no listener of its own.
 const inbox = pgBossInbox({ connectionString: process.env.DATABASE_URL });
 const receiver = createReceiver({
   secret: process.env.SCHOOL_WEBHOOK_SECRET,

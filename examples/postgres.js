@@ -15,8 +15,8 @@ if (!secret) {
 }
 const port = Number(process.env.PORT ?? 3000);
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
-// An idle connection's error (PostgreSQL restarted) ends the process if nothing listens.
-pool.on('error', (error) => console.error(`postgres: ${error.message}`));
+// postgresStore listens to the pool's errors (an idle connection a PostgreSQL restart ended)
+// and tells each to onError: a pool only the store uses needs no listener of its own.
 await pool.query(
   'create table if not exists grants (idempotency_key text primary key, user_id bigint, amount numeric)',
 );

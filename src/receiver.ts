@@ -185,6 +185,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   });
   const httpRun = inbox === undefined ? pipeline.dispatchNow : pipeline.handToInbox;
   const notes = answerNotesOf(settings, reporting);
+  // What the store's client fails with outside any delivery (an idle connection a restart
+  // ended) is this receiver's to tell, as a delivery's failures are.
+  if (typeof settings.store.onError === 'function') settings.store.onError(reporting.report);
   async function handle(request: WebhookRequest): Promise<WebhookResult> {
     const observation = reporting.observe(DELIVERY);
     const startedAt = observation ? performance.now() : 0;

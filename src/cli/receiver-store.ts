@@ -125,17 +125,10 @@ async function openPostgres(
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     max: 2,
   });
-  pool.on('error', () => {});
-  try {
-    await (await pool.connect()).release();
-  } catch (error) {
-    await pool.end().catch(() => {});
-    throw new CliFailure(
-      `cannot reach Postgres at ${withoutCredentials(url)}: ${messageOf(error)}`,
-    );
-  }
   let store: IdempotencyStore;
   try {
+    // Made before the first connection: from here on the store hears the pool's 'error' events
+    // (an idle connection the server ended) and writes them to the console, one line a burst.
     store = postgresStore({
       pool,
       connectTimeoutMs: CONNECT_TIMEOUT_MS,
@@ -146,13 +139,25 @@ async function openPostgres(
     if (error instanceof ConfigError) throw new UsageError(`--table: ${error.message}`);
     throw error;
   }
+  const close = async (): Promise<void> => {
+    await pool.end().catch(() => {});
+    await store.close?.();
+  };
+  try {
+    await (await pool.connect()).release();
+  } catch (error) {
+    await close();
+    throw new CliFailure(
+      `cannot reach Postgres at ${withoutCredentials(url)}: ${messageOf(error)}`,
+    );
+  }
   try {
     await checkTableExists(pool, url, table ?? POSTGRES_STORE_DEFAULTS.table);
   } catch (error) {
-    await pool.end().catch(() => {});
+    await close();
     throw error;
   }
-  return { store, close: () => pool.end() };
+  return { store, close };
 }
 
 /**

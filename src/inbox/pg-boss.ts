@@ -210,8 +210,7 @@ const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
  * import { postgresStore, pgBossInbox } from 'schoolhooks/postgres';
  *
  * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
- * // An idle connection's error (PostgreSQL restarted) ends the process if nothing listens.
- * pool.on('error', (error) => console.error(`postgres: ${error.message}`));
+ * // postgresStore listens to the pool's errors and tells each to onError.
  * const inbox = pgBossInbox({ connectionString: process.env.DATABASE_URL });
  * await inbox.start();
  * const receiver = createReceiver({ secret, store: postgresStore({ pool }), inbox });

@@ -9,6 +9,7 @@ import type { Pool, PoolClient } from 'pg';
 import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { noop } from '../noop.js';
+import { ConnectionErrors } from './connection-errors.js';
 import { destroy, giveBack, HeldClaims } from './postgres-claims.js';
 import { storageKey } from './storage-key.js';
 import {
@@ -47,7 +48,10 @@ export interface PostgresStoreOptions {
   /**
    * A node-postgres `Pool`; the store never ends it. Each delivery in flight holds one of its
    * clients from the claim to the commit, so give it at least as many connections as
-   * deliveries you run at once (pg's default is 10).
+   * deliveries you run at once (pg's default is 10). The store listens to its `'error'` event
+   * (an idle client whose connection Postgres ended, as a restart does) until `close()`, and
+   * reports each (see `IdempotencyStore.onError`): a pool without a listener of its own no
+   * longer ends the process.
    */
   pool: Pool;
   /**
@@ -114,6 +118,10 @@ export function postgresStoreSql({
  * - Every call fails with `StoreUnavailableError` within `connectTimeoutMs`, never hangs. The
  *   table is created on first claim; expired keys are deleted in small batches, at most once a
  *   minute.
+ * - The pool's `'error'` events (idle clients whose connection ended: Postgres restarted, or
+ *   `pg_terminate_backend`) are heard from the store's creation and reported: to the receiver's
+ *   `onError` handlers (or its logger), as a `StoreUnavailableError`; with no receiver, to the
+ *   console, one line per burst. `close()` removes that listener and leaves the pool open.
  *
  * Effects outside `ctx.transaction` (an e-mail, an HTTP call, another database) stay
  * at-least-once, as with any store.
@@ -143,6 +151,8 @@ export function postgresStore(options: PostgresStoreOptions): IdempotencyStore {
     settle: (claim, how) => store.settle(claim, how),
     peek: (keys) => store.peek(keys),
     watch: (batch) => store.watch(batch),
+    onError: (listener) => store.errors.subscribe(listener),
+    close: async () => store.errors.close(),
   };
 }
 
@@ -154,6 +164,8 @@ class PostgresStore {
   readonly #statements: KeyStatements;
   readonly #held: HeldClaims;
   readonly #watch: PostgresWatch;
+  /** The pool's `'error'` events, heard and told. */
+  readonly errors: ConnectionErrors;
 
   constructor({
     pool,
@@ -176,6 +188,8 @@ class PostgresStore {
     this.#statements = keyStatements(name);
     this.#held = new HeldClaims(connectTimeoutMs / 2);
     this.#watch = new PostgresWatch(name.watch);
+    // Last, once the options are checked: a store that was never made leaves no listener.
+    this.errors = new ConnectionErrors('Postgres', pool);
   }
 
   /**

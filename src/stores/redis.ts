@@ -8,6 +8,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { randomToken } from '../crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
+import { ConnectionErrors } from './connection-errors.js';
 import { storeUnavailable } from './unavailable.js';
 import type {
   Claim,
@@ -40,7 +41,11 @@ import { REDIS_STORE_DEFAULTS } from '../defaults.js';
 
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions {
-  /** A connected (or connecting) ioredis `Redis` or `Cluster`; the store never closes it. */
+  /**
+   * A connected (or connecting) ioredis `Redis` or `Cluster`; the store never closes it. The
+   * store listens to its `'error'` event until `close()` and reports each (see
+   * `IdempotencyStore.onError`).
+   */
   client: Redis | Cluster;
   /** Prepended to every key. Default `'schoolhooks:'`. Must not contain `{` or `}`. */
   prefix?: string;
@@ -104,6 +109,10 @@ function hashTag(idempotencyKey: string): string {
  *   never came in time (Redis may have taken it, and persisted it, just before it died).
  * - ioredis defaults are fine (`enableOfflineQueue` may stay on or be turned off); the store
  *   holds no connection state of its own, so it works again as soon as the client reconnects.
+ * - The client's `'error'` events (a dropped connection, each failed reconnection) are heard from
+ *   the store's creation and reported: to the receiver's `onError` handlers (or its logger), as
+ *   a `StoreUnavailableError`; with no receiver, to the console, one line per burst.
+ *   `close()` removes that listener and leaves the client connected.
  *
  * @example
  * ```ts
@@ -133,6 +142,8 @@ export function redisStore(options: RedisStoreOptions): IdempotencyStore {
     settle: (claim, how) => store.settle(claim, how),
     peek: (keys) => store.peek(keys),
     watch: (batch) => store.watch(batch),
+    onError: (listener) => store.errors.subscribe(listener),
+    close: async () => store.errors.close(),
   };
 }
 
@@ -161,6 +172,8 @@ class RedisStore {
   readonly #unfinished: UnfinishedCalls;
   /** Redis's clock minus ours, learnt from every claim's reply (which carries Redis's TIME). */
   #clockOffsetMs = 0;
+  /** The client's `'error'` events, heard and told. */
+  readonly errors: ConnectionErrors;
 
   constructor({
     client,
@@ -185,6 +198,8 @@ class RedisStore {
     });
     this.#sender = new ScriptSender(client);
     this.#unfinished = new UnfinishedCalls(client, this.#calls, this.#sender, commandTimeoutMs);
+    // Last, once the options are checked: a store that was never made leaves no listener.
+    this.errors = new ConnectionErrors('Redis', client);
   }
 
   async claim(request: ClaimRequest): Promise<Claim> {

@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { StoreUnavailableError } from '../errors.js';
 import type { HandlerTransaction } from '../run-handlers.js';
 import type { WatchBatch, WatchState } from '../watchdog/types.js';
 
@@ -159,6 +160,26 @@ export interface IdempotencyStore {
    * it cannot be watched.
    */
   watch?(batch: WatchBatch): Promise<WatchState | undefined>;
+  /**
+   * Optional: be told of each failure the store's client reports outside any call (a pooled
+   * connection the server ended while idle, a reconnection that failed), as a
+   * `StoreUnavailableError`. Returns what stops it. A receiver subscribes when it is created and
+   * reports each through its `onError` handlers or its logger; while nobody subscribes, the store
+   * writes them to the console itself, one line per burst. `postgresStore` and `redisStore`
+   * listen to their client from their creation, so such an error never ends the process.
+   *
+   * @example
+   * ```ts
+   * const stop = store.onError?.((error) => console.warn(error.code, error.message));
+   * ```
+   */
+  onError?(listener: (error: StoreUnavailableError) => void): () => void;
+  /**
+   * Optional: let go of what the store holds of its client (its `'error'` listener) once no
+   * call is made any more. The client or pool was given by the caller and stays open: end it
+   * after this (`await store.close?.(); await pool.end()`).
+   */
+  close?(): Promise<void>;
 }
 
 /** The methods every store must have, in the order a `ConfigError` names a missing one. */

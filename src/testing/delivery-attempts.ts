@@ -5,13 +5,12 @@
  * @module
  */
 
-import type { SimulatedRequest } from './endpoint-config.js';
-import { ENDPOINT_DOWN, isDown } from './endpoint-outages.js';
+import { attemptDuring, outageAt, type Outage } from './endpoint-outages.js';
 import type { EndpointState } from './endpoint-registry.js';
 import { exchange, type ExchangeResult } from './exchange.js';
 import type { FaultKind, FaultPicker } from './fault-picker.js';
 import { isSuccessStatus, PLATFORM_LIMITS } from '../platform-contract.js';
-import { signBody } from './sign-body.js';
+import { signedRequest } from './sign-body.js';
 import type { DeliveryLogEntry, DeliveryState } from './simulator-types.js';
 import type { VirtualClock } from './virtual-clock.js';
 
@@ -76,12 +75,12 @@ export function deliveryAttempts({
       attempt,
       at: clock.now(),
     };
-    // A server that is down gets nothing, so there is no answer to drop, delay or duplicate.
-    const down = isDown(target.outages, base.at);
-    if (down) record(entryOf(base, ENDPOINT_DOWN));
-    const { ok, failedAt } = down
-      ? { ok: false, failedAt: base.at }
-      : await send(delivery, base, fault, { clock, timeoutMs, record });
+    // An attempt an outage meets fails its way, with no fault injected on top of it.
+    const outage = outageAt(target.outages, base.at);
+    const { ok, failedAt } =
+      outage === undefined
+        ? await send(delivery, base, fault, { clock, timeoutMs, record })
+        : await sendDuring(outage, delivery, base, { clock, timeoutMs, record });
     if (ok) {
       delivery.state = 'delivered';
       target.failingSince = undefined;
@@ -132,13 +131,17 @@ async function send(
   return { ok: isSuccessStatus(seen.status), failedAt };
 }
 
-/** The POST the platform sends: `body` signed with `secret`. */
-export function signedRequest(body: string, secret: string): SimulatedRequest {
-  return {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', signature: signBody(body, secret) },
-    body,
-  };
+/** Send one attempt as the outage under way makes it fail, and log it. */
+async function sendDuring(
+  outage: Outage,
+  { target, body }: Delivery,
+  base: AttemptBase,
+  { clock, timeoutMs, record }: Pick<DeliveryAttemptsOptions, 'clock' | 'timeoutMs' | 'record'>,
+): Promise<{ ok: boolean; failedAt: number }> {
+  const request = { target, body, secret: target.secret, at: base.at, timeoutMs, clock };
+  const { seen, outcome, ok, failedAt } = await attemptDuring(outage, request);
+  record({ ...entryOf(base, seen, outcome), outage: outage.effect.as });
+  return { ok, failedAt };
 }
 
 /** The log entry of what the platform `seen`; `outcome` is what the receiver answered. */

@@ -25,7 +25,9 @@ export { createPlatformSimulator } from './platform-simulator.js';
 export type {
   DeliveryLogEntry,
   DeliveryState,
+  OutageKind,
   OutageOptions,
+  OutageWindow,
   PlatformSimulator,
   PlatformSimulatorOptions,
   SendArgs,

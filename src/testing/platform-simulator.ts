@@ -8,12 +8,13 @@
 import { randomUUID } from 'node:crypto';
 import { ConfigError } from '../errors.js';
 import { resolveData, serializeEnvelope, toTimestamp } from './create-delivery.js';
-import { deliveryAttempts, entryOf, signedRequest, type Delivery } from './delivery-attempts.js';
+import { deliveryAttempts, entryOf, type Delivery } from './delivery-attempts.js';
 import { generateSecretKey } from './endpoint-config.js';
-import { ENDPOINT_DOWN, endOutages, isDown, outageOf } from './endpoint-outages.js';
+import { attemptDuring, endOutages, outageAt, outageOf } from './endpoint-outages.js';
 import { createEndpointRegistry, viewOf, type EndpointRegistry } from './endpoint-registry.js';
 import { exchange } from './exchange.js';
 import { faultPicker } from './fault-picker.js';
+import { signedRequest } from './sign-body.js';
 import { PLATFORM_LIMITS } from '../platform-contract.js';
 import type {
   DeliveryLogEntry,
@@ -129,7 +130,7 @@ function simulatorOf(state: SimulatorState, log: readonly DeliveryLogEntry[]): P
     },
     takeDown(endpoint: string | SimulatedEndpoint, options: OutageOptions): void {
       const target = registry.find(endpoint);
-      target.outages.push(outageOf(options, clock.now(), `endpoint ${target.id}`));
+      target.outages.push(outageOf(options, clock.now(), target.secret, `endpoint ${target.id}`));
     },
     bringUp(endpoint: string | SimulatedEndpoint): void {
       endOutages(registry.find(endpoint).outages, clock.now());
@@ -197,13 +198,17 @@ async function sendTestDelivery(
   let secret = target.secret;
   while (!isSaved && secret === target.secret) secret = generateSecretKey();
   const at = clock.now();
-  const result = isDown(target.outages, at)
-    ? ENDPOINT_DOWN
-    : await exchange(target, signedRequest(body, secret), timeoutMs, clock);
-  const entry: DeliveryLogEntry = {
-    ...entryOf({ endpoint: target.id, event, idempotencyKey, attempt: 1, at }, result),
-    test: true,
-  };
+  const base = { endpoint: target.id, event, idempotencyKey, attempt: 1, at };
+  const outage = outageAt(target.outages, at);
+  let entry: DeliveryLogEntry;
+  if (outage === undefined) {
+    const result = await exchange(target, signedRequest(body, secret), timeoutMs, clock);
+    entry = { ...entryOf(base, result), test: true };
+  } else {
+    const request = { target, body, secret, at, timeoutMs, clock };
+    const { seen, outcome } = await attemptDuring(outage, request);
+    entry = { ...entryOf(base, seen, outcome), outage: outage.effect.as, test: true };
+  }
   record(entry);
   return entry;
 }

@@ -5,6 +5,7 @@
 
 import { createHmac } from 'node:crypto';
 import { assertSecret } from '../signature.js';
+import type { SimulatedRequest } from './endpoint-config.js';
 
 /**
  * The `signature` header the platform would send with `body`: lowercase hex HMAC-SHA256 of the
@@ -22,4 +23,13 @@ import { assertSecret } from '../signature.js';
 export function signBody(body: string | Uint8Array, secret: string): string {
   assertSecret(secret);
   return createHmac('sha256', secret).update(body).digest('hex');
+}
+
+/** The POST the simulated platform sends: `body` signed with `secret`. */
+export function signedRequest(body: string, secret: string): SimulatedRequest {
+  return {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', signature: signBody(body, secret) },
+    body,
+  };
 }

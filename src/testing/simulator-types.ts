@@ -60,6 +60,8 @@ export interface DeliveryLogEntry {
   error?: string;
   /** The fault injected into this request, if any. */
   fault?: FaultKind;
+  /** The kind of outage this request met (`takeDown`), if any: then no fault is injected. */
+  outage?: OutageKind;
   /** True for a test delivery from the endpoint form. */
   test?: true;
 }
@@ -111,13 +113,63 @@ export interface TestDeliveryOptions {
   event?: FixedEventName;
 }
 
-/** Options of {@link PlatformSimulator.takeDown}. */
-export interface OutageOptions {
-  /** How long the endpoint stays down, in ms of virtual time: a positive number. */
+/**
+ * How every request fails during an outage ({@link PlatformSimulator.takeDown}): `down`, the
+ * server is unreachable; `wrong_secret`, the platform signs with another secret; `status`, a
+ * gateway answers an error status; `timeout`, the answer comes after the platform stopped waiting.
+ */
+export type OutageKind = 'down' | 'wrong_secret' | 'status' | 'timeout';
+
+/** When an outage is: what every kind of {@link OutageOptions} takes. */
+export interface OutageWindow {
+  /** How long the outage lasts, in ms of virtual time: a positive number. */
   forMs: number;
   /** When the outage starts, in virtual ms since the epoch. Default: the clock's now. */
   from?: number;
 }
+
+/**
+ * Options of {@link PlatformSimulator.takeDown}: a window of virtual time, and how every request
+ * in it fails (`as`, default `'down'`).
+ *
+ * @example
+ * ```ts
+ * platform.takeDown('shop', { forMs: 2 * HOUR });                            // unreachable
+ * platform.takeDown('shop', { forMs: HOUR, as: 'wrong_secret' });            // answered 401
+ * platform.takeDown('shop', { forMs: HOUR, as: 'status', status: 500 });     // a gateway's 500
+ * platform.takeDown('shop', { forMs: HOUR, as: 'timeout' });                 // too slow
+ * ```
+ */
+export type OutageOptions =
+  | (OutageWindow & {
+      /**
+       * The seller's server is unreachable: every request fails as a refused connection does
+       * (status null) and reaches nothing.
+       */
+      as?: 'down';
+    })
+  | (OutageWindow & {
+      /**
+       * The platform signs with another secret (a secretKey rotation gone wrong): the real
+       * request reaches the receiver, which answers 401 `invalid_signature`.
+       */
+      as: 'wrong_secret';
+      /** The secret it signs with; default a fresh one. Must differ from the endpoint's. */
+      secret?: string;
+    })
+  | (OutageWindow & {
+      /** A gateway before the server answers `status`; the receiver is not reached. */
+      as: 'status';
+      /** The gateway's answer, an integer from 300 to 599. Default 502. */
+      status?: number;
+    })
+  | (OutageWindow & {
+      /**
+       * The request reaches the receiver, which answers (its outcome is logged), but the
+       * platform has stopped waiting: the attempt fails when `timeoutMs` is over (virtual time).
+       */
+      as: 'timeout';
+    });
 
 /** A simulated platform. Create one with {@link createPlatformSimulator}. */
 export interface PlatformSimulator {
@@ -146,10 +198,12 @@ export interface PlatformSimulator {
     options?: TestDeliveryOptions,
   ): Promise<DeliveryLogEntry>;
   /**
-   * Take the seller's server down from `from` for `forMs` of virtual time: every attempt at the
-   * endpoint then (retries and test deliveries) fails as a refused connection does, status null,
-   * and reaches nothing; the platform retries on its schedule as ever. Call again for more
-   * outages. A ConfigError for an unknown endpoint or a `forMs` that is not a positive number.
+   * Fail every attempt at the endpoint (retries and test deliveries) from `from` for `forMs` of
+   * virtual time, as `as` says: by default the seller's server is down (status null, reaches
+   * nothing); `wrong_secret`, `status` and `timeout` as {@link OutageOptions} says. The platform
+   * retries on its schedule as ever, and injects no fault into an attempt an outage met. Call
+   * again for more outages (where several cover an instant, the first added applies). A
+   * ConfigError for an unknown endpoint or options that do not check.
    */
   takeDown(endpoint: string | SimulatedEndpoint, options: OutageOptions): void;
   /** End the endpoint's outage now, if one is under way; outages that start later still happen. */

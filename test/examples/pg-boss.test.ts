@@ -140,7 +140,8 @@ describe('docs/postgres.md: a stack on Postgres alone', () => {
     const web = start([]);
     const url = await listeningUrl(web.output);
     const send = () => post(url, fixtureDelivery('PaymentCompleted'));
-    // The pool now holds an idle connection: its error, nobody listening, would end the process.
+    // The pool now holds an idle connection: its error would end the process, were the store
+    // not listening (the example's pool has no listener of its own).
     expect(await send()).toMatchObject({ status: 202, outcome: 'queued' });
     const terminated = await admin((client) =>
       client.query(
@@ -152,7 +153,10 @@ describe('docs/postgres.md: a stack on Postgres alone', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(web.child.exitCode).toBeNull();
     expect(await send()).toMatchObject({ status: 202, outcome: 'queued' });
-    expect(web.output()).toContain('postgres: terminating connection due to administrator command');
+    // Heard by postgresStore and reported by the receiver (its console logger, with no onError).
+    expect(web.output()).toContain(
+      'Postgres connection failed: terminating connection due to administrator command',
+    );
 
     web.child.kill('SIGTERM');
     expect(await exited(web.child)).toBe(0);

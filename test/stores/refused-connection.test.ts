@@ -45,8 +45,16 @@ describe('a store whose connection is refused', () => {
     });
     // The platform retries a 503: the event is not lost.
     expect(result).toMatchObject({ status: 503, outcome: 'store_unavailable' });
-    expect(errors).toHaveLength(1);
-    const [error] = errors;
+    // The delivery's failure, and the client's own 'error' event (the store hears it and the
+    // receiver tells it): both StoreUnavailableErrors, neither with the password.
+    for (const told of errors) {
+      expect(told).toBeInstanceOf(StoreUnavailableError);
+      expect(told.code).toBe('store_unavailable');
+      expect(told.message).not.toContain(password);
+    }
+    const claims = errors.filter((told) => told.message.startsWith('the idempotency store'));
+    expect(claims).toHaveLength(1);
+    const [error] = claims;
     expect(error).toBeInstanceOf(StoreUnavailableError);
     expect(error!.code).toBe('store_unavailable');
     expect(error!.message).toMatch(

@@ -136,6 +136,7 @@ describe('an endpoint that is down (takeDown)', () => {
         status: null,
         ok: false,
         error: DOWN,
+        outage: 'down',
       },
     ]);
     expect(seen.requests).toBe(0);
