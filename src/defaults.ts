@@ -187,6 +187,12 @@ export const WATCHDOG_DEFAULTS = /* @__PURE__ */ constants(
        * comes 4h 46m after the first) and a quarter hour for that attempt's answer.
        */
       keepFailingMs: PLATFORM_LIMITS.retrySpanMs + 15 * MINUTE,
+      /**
+       * How long a tenant's last success, last attempt and failing time are kept after its last
+       * write: the platform's disable span (14 days without a success) and a day, so an endpoint
+       * that hears nothing still knows, days later, when it is disabled and since when it fails.
+       */
+      keepSummaryMs: PLATFORM_LIMITS.autoDisableAfterMs + DAY,
       /** The most deliveries answered non-2xx kept per tenant. */
       maxFailing: 1000,
       /** The most answers a process holds while its store cannot take them. */

@@ -2,7 +2,9 @@
  * memoryStore's keeping of the watchdog's notes (src/watchdog/types.ts): per tenant, the last
  * success, the last attempt, and the deliveries answered non-2xx since, in plain maps. Its steps
  * ({@link keepNote}, {@link pruneKept}, {@link stateOfKept}) are the reference semantics: postgresStore
- * runs the same ones on the rows it locks; redisStore's Lua script follows them step by step.
+ * runs the same ones on the rows it locks; redisStore's Lua script follows them step by step. A
+ * tenant's summary is never dropped here (it lives as long as the process; keepSummaryMs is for
+ * servers that expire it); its failing deliveries are forgotten past keepMs, as on every store.
  * @module
  */
 

@@ -6,8 +6,10 @@
  * A row a tenant (`tenant_row`): its last success, last attempt and failing time; a row a delivery
  * answered non-2xx: its first attempt, attempts seen, last attempt, and its key and event as they
  * came (`sent`, JSON: a lone surrogate or U+0000 is a `\u` escape there, which text holds). Tenants
- * and keys are their `storageKey` (src/stores/storage-key.ts). Every row written expires keepMs
- * later, and the store's sweep deletes it; at most `maxFailing` delivery rows a tenant.
+ * and keys are their `storageKey` (src/stores/storage-key.ts). A tenant's row expires keepSummaryMs
+ * after its last write (longer than the platform's disable span, src/platform-contract.ts: an
+ * endpoint that hears nothing for days still knows its last success), a delivery's row keepMs after
+ * its last write; the store's sweep deletes what expired. At most `maxFailing` delivery rows a tenant.
  * @module
  */
 
@@ -88,7 +90,7 @@ export class PostgresWatch {
     const writes = touched.map((tenant) => {
       const { kept, before } = at(tenant);
       pruneKept(kept, now - keepMs, maxFailing);
-      return this.#writeBack(tenant, kept, before, keepMs, literal);
+      return this.#writeBack(tenant, kept, before, batch, literal);
     });
     await client.query(`${writes.join('; ')}; COMMIT`);
     if (readKey === undefined) return undefined;
@@ -112,18 +114,19 @@ export class PostgresWatch {
     tenant: string,
     kept: Kept,
     before: ReadonlyMap<string, FailingDelivery>,
-    keepMs: number,
+    { keepMs, keepSummaryMs }: WatchBatch,
     literal: (text: string) => string,
   ): string {
     const table = this.#table.quoted;
-    const expires = `clock_timestamp() + ${Math.ceil(keepMs)} * interval '1 millisecond'`;
+    const after = (ms: number) => `clock_timestamp() + ${Math.ceil(ms)} * interval '1 millisecond'`;
+    const expires = after(keepMs);
     const scope = literal(tenant);
     const gone = [...before.keys()].filter((key) => !kept.failing.has(key));
     const changed = [...kept.failing.values()].filter((one) => before.get(one.key) !== one);
     const statements = [
       `INSERT INTO ${table} (scope, tenant_row, key, success_at, attempt_at, failing_since, expires_at) ` +
         `VALUES (${scope}, true, '', ${numeral(kept.lastSuccessAt)}, ${numeral(kept.lastAttemptAt)}, ` +
-        `${numeral(kept.failingSince)}, ${expires}) ON CONFLICT (scope, tenant_row, key) DO UPDATE SET ` +
+        `${numeral(kept.failingSince)}, ${after(keepSummaryMs)}) ON CONFLICT (scope, tenant_row, key) DO UPDATE SET ` +
         'success_at = excluded.success_at, attempt_at = excluded.attempt_at, ' +
         'failing_since = excluded.failing_since, expires_at = excluded.expires_at',
     ];

@@ -200,9 +200,11 @@ export function checkedValue(value: string): string {
  * success, `a` the last attempt, `f` failing since), `…:watch-failing` (a hash: the failing
  * deliveries by storage key, `first|seen|last|<JSON of [key, event]>`) and `…:watch-order` (a
  * sorted set: the same storage keys by first attempt). ARGV[1] the oldest first attempt kept;
- * ARGV[2] the most failing deliveries kept a tenant; ARGV[3] keepMs, after which a tenant's keys
- * unwritten expire; ARGV[4] the tenant to read (its number among the KEYS' tenants, 0 for none);
- * ARGV[5] the number of notes, then six values a note: its tenant's number, at, ok (`1`/`0`),
+ * ARGV[2] the most failing deliveries kept a tenant; ARGV[3] keepMs, after which a tenant's
+ * failing and order keys unwritten expire; ARGV[4] keepSummaryMs, after which its `…:watch` hash
+ * unwritten expires (longer than the platform's disable span: its last success must outlive it);
+ * ARGV[5] the tenant to read (its number among the KEYS' tenants, 0 for none); ARGV[6] the number
+ * of notes, then six values a note: its tenant's number, at, ok (`1`/`0`),
  * whether it has a key (`1`/`0`), the key's storage key, the JSON of `[key, event]` (`''` for a
  * 2xx answer, which needs only the storage key).
  *
@@ -210,7 +212,7 @@ export function checkedValue(value: string): string {
  * oldest first attempt first.
  */
 export const WATCH = script(`
-local since, maxFailing, keepMs = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local since, maxFailing, keepMs, keepSummaryMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local function keysOf(t) return KEYS[t * 3 - 2], KEYS[t * 3 - 1], KEYS[t * 3] end
 local function later(state, field, at, atText)
   local before = redis.call('HGET', state, field)
@@ -262,8 +264,8 @@ local function prune(t)
   end
 end
 local touched, list = {}, {}
-for i = 0, tonumber(ARGV[5]) - 1 do
-  local b = 6 + i * 6
+for i = 0, tonumber(ARGV[6]) - 1 do
+  local b = 7 + i * 6
   local t = tonumber(ARGV[b])
   keep(t, ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5])
   if not touched[t] then touched[t] = true; list[#list + 1] = t end
@@ -271,9 +273,10 @@ end
 for _, t in ipairs(list) do
   prune(t)
   local state, failing, order = keysOf(t)
-  for _, key in ipairs({ state, failing, order }) do redis.call('PEXPIRE', key, keepMs) end
+  redis.call('PEXPIRE', state, keepSummaryMs)
+  for _, key in ipairs({ failing, order }) do redis.call('PEXPIRE', key, keepMs) end
 end
-local read = tonumber(ARGV[4])
+local read = tonumber(ARGV[5])
 if read == 0 then return 0 end
 prune(read)
 local state, failing, order = keysOf(read)

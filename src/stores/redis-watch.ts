@@ -5,7 +5,10 @@
  * A tenant's notes are three keys under one hash tag, `watch:` and the tenant (its `storageKey`,
  * with `%`, `{` and `}` escaped as the store escapes every key): `${prefix}{watch:<tenant>}:watch`,
  * `…:watch-failing` and `…:watch-order`. No other key of the store ends that way, and two tenants
- * are two tags whatever their code units. Each expires keepMs after its tenant's last write.
+ * are two tags whatever their code units. The summary (`…:watch`: last success, last attempt,
+ * failing time) expires keepSummaryMs after its tenant's last write, longer than the platform's
+ * disable span (src/platform-contract.ts), so an endpoint that hears nothing for days still knows
+ * when it is disabled; the failing deliveries (`…:watch-failing`, `…:watch-order`) keepMs after.
  * @module
  */
 
@@ -25,7 +28,7 @@ export interface WatchCallArgs {
  * hash slot only) one a tenant. `hashTag` gives the store's `{…}` of a text.
  */
 export function watchCalls(
-  { notes, keepMs, maxFailing, now, read }: WatchBatch,
+  { notes, keepMs, keepSummaryMs, maxFailing, now, read }: WatchBatch,
   keyPrefix: string,
   hashTag: (text: string) => string,
   cluster: boolean,
@@ -38,7 +41,7 @@ export function watchCalls(
   }
   if (read !== undefined && !byTenant.has(read)) byTenant.set(read, []);
   const groups = cluster ? [...byTenant].map((entry) => [entry]) : [[...byTenant]];
-  const head = [String(now - keepMs), maxFailing, Math.ceil(keepMs)];
+  const head = [String(now - keepMs), maxFailing, Math.ceil(keepMs), Math.ceil(keepSummaryMs)];
   return groups.map((tenants) => {
     const keys: string[] = [];
     const noteArgs: (string | number)[] = [];

@@ -155,9 +155,12 @@ export interface IdempotencyStore {
    * checks), never once a delivery. Every process's notes of a tenant count together, in any
    * order; a failing delivery first answered before `now - keepMs` is forgotten, and so are the
    * oldest (by first attempt) past `maxFailing` a tenant; an unknown tenant reads
-   * `{ failing: [] }`, a batch without `read` gives back undefined. memoryStore, redisStore (one
-   * script a call) and postgresStore (one short transaction a call) keep them; a store without
-   * it cannot be watched.
+   * `{ failing: [] }`, a batch without `read` gives back undefined. A server that expires what it
+   * keeps drops a tenant's failing deliveries keepMs after its last write, and its summary (last
+   * success, last attempt, failing time) only keepSummaryMs after, longer than the platform's
+   * disable span: a tenant that hears nothing for days still reads its last success. memoryStore
+   * (which keeps summaries with the process), redisStore (one script a call) and postgresStore (one
+   * short transaction a call) keep them; a store without it cannot be watched.
    */
   watch?(batch: WatchBatch): Promise<WatchState | undefined>;
   /**

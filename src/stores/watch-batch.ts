@@ -8,20 +8,27 @@ import { ConfigError } from '../errors.js';
 import type { WatchBatch } from '../watchdog/types.js';
 
 /**
- * Throws a `ConfigError` naming `store` unless keepMs is positive, maxFailing a whole number of at
- * least 0, and now and every note's time finite.
+ * Throws a `ConfigError` naming `store` unless keepMs is positive, keepSummaryMs finite and at
+ * least keepMs (a summary outlives its failing deliveries), maxFailing a whole number of at least
+ * 0, and now and every note's time finite.
  *
  * @example
  * ```ts
- * checkWatchBatch({ notes: [], keepMs: 60_000, maxFailing: 10, now: Date.now() }, 'redisStore');
+ * checkWatchBatch(
+ *   { notes: [], keepMs: 60_000, keepSummaryMs: 86_400_000, maxFailing: 10, now: Date.now() },
+ *   'redisStore',
+ * );
  * ```
  */
 export function checkWatchBatch(
-  { notes, keepMs, maxFailing, now }: WatchBatch,
+  { notes, keepMs, keepSummaryMs, maxFailing, now }: WatchBatch,
   store: string,
 ): void {
   if (!(keepMs > 0) || !Number.isFinite(keepMs) || !Number.isFinite(now)) {
     throw new ConfigError(`${store}: watch needs a positive keepMs and a finite now`);
+  }
+  if (!(keepSummaryMs >= keepMs) || !Number.isFinite(keepSummaryMs)) {
+    throw new ConfigError(`${store}: watch needs a finite keepSummaryMs of at least keepMs`);
   }
   if (!Number.isSafeInteger(maxFailing) || maxFailing < 0) {
     throw new ConfigError(`${store}: watch needs maxFailing, a whole number of at least 0`);

@@ -65,11 +65,12 @@ export class AnswerNotes {
     this.#timer = undefined;
     const notes = this.#pending;
     this.#pending = [];
-    const { keepFailingMs, maxFailing } = WATCHDOG_DEFAULTS;
+    const { keepFailingMs, keepSummaryMs, maxFailing } = WATCHDOG_DEFAULTS;
     try {
       return await this.#watch({
         notes,
         keepMs: keepFailingMs,
+        keepSummaryMs,
         maxFailing,
         now: this.#now(),
         read,

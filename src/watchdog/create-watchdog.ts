@@ -138,10 +138,11 @@ function checkWatchdogOptions(options: WatchdogOptions): WatchdogSettings {
 
 async function checkNow(settings: WatchdogSettings): Promise<Health> {
   const scope = settings.tenant ?? '';
-  const { keepFailingMs, maxFailing } = WATCHDOG_DEFAULTS;
+  const { keepFailingMs, keepSummaryMs, maxFailing } = WATCHDOG_DEFAULTS;
   const now = settings.now();
+  const batch = { notes: [], keepMs: keepFailingMs, keepSummaryMs, maxFailing, now, read: scope };
   const state = (settings.notes === undefined
-    ? await settings.store.watch({ notes: [], keepMs: keepFailingMs, maxFailing, now, read: scope })
+    ? await settings.store.watch(batch)
     : await settings.notes.write(scope)) ?? { failing: [] };
   const silence = settings.api === undefined ? undefined : await silenceOf(settings, now);
   return healthOf(state, { now, failingAfterMs: settings.failingAfterMs, silence });

@@ -44,12 +44,21 @@ export interface WatchState {
 
 /**
  * One call of a store's `watch`: the notes to keep (maybe none), how long and how many failing
- * deliveries to keep per tenant, and the tenant whose state to give back (if any).
+ * deliveries to keep per tenant, how long its summary, and the tenant whose state to give back
+ * (if any).
  */
 export interface WatchBatch {
   readonly notes: readonly AnswerNote[];
   /** A failing delivery whose first attempt is older than this is forgotten (its retries are over). */
   readonly keepMs: number;
+  /**
+   * How long a tenant's last success, last attempt and failing time are kept after its last
+   * write, on a server that expires them (Redis, Postgres; memoryStore keeps them with the
+   * process). At least keepMs, and longer than the platform's disable span (14 days without a
+   * success, src/platform-contract.ts): an endpoint that hears nothing still knows when it is
+   * disabled. WATCHDOG_DEFAULTS.keepSummaryMs (src/defaults.ts).
+   */
+  readonly keepSummaryMs: number;
   /** The most failing deliveries kept per tenant; those of the oldest first attempt go first. */
   readonly maxFailing: number;
   /** The receiver's clock now, in ms since the epoch: what `keepMs` counts back from. */

@@ -121,7 +121,14 @@ describe('redisStore round trips, counted by Redis', () => {
     // (NOSCRIPT) and one EVAL, once per server.
     expect((await deliver(payment(1))).outcome).toBe('processed');
     // And the watchdog's script, which the receiver sends at most once a second.
-    await store.watch!({ notes: [], keepMs: 60_000, maxFailing: 1, now: Date.now(), read: '' });
+    await store.watch!({
+      notes: [],
+      keepMs: 60_000,
+      keepSummaryMs: 60_000,
+      maxFailing: 1,
+      now: Date.now(),
+      read: '',
+    });
     const [clientAddress, adminAddress] = await Promise.all([addressOf(client), addressOf(admin)]);
     const ids = Array.from({ length: DELIVERIES }, (_, i) => 5_000_000 + i);
     const deliveries = ids.map(payment);

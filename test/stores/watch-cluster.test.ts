@@ -25,10 +25,27 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-describeWatchContract('redisStore on a Redis Cluster', async () => ({
-  store: redisStore({ client, prefix: `watch-${randomUUID()}:` }),
-  cleanup: async () => {},
-}));
+describeWatchContract(
+  'redisStore on a Redis Cluster',
+  async () => {
+    const prefix = `watch-${randomUUID()}:`;
+    return {
+      store: redisStore({ client, prefix }),
+      cleanup: async () => {},
+      // The PTTL of a tenant's keys (a plain name, escaped as itself), on the node of its slot.
+      lifetimes: async (scope) => {
+        const base = `${prefix}{watch:${scope}}:`;
+        const failing: number[] = [];
+        for (const end of ['watch-failing', 'watch-order']) {
+          const ttl = await client.pttl(base + end);
+          if (ttl !== -2) failing.push(ttl);
+        }
+        return { summary: await client.pttl(`${base}watch`), failing };
+      },
+    };
+  },
+  { expiresOnServer: true },
+);
 
 describe('redisStore watch on a Redis Cluster', () => {
   it('writes the tenants of one batch on the nodes of their slots, and reads one back', async () => {
@@ -43,11 +60,18 @@ describe('redisStore watch on a Redis Cluster', () => {
       key: `k${i}`,
       event: 'E',
     }));
-    await store.watch!({ notes, keepMs: 60_000, maxFailing: 5, now: T + 60 });
+    await store.watch!({
+      notes,
+      keepMs: 60_000,
+      keepSummaryMs: 60_000,
+      maxFailing: 5,
+      now: T + 60,
+    });
     for (const [i, scope] of tenants.entries()) {
       const state = await store.watch!({
         notes: [],
         keepMs: 60_000,
+        keepSummaryMs: 60_000,
         maxFailing: 5,
         now: T + 60,
         read: scope,

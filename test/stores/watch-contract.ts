@@ -1,24 +1,39 @@
 /**
  * The behaviour of every store's `watch` (src/watchdog/types.ts), as one suite each store runs:
  * notes out of order, a success clearing its delivery and the failing time, failing deliveries
- * forgotten past keepMs and past maxFailing, tenants kept apart whatever their code units.
+ * forgotten past keepMs and past maxFailing, a tenant's summary kept past the platform's disable
+ * span (docs/platform.md) while its failing deliveries expire, tenants kept apart whatever their
+ * code units.
  * @module
  */
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { IdempotencyStore } from '../../src/stores/types.js';
+import { WATCHDOG_DEFAULTS } from '../../src/defaults.js';
 import type { AnswerNote, WatchBatch, WatchState } from '../../src/watchdog/types.js';
 
 /** A store under test with a `watch`, and how to dispose of it. */
 export interface WatchedStore {
   store: IdempotencyStore;
   cleanup(): Promise<void>;
+  /**
+   * For a store whose server expires what it keeps: how many ms the server still keeps tenant
+   * `scope`'s summary, and each of its records of failing deliveries, as it says (Redis's PTTL,
+   * Postgres's expires_at).
+   */
+  lifetimes?(scope: string): Promise<{ summary: number; failing: readonly number[] }>;
 }
 
 const T = Date.parse('2026-11-20T09:00:00.000Z');
 const MINUTE = 60_000;
 /** The platform's retries end 11 + 33 + 77 + 165 minutes after the first attempt (docs/platform.md). */
 const RETRY_SPAN = (11 + 33 + 77 + 165) * MINUTE;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+/** The platform disables an endpoint with no successful delivery for 14 days (docs/platform.md). */
+const DISABLE_SPAN = 14 * DAY;
+/** What a receiver's batches give (src/watchdog/answer-notes.ts): the summary's keeping. */
+const { keepSummaryMs } = WATCHDOG_DEFAULTS;
 
 /** A failed answer of `key` in tenant `scope` at `at`. */
 const failed = (key: string, at: number, scope = ''): AnswerNote => ({
@@ -45,7 +60,11 @@ const succeeded = (key: string, at: number, scope = ''): AnswerNote => ({
  * describeWatchContract('memoryStore', async () => ({ store: memoryStore(), cleanup: async () => {} }));
  * ```
  */
-export function describeWatchContract(name: string, makeStore: () => Promise<WatchedStore>): void {
+export function describeWatchContract(
+  name: string,
+  makeStore: () => Promise<WatchedStore>,
+  { expiresOnServer = false }: { expiresOnServer?: boolean } = {},
+): void {
   describe(`${name}: the watch contract`, () => {
     let current: WatchedStore | undefined;
     let watch: (batch: WatchBatch) => Promise<WatchState | undefined>;
@@ -63,10 +82,10 @@ export function describeWatchContract(name: string, makeStore: () => Promise<Wat
 
     /** Writes `notes` (no read), with the retry span as keepMs. */
     const write = async (notes: AnswerNote[], now = T, maxFailing = 1000) =>
-      watch({ notes, keepMs: RETRY_SPAN, maxFailing, now });
+      watch({ notes, keepMs: RETRY_SPAN, keepSummaryMs, maxFailing, now });
     /** Reads tenant `scope`. */
     const read = async (scope = '', now = T, notes: AnswerNote[] = [], maxFailing = 1000) =>
-      (await watch({ notes, keepMs: RETRY_SPAN, maxFailing, now, read: scope }))!;
+      (await watch({ notes, keepMs: RETRY_SPAN, keepSummaryMs, maxFailing, now, read: scope }))!;
 
     it('gives back undefined for a batch that reads nothing, and keeps its notes', async () => {
       expect(await write([failed('k1', T)])).toBeUndefined();
@@ -148,6 +167,53 @@ export function describeWatchContract(name: string, makeStore: () => Promise<Wat
       await write([failed('other', T + 2 + RETRY_SPAN)], T + 2 + RETRY_SPAN);
       expect((await read('', T + 2 + RETRY_SPAN)).failing.map((one) => one.key)).toEqual(['other']);
     });
+
+    it("keeps a quiet tenant's last success and failing time past keepMs and the disable span, not its failing deliveries", async () => {
+      // An endpoint that hears nothing more: the watchdog must still tell when the platform
+      // disables it (14 days after its last success) and since when it fails.
+      await write([succeeded('k0', T, 'quiet'), failed('k1', T + MINUTE, 'quiet')]);
+      if (expiresOnServer) {
+        const lifetimes = await current!.lifetimes!('quiet');
+        expect(lifetimes.summary).toBeGreaterThan(DISABLE_SPAN);
+        expect(lifetimes.failing.length).toBeGreaterThan(0);
+        for (const ms of lifetimes.failing) expect(ms).toBeLessThanOrEqual(RETRY_SPAN);
+      }
+      const state = await read('quiet', T + MINUTE + RETRY_SPAN + HOUR);
+      expect(state).toEqual({
+        lastSuccessAt: T,
+        lastAttemptAt: T + MINUTE,
+        failingSince: T + MINUTE,
+        failing: [],
+      });
+    });
+
+    if (expiresOnServer) {
+      it("drops a tenant's failing deliveries on the server keepMs after its last write, and keeps its summary", async () => {
+        // Real expiry on the server: keepMs of 300 ms, read after 800 ms at the same `now`, so
+        // only the server's expiry (not a prune by `now`) can forget the failing delivery.
+        const keepMs = 300;
+        const notes = [succeeded('k0', T, 'quiet'), failed('k1', T + 1, 'quiet')];
+        await watch({ notes, keepMs, keepSummaryMs, maxFailing: 10, now: T + 1 });
+        await new Promise((resolve) => setTimeout(resolve, 800));
+        const lifetimes = await current!.lifetimes!('quiet');
+        expect(lifetimes.failing).toEqual([]);
+        expect(lifetimes.summary).toBeGreaterThan(DISABLE_SPAN);
+        const state = await watch({
+          notes: [],
+          keepMs,
+          keepSummaryMs,
+          maxFailing: 10,
+          now: T + 1,
+          read: 'quiet',
+        });
+        expect(state).toEqual({
+          lastSuccessAt: T,
+          lastAttemptAt: T + 1,
+          failingSince: T + 1,
+          failing: [],
+        });
+      });
+    }
 
     it('keeps at most maxFailing deliveries a tenant, dropping the oldest first attempts', async () => {
       const notes = [4, 0, 3, 1, 2].map((n) => failed(`k${n}`, T + n * MINUTE));

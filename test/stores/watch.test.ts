@@ -1,7 +1,7 @@
 /**
  * The `watch` contract (test/stores/watch-contract.ts) on memoryStore, redisStore and postgresStore,
- * and what each server keeps: Redis's keys expiring keepMs after their tenant's last write and the
- * cap per tenant, Postgres's table `<table>_watch` made as the store makes its other tables.
+ * and what each server keeps: Redis's keys expiring after their tenant's last write (the failing
+ * ones keepMs after, the summary keepSummaryMs after) and the cap per tenant, Postgres's table `<table>_watch` made as the store makes its other tables.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -15,6 +15,7 @@ import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';
 import { watchTableOf } from '../../src/stores/postgres-table.js';
 import { redisStore } from '../../src/stores/redis.js';
 import type { IdempotencyStore } from '../../src/stores/types.js';
+import type { WatchBatch } from '../../src/watchdog/types.js';
 import { createWatchdog } from '../../src/watchdog/index.js';
 import { fixtureDelivery, SECRET } from '../helpers/deliveries.js';
 import {
@@ -67,35 +68,86 @@ describeWatchContract('memoryStore', async () => ({
   store: memoryStore(),
   cleanup: async () => {},
 }));
-describeWatchContract('redisStore', async () => ({
-  store: redisStore({ client, prefix: `${PREFIX}${randomUUID()}:` }),
-  cleanup: async () => {},
-}));
-describeWatchContract('redisStore with a namespace', async () => ({
-  store: redisStore({ client, prefix: PREFIX, namespace: randomUUID() }),
-  cleanup: async () => {},
-}));
-describeWatchContract('postgresStore', async () => ({
-  store: postgresStore({ pool, table: table() }),
-  cleanup: async () => {},
-}));
+/** The PTTL of the watch keys under `keyPrefix` of a tenant (a plain name, escaped as itself). */
+async function redisLifetimes(keyPrefix: string, scope: string) {
+  const base = `${keyPrefix}{watch:${scope}}:`;
+  const failing: number[] = [];
+  for (const end of ['watch-failing', 'watch-order']) {
+    const ttl = await client.pttl(base + end);
+    if (ttl !== -2) failing.push(ttl);
+  }
+  return { summary: await client.pttl(`${base}watch`), failing };
+}
+
+describeWatchContract(
+  'redisStore',
+  async () => {
+    const prefix = `${PREFIX}${randomUUID()}:`;
+    return {
+      store: redisStore({ client, prefix }),
+      cleanup: async () => {},
+      lifetimes: (scope) => redisLifetimes(prefix, scope),
+    };
+  },
+  { expiresOnServer: true },
+);
+describeWatchContract(
+  'redisStore with a namespace',
+  async () => {
+    const namespace = randomUUID();
+    return {
+      store: redisStore({ client, prefix: PREFIX, namespace }),
+      cleanup: async () => {},
+      lifetimes: (scope) => redisLifetimes(`${PREFIX}${namespace}:`, scope),
+    };
+  },
+  { expiresOnServer: true },
+);
+describeWatchContract(
+  'postgresStore',
+  async () => {
+    const name = table();
+    return {
+      store: postgresStore({ pool, table: name }),
+      cleanup: async () => {},
+      // The rows not yet expired: what a read or a write still finds (the sweep deletes the rest).
+      lifetimes: async (scope) => {
+        const { rows } = await pool.query<{ tenant_row: boolean; ms: number }>(
+          'SELECT tenant_row, (extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS ms ' +
+            `FROM "${watchTableOf(name)}" WHERE scope = $1 AND expires_at > clock_timestamp()`,
+          [scope],
+        );
+        return {
+          summary: rows.find((row) => row.tenant_row)?.ms ?? -1,
+          failing: rows.filter((row) => !row.tenant_row).map((row) => row.ms),
+        };
+      },
+    };
+  },
+  { expiresOnServer: true },
+);
 
 const fail = (key: string, at: number, scope = '') => ({ scope, at, ok: false, key, event: 'E' });
 
 describe("redisStore's watch keys", () => {
-  it('are three under the tenant hash tag, expiring keepMs after the last write, with no more than maxFailing', async () => {
+  it('are three under the tenant hash tag, the failing ones expiring keepMs after the last write and the summary keepSummaryMs after, with no more than maxFailing', async () => {
     const prefix = `${PREFIX}${randomUUID()}:`;
     const store = redisStore({ client, prefix });
     const keepMs = 60_000;
+    const keepSummaryMs = 3_600_000;
     const notes = [0, 1, 2, 3, 4].map((n) => fail(`k${n}`, T + n, 'school-{1}%'));
-    await store.watch!({ notes, keepMs, maxFailing: 2, now: T + 4 });
+    await store.watch!({ notes, keepMs, keepSummaryMs, maxFailing: 2, now: T + 4 });
     const keys = (await client.keys(`${prefix}*`)).sort();
     expect(keys).toEqual(
       ['watch', 'watch-failing', 'watch-order'].map(
         (end) => `${prefix}{watch:school-%7B1%7D%25}:${end}`,
       ),
     );
-    for (const key of keys) {
+    const [summary, ...failing] = keys;
+    const summaryTtl = await client.pttl(summary!);
+    expect(summaryTtl).toBeGreaterThan(keepSummaryMs - 5_000);
+    expect(summaryTtl).toBeLessThanOrEqual(keepSummaryMs);
+    for (const key of failing) {
       const ttl = await client.pttl(key);
       expect(ttl).toBeGreaterThan(keepMs - 5_000);
       expect(ttl).toBeLessThanOrEqual(keepMs);
@@ -121,6 +173,7 @@ describe("redisStore's watch keys", () => {
       const state = await store.watch!({
         notes,
         keepMs: 60_000,
+        keepSummaryMs: 60_000,
         maxFailing: 10,
         now: T,
         read: 'b',
@@ -132,9 +185,12 @@ describe("redisStore's watch keys", () => {
     }
   });
 
-  it('refuses a batch it could not store with a ConfigError', async () => {
+  it.each([
+    ['no keepMs', { keepMs: 0, keepSummaryMs: 60_000 }],
+    ['a summary kept less long than its failing deliveries', { keepMs: 60_000, keepSummaryMs: 1 }],
+  ])('refuses a batch it could not store with a ConfigError: %s', async (_, keep) => {
     const store = redisStore({ client, prefix: PREFIX });
-    const error = await store.watch!({ notes: [], keepMs: 0, maxFailing: 1, now: T }).catch(
+    const error = await store.watch!({ notes: [], ...keep, maxFailing: 1, now: T }).catch(
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(ConfigError);
@@ -151,7 +207,14 @@ describe("postgresStore's watch table", () => {
     const store = postgresStore({ pool, table: name });
     // A read of a table no call has made finds nothing and makes nothing.
     expect(
-      await store.watch!({ notes: [], keepMs: 60_000, maxFailing: 5, now: T, read: '' }),
+      await store.watch!({
+        notes: [],
+        keepMs: 60_000,
+        keepSummaryMs: 60_000,
+        maxFailing: 5,
+        now: T,
+        read: '',
+      }),
     ).toEqual({
       failing: [],
     });
@@ -159,7 +222,13 @@ describe("postgresStore's watch table", () => {
       (await pool.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [watchTableOf(name)]))
         .rows[0]!.t;
     expect(await exists()).toBeNull();
-    await store.watch!({ notes: [fail('k', T)], keepMs: 60_000, maxFailing: 5, now: T });
+    await store.watch!({
+      notes: [fail('k', T)],
+      keepMs: 60_000,
+      keepSummaryMs: 60_000,
+      maxFailing: 5,
+      now: T,
+    });
     expect(await exists()).toBe(watchTableOf(name));
     const { rows } = await pool.query<{ n: string }>(
       `SELECT count(*) AS n FROM "${watchTableOf(name)}" WHERE expires_at <= clock_timestamp() + interval '60 seconds'`,
@@ -183,6 +252,7 @@ describe("postgresStore's watch table", () => {
     const state = await store.watch!({
       notes: [fail('k', T)],
       keepMs: 60_000,
+      keepSummaryMs: 60_000,
       maxFailing: 5,
       now: T,
       read: '',
@@ -199,6 +269,7 @@ describe("postgresStore's watch table", () => {
         stores[i % 2]!.watch!({
           notes: [fail('k', T + i)],
           keepMs: 60_000,
+          keepSummaryMs: 60_000,
           maxFailing: 5,
           now: T + i,
         }),
@@ -207,6 +278,7 @@ describe("postgresStore's watch table", () => {
     const state = await stores[0]!.watch!({
       notes: [],
       keepMs: 60_000,
+      keepSummaryMs: 60_000,
       maxFailing: 5,
       now: T + 10,
       read: '',
@@ -249,6 +321,35 @@ describe.each([
     expect(health).toMatchObject({ status: 'ok', atRisk: [] });
     expect(Date.parse(health.lastSuccessAt!)).toBeGreaterThanOrEqual(startedAt);
   });
+
+  it("asks, in the receiver's batches and a watchdog's reads, to keep a summary past the disable span and failing deliveries past the retries", async () => {
+    const store = makeStore();
+    const batches: WatchBatch[] = [];
+    const seen: IdempotencyStore = {
+      ...store,
+      watch: (batch) => {
+        batches.push(batch);
+        return store.watch!(batch);
+      },
+    };
+    const receiver = createReceiver({ secret: SECRET, store: seen, logger: false });
+    receiver.on('PaymentCompleted', () => {});
+    const answer = await receiver.handle({
+      method: 'POST',
+      ...fixtureDelivery('PaymentCompleted'),
+    });
+    expect(answer.status).toBe(200);
+    await createWatchdog({ receiver }).check();
+    await createWatchdog({ store: seen }).check();
+    expect(batches.length).toBeGreaterThanOrEqual(2);
+    for (const batch of batches) {
+      // docs/platform.md: no success for 14 days disables an endpoint; retries end 11 + 33 + 77
+      // + 165 minutes after the first attempt.
+      expect(batch.keepSummaryMs).toBeGreaterThan(14 * 24 * 3_600_000);
+      expect(batch.keepMs).toBeGreaterThanOrEqual((11 + 33 + 77 + 165) * 60_000);
+      expect(batch.keepMs).toBeLessThan(batch.keepSummaryMs);
+    }
+  });
 });
 
 describe("postgresStore's watch round trips", () => {
@@ -280,21 +381,41 @@ describe("postgresStore's watch round trips", () => {
     } as unknown as pg.Pool;
     const store = postgresStore({ pool: listed, table: name });
     // The first call checks the tables are there (on the pool), as a first claim does.
-    await store.watch!({ notes: [fail('k0', T, 'a')], keepMs: 60_000, maxFailing: 5, now: T });
+    await store.watch!({
+      notes: [fail('k0', T, 'a')],
+      keepMs: 60_000,
+      keepSummaryMs: 60_000,
+      maxFailing: 5,
+      now: T,
+    });
     sent.length = 0;
     pooled.length = 0;
     const notes = ['a', 'b', 'c'].flatMap((tenant) => [
       fail('k1', T, tenant),
       fail('k2', T, tenant),
     ]);
-    const state = await store.watch!({ notes, keepMs: 60_000, maxFailing: 5, now: T, read: 'b' });
+    const state = await store.watch!({
+      notes,
+      keepMs: 60_000,
+      keepSummaryMs: 60_000,
+      maxFailing: 5,
+      now: T,
+      read: 'b',
+    });
     expect(state?.failing).toHaveLength(2);
     expect(sent).toHaveLength(2);
     expect(sent[0]).toMatch(/^BEGIN ISOLATION LEVEL READ COMMITTED; /);
     expect(sent[1]).toMatch(/; COMMIT$/);
     expect(pooled).toEqual([]);
     sent.length = 0;
-    await store.watch!({ notes: [], keepMs: 60_000, maxFailing: 5, now: T, read: 'a' });
+    await store.watch!({
+      notes: [],
+      keepMs: 60_000,
+      keepSummaryMs: 60_000,
+      maxFailing: 5,
+      now: T,
+      read: 'a',
+    });
     expect(sent).toEqual([]);
     expect(pooled).toHaveLength(1);
   });
