@@ -206,24 +206,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     return answered;
   }
 
-  async function processStored(
-    stored: StoredDelivery,
-    { attempt }: StoredRunOptions,
-  ): Promise<StoredRunResult> {
-    const observation = reporting.observe({ kind: 'job', attempt, link: stored.trace });
-    const startedAt = observation ? performance.now() : 0;
-    const { signature, tenant } = stored;
-    const arrival: Arrival = { signature, attempt, tenant, tenantUnread: undefined, observation };
-    const body = stored.encoding === 'base64' ? fromBase64(stored.body) : stored.body;
-    let ending: Ending;
-    try {
-      ending = await pipeline.runStored.run(body, arrival);
-    } catch (cause) {
-      ending = Ending.failed('store_unavailable', stored, unexpected('worker', cause, secrets));
-    }
-    reporting.finish(ending, arrival, startedAt, 'job');
-    return runResultOf(ending, secrets);
-  }
+  const processStored = storedRunner(pipeline, reporting, secrets);
 
   const receiver: Receiver = {
     on<N extends KnownEventName>(
@@ -254,6 +237,29 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   };
   if (notes !== undefined) Object.defineProperty(receiver, ANSWER_NOTES, { value: notes });
   return receiver;
+}
+
+/** `receiver.processStored`: a stored delivery run by an inbox's worker, as the pipeline runs it. */
+function storedRunner(
+  pipeline: DeliveryPipeline,
+  reporting: Reporting,
+  secrets: readonly string[],
+): Receiver['processStored'] {
+  return async (stored, { attempt }) => {
+    const observation = reporting.observe({ kind: 'job', attempt, link: stored.trace });
+    const startedAt = observation ? performance.now() : 0;
+    const { signature, tenant } = stored;
+    const arrival: Arrival = { signature, attempt, tenant, tenantUnread: undefined, observation };
+    const body = stored.encoding === 'base64' ? fromBase64(stored.body) : stored.body;
+    let ending: Ending;
+    try {
+      ending = await pipeline.runStored.run(body, arrival);
+    } catch (cause) {
+      ending = Ending.failed('store_unavailable', stored, unexpected('worker', cause, secrets));
+    }
+    reporting.finish(ending, arrival, startedAt, 'job');
+    return runResultOf(ending, secrets);
+  };
 }
 
 /** A failure no step answered (a faulty store, inbox or logger): retried later, as a store's. */
