@@ -64,9 +64,13 @@ import { formatMessage } from 'publint/utils';
  * made of any store's claim, recordEntities, recordKeyOf, about 0.6 kB), and 23,300 with the
  * memory inbox's scheduled reconcile runs (`inbox.reconcile`: the schedule, its checks and its
  * log lines), the one duration reader and the record's short wait for another delivery: 23,400.
+ * 25,400 once the core gained the watchdog's notes (the receiver's batch of answers, memoryStore
+ * keeping them, the memory inbox's scheduled checks of `inbox.watch` on the schedule it shares
+ * with reconcile: about 5.5 kB minified, 1.7 kB gzipped), and a store's client errors told
+ * through the receiver: 25,600.
  * Raise it on purpose, in the same change that makes the core bigger.
  */
-const CORE_GZIP_BUDGET = 23_400;
+const CORE_GZIP_BUDGET = 25_600;
 
 /**
  * Largest fixture file the package may ship: the biggest real body is about 12 kB. A body made to
