@@ -57,10 +57,10 @@ import { formatMessage } from 'publint/utils';
  * cause chain (about 500 bytes, most of it names a reader needs): 18,400. About 18,500 once
  * the core exported the adapter kit (defineAdapter, answerHeaders, closingHeaders: what every
  * adapter shares, written once) and each framework's own raw-body fix: 18,800. 20,076 measured
- * once a secret could be looked up per tenant (issue 39, which left the budget as it was), and
- * 21,510 once the core gained the ordering guard (issue 36: entityOf's table, latestOnly's checks
+ * once a secret could be looked up per tenant (which left the budget as it was), and
+ * 21,510 once the core gained the ordering guard (entityOf's table, latestOnly's checks
  * at on(), the order step, memoryStore's entity versions, about 1.4 kB): 21,800. 22,369 once
- * deliveries record their entities for reconciliation (issue 36: the record step, its records
+ * deliveries record their entities for reconciliation (the record step, its records
  * made of any store's claim, recordEntities, recordKeyOf, about 0.6 kB), and 23,300 with the
  * memory inbox's scheduled reconcile runs (`inbox.reconcile`: the schedule, its checks and its
  * log lines), the one duration reader and the record's short wait for another delivery: 23,400.
