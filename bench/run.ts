@@ -508,10 +508,10 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
       out.push(row);
     }
   };
-  // Issue 24's targets: 0.85 of (a) on the small body, 0.8 on the large one.
+  // The adapters' targets: 0.85 of (a) on the small body, 0.8 on the large one.
   compare('node', 'minimal', 'node adapter + memoryStore / (a)', 0.85, ['small']);
   compare('node', 'minimal', 'node adapter + memoryStore / (a)', 0.8, ['large']);
-  // Issue 39's target: a secret looked up per tenant (cached) costs at most 5 % of a static one.
+  // The tenant lookup's target: a secret looked up per tenant (cached) costs at most 5 % of a static one.
   compare(
     'node',
     'node-unwatched',
@@ -522,7 +522,7 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
   for (const id of ['node', 'hono', 'fetch'] as const) {
     compare(id, 'octokit', `${id} adapter / (d) octokit`, 1);
   }
-  // Issue 23's "no speed lost": this build's node adapter against another build's, same rounds.
+  // "No speed lost": this build's node adapter against another build's, same rounds.
   compare('node', 'node-baseline', "node adapter / the baseline build's node adapter", 1);
   compare('node-baseline', 'minimal', "the baseline build's node adapter / (a)");
   compare('node-baseline', 'octokit', "the baseline build's node adapter / (d) octokit");

@@ -1,7 +1,7 @@
 /**
  * `receiver.handle()` with a static secret against the same with a secret looked up per tenant
  * (async, cached after the first delivery): CPU µs per delivery, the two alternating in one
- * process, fastest of 7 rounds each. Issue 39's goal: the lookup within 0.95 of the static secret.
+ * process, fastest of 7 rounds each. The goal: the lookup within 0.95 of the static secret.
  *
  * Run: `node --expose-gc --import tsx bench/tenant-ab.ts`
  * @module

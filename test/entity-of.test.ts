@@ -1,4 +1,4 @@
-// The entity each event is about, checked against the table of issue 36 (DESIGN 14): each row
+// The entity each event is about, checked against the platform's events (docs/events.md): each row
 // written out here from the platform's payloads (fixtures/, as production sends them), never read
 // from src/entity-of.ts.
 import { readdirSync, readFileSync } from 'node:fs';
@@ -32,7 +32,7 @@ const ENROLLMENTS = [
   'ProductEnrolledByInviteLink',
 ];
 
-describe('entityOf: the table of issue 36, on the full fixtures', () => {
+describe('entityOf: the entity of each event, on the full fixtures', () => {
   it('PaymentCompleted is the invoice: invoice:<data.payment.invoice.id>', () => {
     const { event, data } = fixture('PaymentCompleted.json');
     expect(entityOf({ event, data })).toEqual({

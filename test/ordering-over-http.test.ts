@@ -4,7 +4,7 @@
  * and Postgres, two stores of their own on one server, as two processes would be): an older
  * state of an entity than the newest processed is answered 200 superseded and runs nothing; two
  * deliveries of one entity never run at once; a state as old as the newest runs; other entities
- * and other tenants are never held back (issue 36, DESIGN 14).
+ * and other tenants are never held back.
  */
 
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * A secret per tenant (issue 39): the lookup's answers cached per tenant for secretCacheMs (its
+ * A secret per tenant: the lookup's answers cached per tenant for secretCacheMs (its
  * "no such tenant" too), at most secretCacheSize tenants, one lookup in flight per tenant, and
  * what each failure of a lookup is answered. Through `createReceiver` and `handle()`, the clock
  * moved with the receiver's `now`.

@@ -186,7 +186,7 @@ function largeDelivery(bytes: number): Delivery {
 }
 
 /**
- * How an adapter serves many schools on one endpoint (issue 39): a route with the tenant in its
+ * How an adapter serves many schools on one endpoint: a route with the tenant in its
  * path, read by the adapter's `tenant` option.
  */
 export interface TenantRoutes {
@@ -538,7 +538,7 @@ export function adapterSuite(
     });
 
     describe('payloads the platform really sends (tolerant readers)', () => {
-      // The payloads of issue 12: the platform's documented PaymentCompleted without
+      // Payloads as production shapes them: the platform's documented PaymentCompleted without
       // invoice.meta, a phone-only student, a Telegram-only user, a digital product without a
       // course, entities without archivedAt, a payment without acquiring or logs; and every
       // event carrying nothing but its spine.

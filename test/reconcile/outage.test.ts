@@ -1,5 +1,5 @@
 /**
- * The outage of issue 36, offline and over real HTTP: the platform simulator sends 500
+ * A long outage, offline and over real HTTP: the platform simulator sends 500
  * PaymentCompleted and 200 enrollments while the seller's server (a receiver behind the node
  * adapter on a loopback port) is down longer than the platform's retry span, so it gives every one
  * of them up. When the server is back, reconcile runs against the mock API's lists recover every
