@@ -218,11 +218,16 @@ describe('redisStore when Redis is killed under load', () => {
     expect(failedCompletions.size).toBeGreaterThan(0);
     const missedAndResent = [...failedCompletions.keys()].filter((key) => lostAnswers.has(key));
     for (const key of missedAndResent) {
-      const resent = lostResends.filter((a) => a.key === key && isAccepted(a));
+      // Every answer after the first accepted one is a duplicate, however long it took (on a
+      // loaded machine a resend may be answered only after the next kill), and there is one.
+      const [, ...resent] = attempts
+        .filter((a) => a.key === key && isAccepted(a))
+        .sort((a, b) => a.sentAt - b.sentAt);
+      expect(resent.length, storyOf(key)).toBeGreaterThan(0);
       expect(
         resent.map((a) => a.outcome),
         storyOf(key),
-      ).toEqual(['duplicate']);
+      ).toEqual(resent.map(() => 'duplicate'));
     }
     // Every event was accepted exactly once... or more, as duplicates of a processed one.
     expect(new Set(accepted.map((a) => a.key)).size).toBe(EVENTS);
