@@ -4,69 +4,14 @@
  * processes (each has a Redis connection of its own).
  */
 
-import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
-import type { Logger } from '../../src/index.js';
-import { bullmqInbox, type BullmqInbox } from '../../src/inbox/bullmq.js';
-import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import type { Redis } from 'ioredis';
+import { expect, it, vi } from 'vitest';
+import { useScheduledBullmq } from './bullmq-scheduled.js';
 import { describeReconcileContract } from './reconcile-contract.js';
 import { fakeReconciler, recordingLogger } from './reconcile-fake.js';
 
-let redis: TestRedis;
-const run = randomUUID().slice(0, 8);
-const prefix = `test-bull-${run}`;
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  redis = await useTestRedis();
-});
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-});
-
-afterAll(async () => {
-  await redis?.close();
-});
-
-/** The reconcile queue of an inbox's queue, read with a connection of its own. */
-function reconcileQueue(queueName: string): Queue {
-  const client = new Redis(redis.url);
-  const queue = new Queue(`${queueName}.reconcile`, { connection: client, prefix });
-  cleanups.push(async () => {
-    await queue.close();
-    client.disconnect();
-  });
-  return queue;
-}
-
-/** `count` inboxes on one queue, each with a connection of its own; their keys removed after. */
-function inboxes(count: number, logger?: Logger): BullmqInbox[] {
-  const queueName = `reconcile-${randomUUID().slice(0, 8)}`;
-  const made: BullmqInbox[] = [];
-  cleanups.push(async () => {
-    const queue = reconcileQueue(queueName);
-    await queue.obliterate({ force: true }).catch(() => {});
-    await made[0]!.queue.obliterate({ force: true }).catch(() => {});
-  });
-  for (let i = 0; i < count; i++) {
-    const client = new Redis(redis.url);
-    const inbox = bullmqInbox({
-      connection: client,
-      queueName,
-      prefix,
-      ...(logger ? { logger } : {}),
-    });
-    made.push(inbox);
-    cleanups.push(async () => {
-      await inbox.close();
-      client.disconnect();
-    });
-  }
-  return made;
-}
+const { inboxes, taskQueue: reconcileQueue, cleanups } = useScheduledBullmq('reconcile');
 
 describeReconcileContract('bullmqInbox', { inboxes, processes: true, logs: true });
 
