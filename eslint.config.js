@@ -49,7 +49,7 @@ export default tseslint.config(
       'docs-api',
       '.docs-run',
       '.stryker-tmp',
-      'src/events/data-validators.generated.ts',
+      'src/platform/events/data-validators.generated.ts',
     ],
   },
   js.configs.recommended,
@@ -101,7 +101,7 @@ export default tseslint.config(
     },
   },
   {
-    files: [...boundaries.unrestricted.map(({ path }) => glob(path)), 'adapters/**/*.ts'],
+    files: [...boundaries.unrestricted.map(({ path }) => glob(path)), 'src/adapters/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: openTelemetryFree }] },
   },
   // Each peer entry: the peers it is built on (or the types it takes), and no other framework.

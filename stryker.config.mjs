@@ -8,35 +8,35 @@
  * Made for a small shared machine: one test runner at a time, only the tests that cover a mutant,
  * and incremental runs that retest only what changed since the last run of the same module set.
  *
- * One module at a time: `npm run mutate -- --mutate src/signature.ts`.
+ * One module at a time: `npm run mutate -- --mutate src/platform/signature.ts`.
  */
 
 import process from 'node:process';
 
 /** The modules where a bug loses or doubles an event or leaks a secret. */
 const critical = [
-  'src/signature.ts',
-  'src/crypto.ts',
-  'src/body.ts',
-  'src/headers.ts',
-  'src/envelope.ts',
-  'src/pipeline.ts',
+  'src/platform/signature.ts',
+  'src/utils/crypto.ts',
+  'src/receiving/body.ts',
+  'src/receiving/headers.ts',
+  'src/platform/envelope.ts',
+  'src/receiving/pipeline.ts',
   // Which entities a webhook or a reconcile run handled (a bug recovers one twice or never).
-  'src/entity-records.ts',
+  'src/keys/entity-records.ts',
   'src/reconcile/*.ts',
   // The runner of the steps (a bug skips one), the one table of what each outcome answers, and
   // the start-up rules (dedupTtlMs >= maxEventAgeMs).
-  'src/run-steps.ts',
-  'src/outcome.ts',
-  'src/receiver-settings.ts',
-  'src/run-handlers.ts',
+  'src/receiving/run-steps.ts',
+  'src/receiving/outcome.ts',
+  'src/receiving/receiver-settings.ts',
+  'src/receiving/run-handlers.ts',
   // The time bounds every store and inbox call runs under, and the wait for a client to connect.
-  'src/bounded-calls.ts',
-  'src/deadlines.ts',
+  'src/utils/bounded-calls.ts',
+  'src/utils/deadlines.ts',
   // Every store and what it is made of: its keys' encoding, scripts, table and claims.
   'src/stores/*.ts',
   'src/inbox/*.ts',
-  'adapters/*.ts',
+  'src/adapters/*.ts',
 ];
 
 /**

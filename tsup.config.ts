@@ -4,7 +4,7 @@ import pkg from './package.json' with { type: 'json' };
 import { ADAPTERS, CORE_ENTRIES, sourceOf } from './scripts/entries.mjs';
 
 export default defineConfig({
-  // Every subpath of package.json: its own source, or for an adapter `adapters/<name>.ts`.
+  // Every subpath of package.json: its own source, or for an adapter `src/adapters/<name>.ts`.
   entry: { ...CORE_ENTRIES, ...Object.fromEntries(ADAPTERS.map((name) => [name, sourceOf(name)])) },
   format: ['esm', 'cjs'],
   dts: true,

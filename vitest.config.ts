@@ -23,7 +23,7 @@ export default defineConfig({
       enabled: process.env.CI === 'true',
       provider: 'v8',
       // TypeScript only: the inspector's page assets (HTML, CSS, browser JS) are not the core.
-      include: ['src/**/*.ts', 'adapters/**/*.ts'],
+      include: ['src/**/*.ts', 'src/adapters/**/*.ts'],
       reporter: ['text-summary'],
     },
   },

@@ -8,7 +8,7 @@ import { createHmac } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { HOUR } from '../src/platform-contract.js';
+import { HOUR } from '../src/platform/platform-contract.js';
 
 /** A secret shaped like the platform's: 64 characters. */
 export const SECRET = 'b7e4c1a09d3f5e2877c6b1a0e9d8f7c6b5a4e3d2c1b0a9f8e7d6c5b4a3f2e1d0';

@@ -19,9 +19,9 @@
  */
 
 import process from 'node:process';
-import { fetchRequestInput } from '../adapters/fetch-request-input.js';
-import { answerHeaders } from '../src/adapter-kit.js';
-import { getHeader } from '../src/headers.js';
+import { fetchRequestInput } from '../src/adapters/fetch-request-input.js';
+import { answerHeaders } from '../src/adapters/adapter-kit.js';
+import { getHeader } from '../src/receiving/headers.js';
 import {
   checkOptions,
   DeliveryPipeline,

@@ -9,11 +9,11 @@
 
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import stableStringify from 'fast-json-stable-stringify';
-import { parseEnvelope } from '../src/envelope.js';
-import { eventDataSchemas, isFixedContractEvent } from '../src/events/index.js';
-import { validateEventData } from '../src/events/validate.js';
-import { createReceiver } from '../src/receiver.js';
-import { createVerifier } from '../src/signature.js';
+import { parseEnvelope } from '../src/platform/envelope.js';
+import { eventDataSchemas, isFixedContractEvent } from '../src/platform/events/index.js';
+import { validateEventData } from '../src/platform/events/validate.js';
+import { createReceiver } from '../src/receiving/receiver.js';
+import { createVerifier } from '../src/platform/signature.js';
 import { memoryStore } from '../src/stores/memory.js';
 import { BODY_KINDS, bodyFactory, randomTag, SECRET, type BodyKind } from './bodies.js';
 import { cpuMicros } from './measure.js';

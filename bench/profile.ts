@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createReceiver } from '../src/receiver.js';
+import { createReceiver } from '../src/receiving/receiver.js';
 import { BODY_KINDS, bodyFactory, randomTag, SECRET, type BodyKind } from './bodies.js';
 import { formatTopSelfTime, topSelfTime } from './top-self-time.js';
 

@@ -13,9 +13,9 @@
  * @module
  */
 
-import { parseEnvelope } from '../src/envelope.js';
-import { isFixedContractEvent, type WebhookEvent } from '../src/events/index.js';
-import { validateEventData } from '../src/events/validate.js';
+import { parseEnvelope } from '../src/platform/envelope.js';
+import { isFixedContractEvent, type WebhookEvent } from '../src/platform/events/index.js';
+import { validateEventData } from '../src/platform/events/validate.js';
 import {
   answer,
   checkOptions,
@@ -25,8 +25,8 @@ import {
   isWithinAgeWindow,
   runHandlers,
 } from '../src/internal.js';
-import type { Outcome } from '../src/outcome.js';
-import type { Verifier } from '../src/signature.js';
+import type { Outcome } from '../src/receiving/outcome.js';
+import type { Verifier } from '../src/platform/signature.js';
 import { BENCH_RECEIVER_OPTIONS } from './bodies.js';
 
 /** The status and JSON body a delivery is answered with. */

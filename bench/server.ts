@@ -12,10 +12,10 @@ import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { BENCH_PATH, DIAGNOSTIC_IDS, type NodeServerId, SERVER_IDS, SERVERS } from './servers.js';
 import { BENCH_RECEIVER_OPTIONS, SECRET } from './bodies.js';
-import { getHeader } from '../src/headers.js';
+import { getHeader } from '../src/receiving/headers.js';
 import { sameWork } from './same-work.js';
-import { HOUR } from '../src/platform-contract.js';
-import type { ReceiverOptions } from '../src/receiver.js';
+import { HOUR } from '../src/platform/platform-contract.js';
+import type { ReceiverOptions } from '../src/receiving/receiver.js';
 
 const [id, namespace = 'bench'] = process.argv.slice(2) as [NodeServerId, string?];
 if (![...SERVER_IDS, ...DIAGNOSTIC_IDS].includes(id) || SERVERS[id].web) {
@@ -304,7 +304,7 @@ async function countedPgBoss() {
 }
 
 async function nodeAdapter(store: StoreKind, telemetry = false, watch = true): Promise<Server> {
-  const { nodeListener } = await import('../adapters/node.js');
+  const { nodeListener } = await import('../src/adapters/node.js');
   const receiver = await schoolhooksReceiver(store, telemetry, undefined, watch);
   return createServer(nodeListener(receiver, { path: BENCH_PATH }));
 }
@@ -315,7 +315,7 @@ async function nodeAdapter(store: StoreKind, telemetry = false, watch = true): P
  * async lookup, as from a database, cached after the first delivery (docs/tenants.md).
  */
 async function nodeTenantAdapter(): Promise<Server> {
-  const { nodeListener } = await import('../adapters/node.js');
+  const { nodeListener } = await import('../src/adapters/node.js');
   const { secret } = BENCH_RECEIVER_OPTIONS;
   const lookup = async ({ tenant }: { tenant: string }) =>
     tenant === 'school' ? secret : undefined;
@@ -333,7 +333,7 @@ async function recordingTelemetry() {
   const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
   const { MeterProvider, PeriodicExportingMetricReader, AggregationTemporality } =
     await import('@opentelemetry/sdk-metrics');
-  const { openTelemetry } = await import('../src/otel/index.js');
+  const { openTelemetry } = await import('../src/telemetry/otel/index.js');
   const { ExportResultCode } = await import('@opentelemetry/core');
   const done = (callback: (result: { code: number }) => void) =>
     callback({ code: ExportResultCode.SUCCESS });
@@ -383,7 +383,7 @@ async function coreOnly(): Promise<Server> {
 
 async function expressAdapter(): Promise<Server> {
   const { default: express } = await import('express');
-  const { expressMiddleware } = await import('../adapters/express.js');
+  const { expressMiddleware } = await import('../src/adapters/express.js');
   const app = express();
   app.post(BENCH_PATH, expressMiddleware(await schoolhooksReceiver('memory')));
   return createServer(app);
@@ -391,7 +391,7 @@ async function expressAdapter(): Promise<Server> {
 
 async function fastifyAdapter(): Promise<Server> {
   const { default: Fastify } = await import('fastify');
-  const { schoolhooksPlugin } = await import('../adapters/fastify.js');
+  const { schoolhooksPlugin } = await import('../src/adapters/fastify.js');
   const app = Fastify();
   await app.register(schoolhooksPlugin, {
     receiver: await schoolhooksReceiver('memory'),
@@ -403,7 +403,7 @@ async function fastifyAdapter(): Promise<Server> {
 
 async function koaAdapter(): Promise<Server> {
   const { default: Koa } = await import('koa');
-  const { koaMiddleware } = await import('../adapters/koa.js');
+  const { koaMiddleware } = await import('../src/adapters/koa.js');
   const app = new Koa();
   app.use(koaMiddleware(await schoolhooksReceiver('memory'), { path: BENCH_PATH }));
   return createServer(app.callback());
@@ -411,14 +411,14 @@ async function koaAdapter(): Promise<Server> {
 
 async function honoAdapter(): Promise<Server> {
   const { Hono } = await import('hono');
-  const { honoHandler } = await import('../adapters/hono.js');
+  const { honoHandler } = await import('../src/adapters/hono.js');
   const app = new Hono();
   app.post(BENCH_PATH, honoHandler(await schoolhooksReceiver('memory')));
   return honoServer(app.fetch);
 }
 
 async function fetchAdapter(): Promise<Server> {
-  const { fetchHandler } = await import('../adapters/fetch.js');
+  const { fetchHandler } = await import('../src/adapters/fetch.js');
   return honoServer(fetchHandler(await schoolhooksReceiver('memory')));
 }
 

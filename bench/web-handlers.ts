@@ -8,7 +8,7 @@
 
 import { Buffer } from 'node:buffer';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { fetchHandler } from '../adapters/fetch.js';
+import { fetchHandler } from '../src/adapters/fetch.js';
 import { createReceiver, type SchoolhooksError } from '../src/index.js';
 import { BENCH_RECEIVER_OPTIONS, SECRET } from './bodies.js';
 import { sameWork } from './same-work.js';

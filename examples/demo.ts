@@ -3,7 +3,7 @@
 // Run: npm run demo
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { nodeListener } from '../adapters/node.js';
+import { nodeListener } from '../src/adapters/node.js';
 import {
   createReceiver,
   FIXED_CONTRACT_EVENTS,

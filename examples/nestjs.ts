@@ -5,7 +5,7 @@ import { Body, Controller, Inject, Injectable, Logger, Module, Post } from '@nes
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 // In your app: from 'schoolhooks' and 'schoolhooks/nestjs'.
-import { OnSchoolEvent, SchoolhooksModule } from '../adapters/nestjs.js';
+import { OnSchoolEvent, SchoolhooksModule } from '../src/adapters/nestjs.js';
 import type { WebhookEvent } from '../src/index.js';
 
 const secret = process.env.SCHOOL_WEBHOOK_SECRET;

@@ -1,5 +1,5 @@
 /**
- * Writes `src/events/data-validators.generated.ts`: one standalone validator per fixed-contract
+ * Writes `src/platform/events/data-validators.generated.ts`: one standalone validator per fixed-contract
  * event, generated from the JSON Schema of its Zod schema (Zod stays the source of truth). The
  * receiver runs them on the hot path: plain functions, no Zod internals, no `new Function`, so
  * they run where eval is forbidden (Cloudflare Workers). Zod computes the issues of a payload
@@ -20,10 +20,10 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { eventDataSchemas, FIXED_CONTRACT_EVENTS } from '../src/events/index.js';
+import { eventDataSchemas, FIXED_CONTRACT_EVENTS } from '../src/platform/events/index.js';
 
 /** Where the validators are written, from the repository's root. */
-export const GENERATED_PATH = 'src/events/data-validators.generated.ts';
+export const GENERATED_PATH = 'src/platform/events/data-validators.generated.ts';
 
 /** A JSON Schema, as `z.toJSONSchema` writes it. */
 type Schema = { [keyword: string]: unknown };

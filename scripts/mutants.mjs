@@ -85,8 +85,8 @@ export function occurrences(mutant) {
 const PARTS = [
   {
     page: 'mutants-stores.md',
-    title: 'Stores and claims',
-    prefixes: ['src/stores/', 'src/delivery-claims'],
+    title: 'Stores, keys and claims',
+    prefixes: ['src/stores/', 'src/keys/'],
   },
   {
     page: 'mutants-reconcile.md',

@@ -9,7 +9,7 @@
 
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const FROM = "declare module '../run-handlers.js'";
+const FROM = "declare module '../receiving/run-handlers.js'";
 const TO = "declare module 'schoolhooks'";
 
 for (const file of ['dist/postgres.d.ts', 'dist/postgres.d.cts']) {

@@ -1,11 +1,18 @@
 /**
  * The package's defaults, in one place: what an option is when it is not given. The receiver,
  * the stores, the inboxes, the CLI, the testing toolkit and the bench read them here; the
- * platform's own numbers they are chosen against are in src/platform-contract.ts.
+ * platform's own numbers they are chosen against are in src/platform/platform-contract.ts.
  * @module
  */
 
-import { constants, DAY, HOUR, MINUTE, PLATFORM_LIMITS, SECOND } from './platform-contract.js';
+import {
+  constants,
+  DAY,
+  HOUR,
+  MINUTE,
+  PLATFORM_LIMITS,
+  SECOND,
+} from './platform/platform-contract.js';
 
 /** One mebibyte, in bytes. */
 const MIB = 1_048_576;
@@ -98,7 +105,7 @@ export const POSTGRES_STORE_DEFAULTS = /* @__PURE__ */ constants(
 export const INBOX_DEFAULTS = /* @__PURE__ */ constants(
   () =>
     ({
-      /** Runs in all, the first included (the one retry policy, src/retry-policy.ts). */
+      /** Runs in all, the first included (the one retry policy, src/inbox/retry-policy.ts). */
       attempts: 10,
       /** The wait before the first retry, doubling after each. */
       backoffMs: 30 * SECOND,

@@ -4,9 +4,9 @@
  * @module
  */
 
-import { quotedTenant } from './delivery-key.js';
-import type { Outcome } from './outcome.js';
-import type { SignatureFailure, SignatureFailureReason } from './signature-failure.js';
+import { quotedTenant } from './keys/delivery-key.js';
+import type { Outcome } from './receiving/outcome.js';
+import type { SignatureFailure, SignatureFailureReason } from './platform/signature-failure.js';
 
 /** Stable codes of {@link SchoolhooksError}. */
 export type SchoolhooksErrorCode =

@@ -4,7 +4,7 @@
  */
 
 // The receiver
-export { createReceiver } from './receiver.js';
+export { createReceiver } from './receiving/receiver.js';
 export type {
   ErrorHandler,
   EventHandler,
@@ -18,31 +18,50 @@ export type {
   WebhookRequest,
   WebhookResponseBody,
   WebhookResult,
-} from './receiver.js';
-export type { HandlerContext, HandlerTransaction, HandlerTransactions } from './run-handlers.js';
-export { OUTCOME_STATUS, OUTCOMES } from './outcome.js';
-export type { Outcome, OutcomeClass, OutcomeLogLevel, OutcomeRule, OutcomeRun } from './outcome.js';
-export type { HeadersInput, HeadersLike } from './headers.js';
-export { nodeBodyReader, requestBodyReader } from './body.js';
-export type { BodyReader, NodeBodyStream } from './body.js';
-export { answerHeaders, closingHeaders, defineAdapter } from './adapter-kit.js';
-export type { Adapter, AdapterArgs, AdapterDefinition, AdapterOptions } from './adapter-kit.js';
+} from './receiving/receiver.js';
+export type {
+  HandlerContext,
+  HandlerTransaction,
+  HandlerTransactions,
+} from './receiving/run-handlers.js';
+export { OUTCOME_STATUS, OUTCOMES } from './receiving/outcome.js';
+export type {
+  Outcome,
+  OutcomeClass,
+  OutcomeLogLevel,
+  OutcomeRule,
+  OutcomeRun,
+} from './receiving/outcome.js';
+export type { HeadersInput, HeadersLike } from './receiving/headers.js';
+export { nodeBodyReader, requestBodyReader } from './receiving/body.js';
+export type { BodyReader, NodeBodyStream } from './receiving/body.js';
+export { answerHeaders, closingHeaders, defineAdapter } from './adapters/adapter-kit.js';
+export type {
+  Adapter,
+  AdapterArgs,
+  AdapterDefinition,
+  AdapterOptions,
+} from './adapters/adapter-kit.js';
 
 // Many schools on one endpoint: a secret per tenant (docs/tenants.md)
-export type { SecretLookup, SecretLookupAnswer, SecretLookupRequest } from './secret-source.js';
+export type {
+  SecretLookup,
+  SecretLookupAnswer,
+  SecretLookupRequest,
+} from './receiving/secret-source.js';
 export {
   deliveryKeyOf,
   entityKeyOf,
   isTenantName,
   MAX_TENANT_LENGTH,
   recordKeyOf,
-} from './delivery-key.js';
+} from './keys/delivery-key.js';
 
 // Signatures
-export { computeSignature, verifySignature } from './signature.js';
-export type { RawBody } from './signature.js';
-export { signatureFailureOf } from './signature-failure.js';
-export type { SignatureFailure, SignatureFailureReason } from './signature-failure.js';
+export { computeSignature, verifySignature } from './platform/signature.js';
+export type { RawBody } from './platform/signature.js';
+export { signatureFailureOf } from './platform/signature-failure.js';
+export type { SignatureFailure, SignatureFailureReason } from './platform/signature-failure.js';
 
 // Stores (redisStore lives in `schoolhooks/redis`, so the core never loads ioredis)
 export { memoryStore } from './stores/memory.js';
@@ -63,8 +82,8 @@ export type {
 
 // The inbox (bullmqInbox lives in `schoolhooks/bullmq`, so the core never loads BullMQ)
 export { memoryInbox } from './inbox/index.js';
-export { DEFAULT_RETRY_POLICY, exponentialDelay, nextRetry } from './retry-policy.js';
-export type { RetryPolicy } from './retry-policy.js';
+export { DEFAULT_RETRY_POLICY, exponentialDelay, nextRetry } from './inbox/retry-policy.js';
+export type { RetryPolicy } from './inbox/retry-policy.js';
 export type {
   Inbox,
   InboxJob,
@@ -92,7 +111,7 @@ export type {
   TelemetryRecord,
   TelemetryStart,
   TraceCarrier,
-} from './telemetry.js';
+} from './telemetry/telemetry.js';
 
 // Errors
 export {
@@ -115,10 +134,15 @@ export {
 export type { PayloadIssue, SchoolhooksErrorCode } from './errors.js';
 
 // The entity each event is about (the ordering guard's `latestOnly`, docs/receiving.md)
-export { entityOf } from './entity-of.js';
-export type { EntityEventInput, EntityEventName, EntityKind, EventEntity } from './entity-of.js';
+export { entityOf } from './platform/entity-of.js';
+export type {
+  EntityEventInput,
+  EntityEventName,
+  EntityKind,
+  EventEntity,
+} from './platform/entity-of.js';
 
 // Events: schemas, names and types
-export * from './events/index.js';
-export { getUtm, isInviteLinkEnrollment } from './utm.js';
-export type { EventUtm } from './utm.js';
+export * from './platform/events/index.js';
+export { getUtm, isInviteLinkEnrollment } from './platform/utm.js';
+export type { EventUtm } from './platform/utm.js';

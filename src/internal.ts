@@ -6,9 +6,9 @@
  * @module
  */
 
-export { answer } from './answer.js';
-export { DeadlineQueue } from './deadlines.js';
-export { Ending } from './ending.js';
+export { answer } from './receiving/answer.js';
+export { DeadlineQueue } from './utils/deadlines.js';
+export { Ending } from './receiving/ending.js';
 export {
   DeliveryPipeline,
   isWithinAgeWindow,
@@ -17,7 +17,7 @@ export {
   type PipelineConfig,
   type PipelineRequest,
   type Validated,
-} from './pipeline.js';
-export { checkOptions, type ReceiverSettings } from './receiver-settings.js';
-export { isTimedOut, runHandlers, type AnyHandler } from './run-handlers.js';
-export { isPromiseLike, Stages } from './run-steps.js';
+} from './receiving/pipeline.js';
+export { checkOptions, type ReceiverSettings } from './receiving/receiver-settings.js';
+export { isTimedOut, runHandlers, type AnyHandler } from './receiving/run-handlers.js';
+export { isPromiseLike, Stages } from './receiving/run-steps.js';

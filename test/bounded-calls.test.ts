@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BoundedCalls } from '../src/bounded-calls.js';
+import { BoundedCalls } from '../src/utils/bounded-calls.js';
 
 const errors = {
   timedOut: (name: string) => new Error(`${name} timed out`),

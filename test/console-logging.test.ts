@@ -2,7 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { nodeListener } from '../adapters/node.js';
+import { nodeListener } from '../src/adapters/node.js';
 import {
   createReceiver,
   HandlerError,

@@ -7,7 +7,7 @@ import {
   randomToken,
   toHex,
   webSubtle,
-} from '../src/crypto.js';
+} from '../src/utils/crypto.js';
 import { importWithoutNodeCrypto } from './helpers/web-crypto-only.js';
 
 describe('the crypto chosen when the module loads', () => {
@@ -18,7 +18,7 @@ describe('the crypto chosen when the module loads', () => {
   it('is node:crypto on a fresh load too, and its hex table is whole', async () => {
     // What runs when the module loads (the choice, the table toHex reads), run again here.
     vi.resetModules();
-    const fresh = await import('../src/crypto.js');
+    const fresh = await import('../src/utils/crypto.js');
     vi.resetModules();
     expect(fresh.nodeCrypto).toBe(process.getBuiltinModule('node:crypto'));
     expect(fresh.toHex(Uint8Array.from([0, 9, 10, 15, 16, 171, 255]))).toBe('00090a0f10abff');
@@ -32,7 +32,7 @@ describe('the crypto chosen when the module loads', () => {
         id === 'node:crypto' ? { randomUUID: () => 'x' } : builtin(id)) as typeof builtin);
     vi.resetModules();
     try {
-      const fresh = await import('../src/signature.js');
+      const fresh = await import('../src/platform/signature.js');
       const body = '{"event":"UserSignedIn"}';
       const signature = createHmac('sha256', 'secret').update(body).digest('hex');
       expect(await fresh.computeSignature(body, 'secret')).toBe(signature);
@@ -44,7 +44,7 @@ describe('the crypto chosen when the module loads', () => {
   });
 
   it('is Web Crypto alone where the runtime has no node:crypto', async () => {
-    const loaded = await importWithoutNodeCrypto(() => import('../src/crypto.js'));
+    const loaded = await importWithoutNodeCrypto(() => import('../src/utils/crypto.js'));
     expect(loaded.nodeCrypto).toBeUndefined();
     expect(nodeCrypto).toBeDefined();
   });
@@ -55,7 +55,7 @@ const hexDecoders = [
   ['beside node:crypto (Buffer)', async () => fromHex],
   [
     'without node:crypto (its own loop)',
-    async () => (await importWithoutNodeCrypto(() => import('../src/crypto.js'))).fromHex,
+    async () => (await importWithoutNodeCrypto(() => import('../src/utils/crypto.js'))).fromHex,
   ],
 ] as const;
 
@@ -137,7 +137,7 @@ describe('randomToken', () => {
   });
 
   it('throws where neither Web Crypto nor node:crypto can give one', async () => {
-    const loaded = await importWithoutNodeCrypto(() => import('../src/crypto.js'));
+    const loaded = await importWithoutNodeCrypto(() => import('../src/utils/crypto.js'));
     vi.stubGlobal('crypto', {});
     expect(() => loaded.randomToken()).toThrow('no source of randomness');
   });

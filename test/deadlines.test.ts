@@ -1,7 +1,7 @@
 /** DeadlineQueue: one timer expires, in order, the calls that outlived their shared budget. */
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Deadline, DeadlineQueue } from '../src/deadlines.js';
+import { Deadline, DeadlineQueue } from '../src/utils/deadlines.js';
 
 /** A call that records when it was told it expired. */
 class Call extends Deadline {

@@ -1,5 +1,5 @@
 /**
- * The keys a delivery holds in the store (src/delivery-key.ts): two different deliveries, or a
+ * The keys a delivery holds in the store (src/keys/delivery-key.ts): two different deliveries, or a
  * delivery and a worker's run, must never hold one key, or one of them is answered `duplicate`
  * and its handlers never run. Checked over every pair of a pool of tricky strings, as a property
  * over arbitrary ones, and end to end over an inbox.
@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createReceiver, deliveryKeyOf, isTenantName, memoryInbox } from '../src/index.js';
-import { entityKeyOf, recordKeyOf, runKeyOf } from '../src/delivery-key.js';
+import { entityKeyOf, recordKeyOf, runKeyOf } from '../src/keys/delivery-key.js';
 import { SECRET, signedRequest } from './helpers/signed.js';
 
 /** One holder of a key: a delivery (of a tenant, or of none), or a worker's run of one. */

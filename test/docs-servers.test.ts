@@ -34,7 +34,10 @@ function start(page: string, port: number): { output: () => string } {
   const tsconfig = join(DIR, 'tsconfig.json');
   writeFileSync(
     tsconfig,
-    JSON.stringify({ extends: '../tsconfig.json', include: ['../src', '../adapters', '*.mts'] }),
+    JSON.stringify({
+      extends: '../tsconfig.json',
+      include: ['../src', '../src/adapters', '*.mts'],
+    }),
   );
   const child = spawn(
     process.execPath,

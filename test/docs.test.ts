@@ -11,8 +11,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../src/cli/main.js';
-import { FIXED_CONTRACT_EVENTS, KNOWN_EVENTS } from '../src/events/index.js';
-import { OUTCOMES } from '../src/outcome.js';
+import { FIXED_CONTRACT_EVENTS, KNOWN_EVENTS } from '../src/platform/events/index.js';
+import { OUTCOMES } from '../src/receiving/outcome.js';
 import { createReceiver, memoryStore } from '../src/index.js';
 import { checkOptions } from '../src/internal.js';
 import { checkReconcilerOptions } from '../src/reconcile/settings.js';
@@ -34,7 +34,7 @@ const root = ROOT;
 
 /** Every text file of the repository that may cite a document, repo-relative. */
 function citingFiles(): string[] {
-  const dirs = ['src', 'adapters', 'test', 'bench', 'scripts', 'examples', 'docs'];
+  const dirs = ['src', 'test', 'bench', 'scripts', 'examples', 'docs'];
   return [
     'README.md',
     'SECURITY.md',
@@ -199,7 +199,9 @@ describe('tables that restate the code', () => {
 
   it("createReceiver's options are the table's, with the defaults it names", () => {
     const rows = optionRows('docs/receiving.md');
-    expect([...rows.keys()]).toEqual(declaredFields('src/receiver-settings.ts', 'ReceiverOptions'));
+    expect([...rows.keys()]).toEqual(
+      declaredFields('src/receiving/receiver-settings.ts', 'ReceiverOptions'),
+    );
 
     const settings = checkOptions({ secret: 'a'.repeat(64) });
     expect(

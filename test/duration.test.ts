@@ -1,10 +1,10 @@
 /**
- * The one reader of a typed duration (src/duration.ts): what `since`, `every`, `--since` and
+ * The one reader of a typed duration (src/utils/duration.ts): what `since`, `every`, `--since` and
  * `--down-for` accept, and what they refuse rather than guess.
  */
 
 import { describe, expect, it } from 'vitest';
-import { durationOf } from '../src/duration.js';
+import { durationOf } from '../src/utils/duration.js';
 
 describe('durationOf', () => {
   it('reads days, hours, minutes and seconds, alone or together, and whole milliseconds', () => {

@@ -1,7 +1,7 @@
-// The keys of src/delivery-key.ts: an entity's key (the ordering guard's) is never a delivery's
+// The keys of src/keys/delivery-key.ts: an entity's key (the ordering guard's) is never a delivery's
 // or a run's, and the same entity under two tenants is two keys.
 import { describe, expect, it } from 'vitest';
-import { deliveryKeyOf, entityKeyOf, runKeyOf } from '../src/delivery-key.js';
+import { deliveryKeyOf, entityKeyOf, runKeyOf } from '../src/keys/delivery-key.js';
 
 const TENANTS = [undefined, 'school-a', 'school-b', 'null', '', '\ud800', '\0'];
 const NAMES = [

@@ -1,6 +1,6 @@
 // The entity each event is about, checked against the platform's events (docs/events.md): each row
 // written out here from the platform's payloads (fixtures/, as production sends them), never read
-// from src/entity-of.ts.
+// from src/platform/entity-of.ts.
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { entityOf, KNOWN_EVENTS, type EventEntity } from '../src/index.js';

@@ -1,18 +1,18 @@
 /**
- * Reconciliation's records (src/entity-records.ts): which deliveries take a record in their claim
+ * Reconciliation's records (src/keys/entity-records.ts): which deliveries take a record in their claim
  * (those about an entity the platform lists, and an enrollment without `access` under its user
  * and product), how it is named, what it is completed with, and what a delivery answers when a
  * run recovered its entity or another delivery holds it.
  */
 
 import { describe, expect, it } from 'vitest';
-import { recordKeyOf } from '../src/delivery-key.js';
+import { recordKeyOf } from '../src/keys/delivery-key.js';
 import {
   enrollmentRecordOf,
   RECORDED_BY_WEBHOOK,
   RECOVERED_BY_RUN,
   recordOf,
-} from '../src/entity-records.js';
+} from '../src/keys/entity-records.js';
 import { createReceiver } from '../src/index.js';
 import { memoryStore } from '../src/stores/memory.js';
 import type { ClaimRequest, IdempotencyStore } from '../src/stores/types.js';

@@ -15,8 +15,8 @@ import {
   parseEnvelope,
   TIMESTAMP_PATTERN,
   timestampMsOf,
-} from '../src/envelope.js';
-import { envelopeSchema } from '../src/events/index.js';
+} from '../src/platform/envelope.js';
+import { envelopeSchema } from '../src/platform/events/index.js';
 
 const ajv = new Ajv2020({ allowUnionTypes: true });
 addFormats.default(ajv);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseEnvelope } from '../src/envelope.js';
+import { parseEnvelope } from '../src/platform/envelope.js';
 
 const valid = {
   event: 'UserSignedUp',

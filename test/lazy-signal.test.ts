@@ -1,7 +1,7 @@
 /** LazySignal: the signal is made on first read, and is aborted whenever it is read. */
 
 import { describe, expect, it } from 'vitest';
-import { LazySignal } from '../src/lazy-signal.js';
+import { LazySignal } from '../src/utils/lazy-signal.js';
 
 describe('LazySignal', () => {
   it('aborts a signal already read, once, with the first reason', () => {

@@ -27,7 +27,7 @@ function platformStopsRetrying(status: number): boolean {
 
 /**
  * The status the platform must see for each outcome, written out here rather than read from the
- * table under test: a row of src/outcome.ts changed by mistake (a 422 made 200) fails below.
+ * table under test: a row of src/receiving/outcome.ts changed by mistake (a 422 made 200) fails below.
  */
 const STATUS: Record<Outcome, number> = {
   method_not_allowed: 405,
@@ -127,12 +127,12 @@ const ROW: Record<Outcome, [logLevel: string, shownAs: string, verified: boolean
 };
 
 describe('the outcome table, loaded afresh', () => {
-  // The table is built when src/outcome.ts loads: a test that imports it again, after
+  // The table is built when src/receiving/outcome.ts loads: a test that imports it again, after
   // resetModules, is what lets a mutation tool (which changes the module in memory) see a row
   // changed by mistake (docs/maintainers/mutation-testing.md).
   it("holds every row as the platform's rules and this file state them, in pipeline order", async () => {
     vi.resetModules();
-    const fresh = await import('../src/outcome.js');
+    const fresh = await import('../src/receiving/outcome.js');
     expect(Object.keys(fresh.OUTCOMES)).toEqual(Object.keys(STATUS));
     for (const outcome of ALL) {
       const row = fresh.OUTCOMES[outcome];

@@ -1,5 +1,5 @@
 /**
- * The delivery steps (src/pipeline.ts) at their edges, through a real receiver: the exact
+ * The delivery steps (src/receiving/pipeline.ts) at their edges, through a real receiver: the exact
  * boundaries of the method, content type, size and age checks, the errors each failure gives
  * `onError` (its message and its cause), and what a store or an inbox that fails is answered.
  */
@@ -20,7 +20,7 @@ import {
   type StoredDelivery,
   type Telemetry,
 } from '../src/index.js';
-import type { HandlersRecord } from '../src/telemetry.js';
+import type { HandlersRecord } from '../src/telemetry/telemetry.js';
 import { deferred, SECRET, signedRaw, signedRequest } from './helpers/signed.js';
 
 function setup(options: Partial<ReceiverOptions> = {}) {

@@ -1,5 +1,5 @@
 // The platform's facts (docs/platform.md) and the package's defaults (docs/receiving.md), each
-// written once in src/platform-contract.ts and src/defaults.ts: asserted here against the
+// written once in src/platform/platform-contract.ts and src/defaults.ts: asserted here against the
 // numbers the platform publishes and the README promises, never against a formula of the code.
 import { describe, expect, it } from 'vitest';
 import {
@@ -23,7 +23,7 @@ import {
   PLATFORM_LIMITS,
   SECOND,
   SUCCESS_STATUSES_TEXT,
-} from '../src/platform-contract.js';
+} from '../src/platform/platform-contract.js';
 import { PLATFORM_LIMITS as TESTING_LIMITS } from '../src/testing/index.js';
 
 describe("the platform's facts", () => {

@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeListener } from '../adapters/node.js';
+import { nodeListener } from '../src/adapters/node.js';
 import { createReceiver } from '../src/index.js';
 
 const run = promisify(execFile);

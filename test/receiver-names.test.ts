@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { nodeListener } from '../adapters/node.js';
+import { nodeListener } from '../src/adapters/node.js';
 import { ConfigError, createReceiver, KNOWN_EVENTS, type WebhookEvent } from '../src/index.js';
 import { listen, post, type AdapterServer } from './adapters/suite.js';
 import { createTestDelivery, fixtureDelivery, SECRET } from './helpers/deliveries.js';

@@ -1,5 +1,5 @@
 /**
- * createReceiver's start-up checks (src/receiver-settings.ts), each one on its own: a setting that
+ * createReceiver's start-up checks (src/receiving/receiver-settings.ts), each one on its own: a setting that
  * cannot work is a `ConfigError` at start-up that names it (never an event lost later), and a
  * secret with whitespace around it is used as given and warned about in words that say what to do.
  */

@@ -4,8 +4,8 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { DeadlineQueue } from '../src/deadlines.js';
-import type { WebhookEvent } from '../src/events/index.js';
+import { DeadlineQueue } from '../src/utils/deadlines.js';
+import type { WebhookEvent } from '../src/platform/events/index.js';
 import {
   isTimedOut,
   runHandlers,
@@ -13,7 +13,7 @@ import {
   type HandlerContext,
   type HandlersSettled,
   type HandlersTimedOut,
-} from '../src/run-handlers.js';
+} from '../src/receiving/run-handlers.js';
 
 const event = {
   event: 'test.ping',

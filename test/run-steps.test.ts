@@ -4,7 +4,7 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { isPromiseLike, nowOrLater, Stages } from '../src/run-steps.js';
+import { isPromiseLike, nowOrLater, Stages } from '../src/receiving/run-steps.js';
 
 describe('isPromiseLike', () => {
   it('is true for a promise and for any object or function with a then method', () => {

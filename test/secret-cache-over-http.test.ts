@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { Agent, createServer, request } from 'node:http';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { nodeListener } from '../adapters/node.js';
+import { nodeListener } from '../src/adapters/node.js';
 import { createReceiver, type Receiver, type SecretLookupAnswer } from '../src/index.js';
 import { listen, post, type AdapterServer } from './adapters/suite.js';
 import { deferred, type Delivery } from './helpers/deliveries.js';

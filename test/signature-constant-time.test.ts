@@ -3,14 +3,14 @@
 // forged signature was right. Time itself is too noisy to test, so these tests watch the
 // primitive every verification must go through on each crypto path, and make its answer decide
 // the verification: node:crypto's `timingSafeEqual` where the runtime has node:crypto, and on
-// Web Crypto the constant-time loop of src/crypto.ts for the first secret and `subtle.verify`
+// Web Crypto the constant-time loop of src/utils/crypto.ts for the first secret and `subtle.verify`
 // for the others. A compare with `===`, `Buffer.compare` or an early exit fails here.
 import { createHmac } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { nodeCrypto } from '../src/crypto.js';
-import { verifySignature } from '../src/signature.js';
-import type * as CryptoModule from '../src/crypto.js';
-import type * as SignatureModule from '../src/signature.js';
+import { nodeCrypto } from '../src/utils/crypto.js';
+import { verifySignature } from '../src/platform/signature.js';
+import type * as CryptoModule from '../src/utils/crypto.js';
+import type * as SignatureModule from '../src/platform/signature.js';
 import { importWithoutNodeCrypto } from './helpers/web-crypto-only.js';
 
 const SECRET = 'constant-time-secret-0123456789abcdef0123456789abcdef0123456789';
@@ -63,10 +63,10 @@ describe('on Web Crypto', () => {
     crypto: typeof CryptoModule;
   };
   beforeAll(async () => {
-    // Both from one fresh load, so the signature module uses this copy of src/crypto.ts.
+    // Both from one fresh load, so the signature module uses this copy of src/utils/crypto.ts.
     web = await importWithoutNodeCrypto(async () => ({
-      signature: await import('../src/signature.js'),
-      crypto: await import('../src/crypto.js'),
+      signature: await import('../src/platform/signature.js'),
+      crypto: await import('../src/utils/crypto.js'),
     }));
     expect(web.crypto.nodeCrypto).toBeUndefined();
   });

@@ -8,7 +8,7 @@
 import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { nodeListener } from '../adapters/node.js';
+import { nodeListener } from '../src/adapters/node.js';
 import * as onNodeCrypto from '../src/index.js';
 import { listen, type AdapterServer } from './adapters/suite.js';
 import { importWithoutNodeCrypto } from './helpers/web-crypto-only.js';

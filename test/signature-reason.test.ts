@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { nodeListener } from '../adapters/node.js';
+import { nodeListener } from '../src/adapters/node.js';
 import type { CliIo } from '../src/cli/command.js';
 import { main } from '../src/cli/main.js';
 import {
@@ -10,7 +10,7 @@ import {
   type SchoolhooksError,
   type SignatureFailureReason,
 } from '../src/index.js';
-import { ATTRIBUTES } from '../src/otel/index.js';
+import { ATTRIBUTES } from '../src/telemetry/otel/index.js';
 import { listen, type AdapterServer } from './adapters/suite.js';
 import { createTestDelivery, SECRET } from './helpers/deliveries.js';
 import { telemetryHarness } from './otel/harness.js';

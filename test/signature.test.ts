@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, computeSignature, verifySignature } from '../src/index.js';
-import * as onNodeCrypto from '../src/signature.js';
-import { createVerifier } from '../src/signature.js';
+import * as onNodeCrypto from '../src/platform/signature.js';
+import { createVerifier } from '../src/platform/signature.js';
 import { hmacHex, SECRET } from './helpers/signed.js';
 import { importWithoutNodeCrypto } from './helpers/web-crypto-only.js';
 
@@ -17,7 +17,7 @@ const body = '{"event":"UserSignedUp","data":{"name":"Мария 👩‍🎓"}}'
 
 const paths: [string, () => Promise<SignatureModule>][] = [
   ['node:crypto', () => Promise.resolve(onNodeCrypto)],
-  ['Web Crypto', () => importWithoutNodeCrypto(() => import('../src/signature.js'))],
+  ['Web Crypto', () => importWithoutNodeCrypto(() => import('../src/platform/signature.js'))],
 ];
 
 for (const [path, load] of paths) {

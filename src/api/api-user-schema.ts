@@ -7,8 +7,13 @@
  */
 
 import { z } from 'zod';
-import { avatarSchema, profileSchema, titleStateSchema, userSchema } from '../events/entities.js';
-import type { KnownOutput } from '../events/known-output.js';
+import {
+  avatarSchema,
+  profileSchema,
+  titleStateSchema,
+  userSchema,
+} from '../platform/events/entities.js';
+import type { KnownOutput } from '../platform/events/known-output.js';
 
 const maybeText = z.string().nullish();
 

@@ -6,7 +6,7 @@
 
 import { z } from 'zod';
 import { API_CLIENT_DEFAULTS } from '../defaults.js';
-import { openUnion, type OpenUnion } from '../events/entities.js';
+import { openUnion, type OpenUnion } from '../platform/events/entities.js';
 import { ExportError, InvalidResponseError, type ExportErrorCode } from './errors.js';
 import { RETRY_ON, sleep } from './retry-delay.js';
 import { sendWithRetries } from './send-with-retries.js';

@@ -6,7 +6,7 @@
  */
 
 import { z } from 'zod';
-import type { KnownOutput } from '../events/known-output.js';
+import type { KnownOutput } from '../platform/events/known-output.js';
 import { isPositiveInteger } from './list-query.js';
 import { RETRY_ON } from './retry-delay.js';
 import { sendWithRetries } from './send-with-retries.js';

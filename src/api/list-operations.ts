@@ -5,7 +5,7 @@
  */
 
 import type { z } from 'zod';
-import type { OpenUnion } from '../events/entities.js';
+import type { OpenUnion } from '../platform/events/entities.js';
 import type { InvalidListItem } from './errors.js';
 import {
   certificateListItemSchema,

@@ -6,8 +6,8 @@
 
 import type { z } from 'zod';
 import { API_CLIENT_DEFAULTS } from '../defaults.js';
-import { PLATFORM_LIMITS } from '../platform-contract.js';
-import type { KnownOutput } from '../events/known-output.js';
+import { PLATFORM_LIMITS } from '../platform/platform-contract.js';
+import type { KnownOutput } from '../platform/events/known-output.js';
 import { InvalidListItemsError, RateLimitError, type InvalidListItem } from './errors.js';
 import type { ListKind, ListOperation, ListOptions } from './list-operations.js';
 import {

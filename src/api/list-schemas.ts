@@ -14,8 +14,8 @@
  */
 
 import { z } from 'zod';
-import { openUnion, userSchema, type KnownCurrency } from '../events/entities.js';
-import type { KnownOutput } from '../events/known-output.js';
+import { openUnion, userSchema, type KnownCurrency } from '../platform/events/entities.js';
+import type { KnownOutput } from '../platform/events/known-output.js';
 
 const entityId = z.int();
 const maybeId = entityId.nullish();

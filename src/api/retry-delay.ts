@@ -3,7 +3,7 @@
  * @module
  */
 
-import { exponentialDelay } from '../retry-policy.js';
+import { exponentialDelay } from '../inbox/retry-policy.js';
 import { NetworkError, RateLimitError, ServerError, TimeoutError } from './errors.js';
 
 /** The first retry waits this long; each further one twice as long as the one before. */

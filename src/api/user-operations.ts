@@ -6,8 +6,8 @@
  */
 
 import { z } from 'zod';
-import type { OpenUnion } from '../events/entities.js';
-import type { KnownOutput } from '../events/known-output.js';
+import type { OpenUnion } from '../platform/events/entities.js';
+import type { KnownOutput } from '../platform/events/known-output.js';
 import { apiUserSchema, type ApiUser } from './api-user-schema.js';
 import type { RequestContext } from './error-from-response.js';
 import {

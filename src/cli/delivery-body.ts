@@ -6,8 +6,8 @@
 
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { isFixedContractEvent } from '../events/index.js';
-import { didYouMean } from '../nearest-name.js';
+import { isFixedContractEvent } from '../platform/events/index.js';
+import { didYouMean } from '../utils/nearest-name.js';
 import { resolveData, serializeEnvelope } from '../testing/create-delivery.js';
 import { UsageError } from './errors.js';
 import { KNOWN_EVENTS } from './event-names.js';

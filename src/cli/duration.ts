@@ -27,4 +27,4 @@ export function formatDuration(ms: number): string {
 }
 
 // The reader of a typed duration is the core's, so `--since` reads as `since: '48h'` does.
-export { durationOf } from '../duration.js';
+export { durationOf } from '../utils/duration.js';

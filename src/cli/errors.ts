@@ -25,4 +25,4 @@ export function errorLine(command: string | undefined, message: string): string 
   return `schoolhooks${command === undefined ? '' : ` ${command}`}: ${message}`;
 }
 
-export { messageOf } from '../message-of.js';
+export { messageOf } from '../utils/message-of.js';

@@ -4,8 +4,8 @@
  * @module
  */
 
-import { isKnownEvent as isEventName, KNOWN_EVENTS } from '../events/index.js';
-import { nearestName } from '../nearest-name.js';
+import { isKnownEvent as isEventName, KNOWN_EVENTS } from '../platform/events/index.js';
+import { nearestName } from '../utils/nearest-name.js';
 import { UsageError } from './errors.js';
 
 // The receiver's own list and check: `on()` and the CLI accept the same names.

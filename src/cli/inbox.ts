@@ -10,7 +10,7 @@ import type { Client } from 'pg';
 import type { InboxJob, InboxJobState } from '../inbox/managed.js';
 import type { BullmqInboxJob } from '../inbox/bullmq.js';
 import type { PgBossLike } from '../inbox/pg-boss.js';
-import { didYouMean } from '../nearest-name.js';
+import { didYouMean } from '../utils/nearest-name.js';
 import {
   CliFailure,
   defineCommand,

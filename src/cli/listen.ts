@@ -6,19 +6,24 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { nodeListener } from '../../adapters/node.js';
-import { sendJson } from '../../adapters/node-answer.js';
-import { answerHeaders } from '../adapter-kit.js';
-import { getHeader } from '../headers.js';
-import { OUTCOMES } from '../outcome.js';
-import { createReceiver, readTenant, type Receiver, type WebhookRequest } from '../receiver.js';
+import { nodeListener } from '../adapters/node.js';
+import { sendJson } from '../adapters/node-answer.js';
+import { answerHeaders } from '../adapters/adapter-kit.js';
+import { getHeader } from '../receiving/headers.js';
+import { OUTCOMES } from '../receiving/outcome.js';
+import {
+  createReceiver,
+  readTenant,
+  type Receiver,
+  type WebhookRequest,
+} from '../receiving/receiver.js';
 import { defineCommand, EXIT, messageOf, UsageError, type CliIo } from './command.js';
 import {
   createInspector,
   INSPECTOR_PREFIX,
   isInspectorPath,
 } from './inspector/create-inspector.js';
-import { signatureFailureOf } from '../signature-failure.js';
+import { signatureFailureOf } from '../platform/signature-failure.js';
 import { causesText } from './signature-causes.js';
 import { wholeNumberOf } from './numbers.js';
 import { SECRETS_OPTION, secretSource, secretsFrom } from './secret.js';

@@ -4,7 +4,7 @@
  */
 
 import packageJson from '../../package.json' with { type: 'json' };
-import { didYouMean } from '../nearest-name.js';
+import { didYouMean } from '../utils/nearest-name.js';
 import {
   CliFailure,
   errorLine,

@@ -5,7 +5,7 @@
  */
 
 import { parseArgs } from 'node:util';
-import { didYouMean } from '../nearest-name.js';
+import { didYouMean } from '../utils/nearest-name.js';
 import { UsageError } from './errors.js';
 import { wrapLine } from './wrap.js';
 

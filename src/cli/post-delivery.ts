@@ -4,7 +4,7 @@
  */
 
 import { outcomeOfText, postAsPlatform } from '../testing/exchange.js';
-import { isSuccessStatus, PLATFORM_LIMITS, SECOND } from '../platform-contract.js';
+import { isSuccessStatus, PLATFORM_LIMITS, SECOND } from '../platform/platform-contract.js';
 import { signBody } from '../testing/sign-body.js';
 import { CliFailure, messageOf } from './command.js';
 

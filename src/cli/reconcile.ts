@@ -8,8 +8,8 @@
 import { ConfigError } from '../errors.js';
 import { createReconciler } from '../reconcile/create-reconciler.js';
 import type { ReconcileKind, ReconcileReport } from '../reconcile/types.js';
-import { durationOf } from '../duration.js';
-import { didYouMean } from '../nearest-name.js';
+import { durationOf } from '../utils/duration.js';
+import { didYouMean } from '../utils/nearest-name.js';
 import { CliFailure, defineCommand, EXIT, messageOf, UsageError, type CliIo } from './command.js';
 import { openStore, storeUrl } from './receiver-store.js';
 import { schoolApiOf, type CliSchoolApi } from './school-api-env.js';

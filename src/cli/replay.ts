@@ -12,7 +12,7 @@ import { fileBody } from './delivery-body.js';
 import { resolveFixtureFolder } from './fixture-folder.js';
 import { postDelivery } from './post-delivery.js';
 import { SECRET_OPTION, secretFrom } from './secret.js';
-import { SUCCESS_STATUSES_TEXT } from '../platform-contract.js';
+import { SUCCESS_STATUSES_TEXT } from '../platform/platform-contract.js';
 
 /** What a folder's manifest.json says one file should get (as fixtures/invalid/manifest.json). */
 interface Expectation {

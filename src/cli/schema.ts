@@ -9,8 +9,8 @@ import {
   eventDataSchemas,
   isFixedContractEvent,
   type KnownEventName,
-} from '../events/index.js';
-import { didYouMean } from '../nearest-name.js';
+} from '../platform/events/index.js';
+import { didYouMean } from '../utils/nearest-name.js';
 import { defineCommand, EXIT, UsageError } from './command.js';
 import { isEventName, KNOWN_EVENTS } from './event-names.js';
 

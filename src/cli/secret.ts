@@ -5,7 +5,7 @@
  */
 
 import { ConfigError } from '../errors.js';
-import { assertSecret } from '../signature.js';
+import { assertSecret } from '../platform/signature.js';
 import type { CliIo } from './command.js';
 import { errorLine, UsageError } from './errors.js';
 import type { OptionSpec } from './options.js';

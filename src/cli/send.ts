@@ -3,8 +3,8 @@
  * @module
  */
 
-import { timestampMsOf } from '../envelope.js';
-import { FIXED_CONTRACT_EVENTS } from '../events/index.js';
+import { timestampMsOf } from '../platform/envelope.js';
+import { FIXED_CONTRACT_EVENTS } from '../platform/events/index.js';
 import { defineCommand, EXIT, requireHttpUrl, UsageError, type CliIo } from './command.js';
 import { fileBody, fixtureBody, type DeliveryBody } from './delivery-body.js';
 import { checkEventOption, isEventName } from './event-names.js';
@@ -20,7 +20,7 @@ import {
   tenantText,
   tenantUrl,
 } from './tenants.js';
-import { SUCCESS_STATUSES_TEXT } from '../platform-contract.js';
+import { SUCCESS_STATUSES_TEXT } from '../platform/platform-contract.js';
 
 /** The `send` command. */
 export const sendCommand = defineCommand({

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { signatureFailure, type SignatureFailure } from '../signature-failure.js';
+import { signatureFailure, type SignatureFailure } from '../platform/signature-failure.js';
 
 /** `Likely causes:` and one cause a line. */
 export function causesText({ causes }: SignatureFailure): string {

@@ -3,11 +3,11 @@
  * @module
  */
 
-import { FIXED_CONTRACT_EVENTS, type FixedEventName } from '../events/index.js';
+import { FIXED_CONTRACT_EVENTS, type FixedEventName } from '../platform/events/index.js';
 import { createPlatformSimulator } from '../testing/platform-simulator.js';
 import type { DeliveryLogEntry } from '../testing/simulator-types.js';
 import { createVirtualClock } from '../testing/virtual-clock.js';
-import { PLATFORM_LIMITS, SUCCESS_STATUSES_TEXT } from '../platform-contract.js';
+import { PLATFORM_LIMITS, SUCCESS_STATUSES_TEXT } from '../platform/platform-contract.js';
 import { defineCommand, EXIT, requireHttpUrl, UsageError } from './command.js';
 import { durationOf, formatDuration } from './duration.js';
 import { decimalOf, wholeNumberOf } from './numbers.js';

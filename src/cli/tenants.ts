@@ -6,7 +6,7 @@
  */
 
 import { readFile } from 'node:fs/promises';
-import { isTenantName, MAX_TENANT_LENGTH, quotedTenant } from '../delivery-key.js';
+import { isTenantName, MAX_TENANT_LENGTH, quotedTenant } from '../keys/delivery-key.js';
 import type { CliIo } from './command.js';
 import { messageOf, UsageError } from './errors.js';
 import { checkSecret } from './secret.js';

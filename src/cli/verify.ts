@@ -3,9 +3,9 @@
  * @module
  */
 
-import { verifySignature } from '../signature.js';
+import { verifySignature } from '../platform/signature.js';
 import { CliFailure, defineCommand, EXIT, UsageError } from './command.js';
-import { signatureFailureOf } from '../signature-failure.js';
+import { signatureFailureOf } from '../platform/signature-failure.js';
 import { SIGNATURE_CAUSES } from './signature-causes.js';
 import { SECRETS_OPTION, secretsFrom } from './secret.js';
 

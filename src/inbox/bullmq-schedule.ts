@@ -9,8 +9,8 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
 import { ConfigError } from '../errors.js';
-import { messageOf } from '../message-of.js';
-import type { Logger } from '../receiver.js';
+import { messageOf } from '../utils/message-of.js';
+import type { Logger } from '../receiving/receiver.js';
 import type { InboxWorker } from './managed.js';
 import { taskQueueName, type ScheduledTask, type TaskKind } from './scheduled-task.js';
 

@@ -5,15 +5,15 @@
  * @module schoolhooks/bullmq
  */
 
-import { messageOf } from '../message-of.js';
+import { messageOf } from '../utils/message-of.js';
 import { Queue, UnrecoverableError, Worker, type Job, type JobsOptions } from 'bullmq';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
-import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
+import { BoundedCalls, type BoundedCall } from '../utils/bounded-calls.js';
 import { ConfigError } from '../errors.js';
 import { readinessOf } from '../stores/client-readiness.js';
 import { storageKey } from '../stores/storage-key.js';
-import type { Logger, Receiver } from '../receiver.js';
-import { exponentialDelay } from '../retry-policy.js';
+import type { Logger, Receiver } from '../receiving/receiver.js';
+import { exponentialDelay } from './retry-policy.js';
 import {
   checkConcurrency,
   closedForWork,
@@ -38,7 +38,7 @@ import {
   type InboxQueueJob,
 } from './bullmq-jobs.js';
 import { BULLMQ_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
-import { deliveryKeyOf } from '../delivery-key.js';
+import { deliveryKeyOf } from '../keys/delivery-key.js';
 import { startBullmqTask, type BullmqScheduleSettings } from './bullmq-schedule.js';
 import type { ReconcileReport } from '../reconcile/types.js';
 import {

@@ -4,10 +4,10 @@
  */
 
 import { ConfigError, InboxUnavailableError } from '../errors.js';
-import type { Outcome } from '../outcome.js';
-import type { Receiver } from '../receiver.js';
+import type { Outcome } from '../receiving/outcome.js';
+import type { Receiver } from '../receiving/receiver.js';
 import { INBOX_DEFAULTS } from '../defaults.js';
-import { nextRetry, type RetryPolicy } from '../retry-policy.js';
+import { nextRetry, type RetryPolicy } from './retry-policy.js';
 import type { InboxReconcileOptions, ScheduledReconciler } from './reconcile-schedule.js';
 import type { ReconcileReport } from '../reconcile/types.js';
 import type { InboxWatchOptions, WatchedWatchdog } from './watch-schedule.js';

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { Receiver } from '../receiver.js';
+import type { Receiver } from '../receiving/receiver.js';
 import {
   checkConcurrency,
   closedForWork,
@@ -21,7 +21,7 @@ import {
   verdictOf,
 } from './managed.js';
 import type { StoredDelivery } from './types.js';
-import { deliveryKeyOf } from '../delivery-key.js';
+import { deliveryKeyOf } from '../keys/delivery-key.js';
 import {
   checkReconcileOptions,
   reconcileTask,

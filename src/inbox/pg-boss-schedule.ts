@@ -10,8 +10,8 @@
  */
 
 import { ConfigError } from '../errors.js';
-import { messageOf } from '../message-of.js';
-import type { Logger } from '../receiver.js';
+import { messageOf } from '../utils/message-of.js';
+import type { Logger } from '../receiving/receiver.js';
 import type { InboxWorker } from './managed.js';
 import type { Started } from './pg-boss-starter.js';
 import { pgBossJobId, seconds, type PgBossTables } from './pg-boss-tables.js';

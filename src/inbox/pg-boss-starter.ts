@@ -5,8 +5,8 @@
  */
 
 import { ConfigError } from '../errors.js';
-import { messageOf } from '../message-of.js';
-import type { Logger } from '../receiver.js';
+import { messageOf } from '../utils/message-of.js';
+import type { Logger } from '../receiving/receiver.js';
 import type { PgBossLike } from './pg-boss.js';
 import { PgBossTables } from './pg-boss-tables.js';
 

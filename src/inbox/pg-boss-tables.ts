@@ -15,7 +15,7 @@
 
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../errors.js';
-import { deliveryKeyOf } from '../delivery-key.js';
+import { deliveryKeyOf } from '../keys/delivery-key.js';
 import { storageKey } from '../stores/storage-key.js';
 import type { InboxJob, InboxJobState } from './managed.js';
 

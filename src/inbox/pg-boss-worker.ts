@@ -4,8 +4,8 @@
  * @module
  */
 
-import { messageOf } from '../message-of.js';
-import type { Logger } from '../receiver.js';
+import { messageOf } from '../utils/message-of.js';
+import type { Logger } from '../receiving/receiver.js';
 import type { InboxWorker } from './managed.js';
 import type { PgBossFetchedJob } from './pg-boss.js';
 import type { Started } from './pg-boss-starter.js';

@@ -6,10 +6,10 @@
  * @module
  */
 
-import { BoundedCalls } from '../bounded-calls.js';
+import { BoundedCalls } from '../utils/bounded-calls.js';
 import { ConfigError } from '../errors.js';
-import { messageOf } from '../message-of.js';
-import type { Logger, Receiver } from '../receiver.js';
+import { messageOf } from '../utils/message-of.js';
+import type { Logger, Receiver } from '../receiving/receiver.js';
 import { storageKey } from '../stores/storage-key.js';
 import {
   checkConcurrency,
@@ -52,7 +52,7 @@ import {
 } from './watch-schedule.js';
 import type { StoredDelivery } from './types.js';
 import { PG_BOSS_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
-import { deliveryKeyOf } from '../delivery-key.js';
+import { deliveryKeyOf } from '../keys/delivery-key.js';
 
 /** One job as pg-boss's `fetch` hands it out with its metadata (pg-boss 10, 11 and 12). */
 export interface PgBossFetchedJob {

@@ -6,14 +6,14 @@
  */
 
 import { ConfigError } from '../errors.js';
-import { messageOf } from '../message-of.js';
+import { messageOf } from '../utils/message-of.js';
 import type {
   ReconcileReport,
   ReconcileRunOptions,
   Reconciler,
   TenantsReconcileReport,
 } from '../reconcile/types.js';
-import type { Logger } from '../receiver.js';
+import type { Logger } from '../receiving/receiver.js';
 import {
   everyMsOf,
   ScheduleTicker,

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { durationOf } from '../duration.js';
+import { durationOf } from '../utils/duration.js';
 
 /** The tasks an inbox runs on a schedule, each on a queue of its own. */
 export type TaskKind = 'reconcile' | 'watch';

@@ -4,8 +4,8 @@
  * @module
  */
 
-import type { Outcome } from '../outcome.js';
-import type { TraceCarrier } from '../telemetry.js';
+import type { Outcome } from '../receiving/outcome.js';
+import type { TraceCarrier } from '../telemetry/telemetry.js';
 
 /**
  * A verified delivery as an inbox keeps it: its raw body and signature, so a worker verifies it

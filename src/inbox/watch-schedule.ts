@@ -6,8 +6,8 @@
  */
 
 import { ConfigError } from '../errors.js';
-import { messageOf } from '../message-of.js';
-import type { Logger } from '../receiver.js';
+import { messageOf } from '../utils/message-of.js';
+import type { Logger } from '../receiving/receiver.js';
 import type { Watchdog } from '../watchdog/create-watchdog.js';
 import type { Health } from '../watchdog/health.js';
 import { everyMsOf, type ScheduledTask, type TaskOutcome } from './scheduled-task.js';

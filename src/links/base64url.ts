@@ -4,7 +4,7 @@
  * @module
  */
 
-import { fromBase64, toBase64 } from '../base64.js';
+import { fromBase64, toBase64 } from '../utils/base64.js';
 
 const ALPHABET = /^[A-Za-z0-9_-]*$/;
 

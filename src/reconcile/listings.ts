@@ -5,9 +5,9 @@
  */
 
 import type { InvalidListItem } from '../api/errors.js';
-import { recordKeyOf } from '../delivery-key.js';
-import { enrollmentRecordOf } from '../entity-records.js';
-import { entityKeyFor } from '../entity-of.js';
+import { recordKeyOf } from '../keys/delivery-key.js';
+import { enrollmentRecordOf } from '../keys/entity-records.js';
+import { entityKeyFor } from '../platform/entity-of.js';
 import type { ReconcileApi, ReconcileItems, ReconcileKind } from './types.js';
 import type { ReconcileWindow } from './window.js';
 

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { RECOVERED_BY_RUN } from '../entity-records.js';
+import { RECOVERED_BY_RUN } from '../keys/entity-records.js';
 import type { ClaimRequest, HeldClaim, IdempotencyStore } from '../stores/types.js';
 import { RECONCILE_DEFAULTS } from '../defaults.js';
 import type { ListedEntity } from './listings.js';

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { isTenantName } from '../delivery-key.js';
+import { isTenantName } from '../keys/delivery-key.js';
 import type { RunPlan, SchoolRun } from './create-reconciler.js';
 import { RECONCILE_KINDS } from './listings.js';
 import { checkApi, type SchoolSettings, type TenantsSettings } from './settings.js';

@@ -5,9 +5,9 @@
  */
 
 import { RECONCILE_DEFAULTS } from '../defaults.js';
-import { isTenantName, quotedTenant } from '../delivery-key.js';
+import { isTenantName, quotedTenant } from '../keys/delivery-key.js';
 import { ConfigError } from '../errors.js';
-import { PLATFORM_LIMITS } from '../platform-contract.js';
+import { PLATFORM_LIMITS } from '../platform/platform-contract.js';
 import { checkStore } from '../stores/check-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type {

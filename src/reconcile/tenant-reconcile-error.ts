@@ -3,7 +3,7 @@
  * @module
  */
 
-import { quotedTenant } from '../delivery-key.js';
+import { quotedTenant } from '../keys/delivery-key.js';
 import { SchoolhooksError, withCauses } from '../errors.js';
 
 /** Why a school of a reconciler of many was not reconciled, as a stable code. */

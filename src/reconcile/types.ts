@@ -12,8 +12,8 @@ import type {
   UserListItem,
 } from '../api/list-schemas.js';
 import type { SchoolApi } from '../api/create-school-api.js';
-import type { Receiver } from '../receiver.js';
-import type { HandlerTransaction } from '../run-handlers.js';
+import type { Receiver } from '../receiving/receiver.js';
+import type { HandlerTransaction } from '../receiving/run-handlers.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { RecoveryError } from './recovery-error.js';
 import type { TenantReconcileError } from './tenant-reconcile-error.js';

@@ -5,10 +5,10 @@
  * @module
  */
 
-import { durationOf } from '../duration.js';
+import { durationOf } from '../utils/duration.js';
 import { RECONCILE_DEFAULTS } from '../defaults.js';
 import { ConfigError } from '../errors.js';
-import { DAY } from '../platform-contract.js';
+import { DAY } from '../platform/platform-contract.js';
 
 /**
  * `since` as ms since the epoch: a Date, a number of ms since the epoch, or a duration before

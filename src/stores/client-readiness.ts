@@ -4,7 +4,7 @@
  * @module
  */
 
-import { noop } from '../noop.js';
+import { noop } from '../utils/noop.js';
 
 /** The part of an ioredis `Redis` or `Cluster` this needs (no import of ioredis). */
 export interface StatusClient {

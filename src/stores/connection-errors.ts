@@ -7,7 +7,7 @@
  * @module
  */
 
-import { consoleLogger } from '../console-logger.js';
+import { consoleLogger } from '../receiving/console-logger.js';
 import type { StoreUnavailableError } from '../errors.js';
 import { storeUnavailable } from './unavailable.js';
 

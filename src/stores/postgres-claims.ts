@@ -6,8 +6,8 @@
 
 // Types only: importing this file never loads pg.
 import type { PoolClient } from 'pg';
-import { randomToken } from '../crypto.js';
-import { noop } from '../noop.js';
+import { randomToken } from '../utils/crypto.js';
+import { noop } from '../utils/noop.js';
 import type { ClaimTransaction } from './types.js';
 
 /** A claim this process holds: its open transaction, until commit, rollback or the lease's end. */

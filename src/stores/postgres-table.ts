@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool } from 'pg';
 import { ConfigError } from '../errors.js';
-import { noop } from '../noop.js';
+import { noop } from '../utils/noop.js';
 import { POSTGRES_STORE_DEFAULTS } from '../defaults.js';
 
 /** How many expired keys one statement deletes, and how many statements one sweep runs. */

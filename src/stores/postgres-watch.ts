@@ -7,7 +7,7 @@
  * answered non-2xx: its first attempt, attempts seen, last attempt, and its key and event as they
  * came (`sent`, JSON: a lone surrogate or U+0000 is a `\u` escape there, which text holds). Tenants
  * and keys are their `storageKey` (src/stores/storage-key.ts). A tenant's row expires keepSummaryMs
- * after its last write (longer than the platform's disable span, src/platform-contract.ts: an
+ * after its last write (longer than the platform's disable span, src/platform/platform-contract.ts: an
  * endpoint that hears nothing for days still knows its last success), a delivery's row keepMs after
  * its last write; the store's sweep deletes what expired. At most `maxFailing` delivery rows a tenant.
  * @module

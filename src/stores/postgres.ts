@@ -6,9 +6,9 @@
 
 // Types only: importing this file never loads pg; the caller passes their own pool.
 import type { Pool, PoolClient } from 'pg';
-import { BoundedCalls, type BoundedCall } from '../bounded-calls.js';
+import { BoundedCalls, type BoundedCall } from '../utils/bounded-calls.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
-import { noop } from '../noop.js';
+import { noop } from '../utils/noop.js';
 import { ConnectionErrors } from './connection-errors.js';
 import { destroy, giveBack, HeldClaims } from './postgres-claims.js';
 import { storageKey } from './storage-key.js';
@@ -36,7 +36,7 @@ import { POSTGRES_STORE_DEFAULTS } from '../defaults.js';
 
 // In the built types this module is named 'schoolhooks' (scripts/name-augmentations.mjs), the
 // module users import HandlerTransactions from.
-declare module '../run-handlers.js' {
+declare module '../receiving/run-handlers.js' {
   // With `schoolhooks/postgres` imported, `ctx.transaction` is pg's `PoolClient`.
   interface HandlerTransactions {
     postgres: PoolClient;

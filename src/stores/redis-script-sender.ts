@@ -6,7 +6,7 @@
 
 // Types only: importing this file never loads ioredis.
 import type { Cluster, Redis } from 'ioredis';
-import type { BoundedCall as Call } from '../bounded-calls.js';
+import type { BoundedCall as Call } from '../utils/bounded-calls.js';
 import { readinessOf } from './client-readiness.js';
 import type { Script } from './redis-scripts.js';
 

@@ -7,7 +7,7 @@
 
 // Types only: importing this file never loads ioredis.
 import type { Cluster, Redis } from 'ioredis';
-import type { BoundedCalls } from '../bounded-calls.js';
+import type { BoundedCalls } from '../utils/bounded-calls.js';
 import type { Script } from './redis-scripts.js';
 import type { ScriptSender } from './redis-script-sender.js';
 

@@ -7,7 +7,7 @@
  * `…:watch-failing` and `…:watch-order`. No other key of the store ends that way, and two tenants
  * are two tags whatever their code units. The summary (`…:watch`: last success, last attempt,
  * failing time) expires keepSummaryMs after its tenant's last write, longer than the platform's
- * disable span (src/platform-contract.ts), so an endpoint that hears nothing for days still knows
+ * disable span (src/platform/platform-contract.ts), so an endpoint that hears nothing for days still knows
  * when it is disabled; the failing deliveries (`…:watch-failing`, `…:watch-order`) keepMs after.
  * @module
  */

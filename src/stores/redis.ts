@@ -6,7 +6,7 @@
 
 // Types only: importing this entry never loads ioredis; the caller passes their own client.
 import type { Cluster, Redis } from 'ioredis';
-import { randomToken } from '../crypto.js';
+import { randomToken } from '../utils/crypto.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { ConnectionErrors } from './connection-errors.js';
 import { storeUnavailable } from './unavailable.js';
@@ -21,7 +21,7 @@ import type {
   Settlement,
 } from './types.js';
 import type { WatchBatch, WatchState } from '../watchdog/types.js';
-import { BoundedCalls, type BoundedCall as Call } from '../bounded-calls.js';
+import { BoundedCalls, type BoundedCall as Call } from '../utils/bounded-calls.js';
 import { ScriptSender } from './redis-script-sender.js';
 import {
   checkedValue,

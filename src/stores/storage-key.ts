@@ -22,7 +22,7 @@
  */
 
 import { createHash } from 'node:crypto';
-import { UNSTORABLE_CHARACTER } from '../delivery-key.js';
+import { UNSTORABLE_CHARACTER } from '../keys/delivery-key.js';
 
 /**
  * What starts every key {@link storageKey} rewrites; a key that starts with it is rewritten too,

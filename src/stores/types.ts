@@ -6,7 +6,7 @@
  */
 
 import type { StoreUnavailableError } from '../errors.js';
-import type { HandlerTransaction } from '../run-handlers.js';
+import type { HandlerTransaction } from '../receiving/run-handlers.js';
 import type { WatchBatch, WatchState } from '../watchdog/types.js';
 
 /**

@@ -4,7 +4,11 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { isFixedContractEvent, type EventData, type FixedEventName } from '../events/index.js';
+import {
+  isFixedContractEvent,
+  type EventData,
+  type FixedEventName,
+} from '../platform/events/index.js';
 import { ConfigError } from '../errors.js';
 import { fixtureData } from './fixtures.js';
 import { signBody } from './sign-body.js';

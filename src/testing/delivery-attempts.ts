@@ -9,7 +9,7 @@ import { attemptDuring, outageAt, type Outage } from './endpoint-outages.js';
 import type { EndpointState } from './endpoint-registry.js';
 import { exchange, type ExchangeResult } from './exchange.js';
 import type { FaultKind, FaultPicker } from './fault-picker.js';
-import { isSuccessStatus, PLATFORM_LIMITS } from '../platform-contract.js';
+import { isSuccessStatus, PLATFORM_LIMITS } from '../platform/platform-contract.js';
 import { signedRequest } from './sign-body.js';
 import type { DeliveryLogEntry, DeliveryState } from './simulator-types.js';
 import type { VirtualClock } from './virtual-clock.js';

@@ -9,8 +9,8 @@ import {
   FIXED_CONTRACT_EVENTS,
   UNCONTRACTED_EVENTS,
   type KnownEventName,
-} from '../events/index.js';
-import { PLATFORM_LIMITS } from '../platform-contract.js';
+} from '../platform/events/index.js';
+import { PLATFORM_LIMITS } from '../platform/platform-contract.js';
 
 const { maxFieldLength, secretKeyLength } = PLATFORM_LIMITS;
 

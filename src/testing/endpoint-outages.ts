@@ -10,7 +10,7 @@
  */
 
 import { ConfigError } from '../errors.js';
-import { isSuccessStatus } from '../platform-contract.js';
+import { isSuccessStatus } from '../platform/platform-contract.js';
 import { generateSecretKey } from './endpoint-config.js';
 import { exchange, type ExchangeResult, type ExchangeTarget } from './exchange.js';
 import { signedRequest } from './sign-body.js';

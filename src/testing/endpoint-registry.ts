@@ -12,7 +12,7 @@ import {
   type EndpointHandler,
   type EndpointUpdate,
 } from './endpoint-config.js';
-import { PLATFORM_LIMITS } from '../platform-contract.js';
+import { PLATFORM_LIMITS } from '../platform/platform-contract.js';
 import type { Outage } from './endpoint-outages.js';
 import type { SimulatedEndpoint } from './simulator-types.js';
 

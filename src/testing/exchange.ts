@@ -4,7 +4,7 @@
  * @module
  */
 
-import { messageOf } from '../message-of.js';
+import { messageOf } from '../utils/message-of.js';
 import type { EndpointHandler, SimulatedRequest } from './endpoint-config.js';
 import type { VirtualClock } from './virtual-clock.js';
 

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { FixedEventName, WebhookEvent } from '../events/index.js';
+import type { FixedEventName, WebhookEvent } from '../platform/events/index.js';
 import certificateIssued from '../../fixtures/CertificateIssued.json' with { type: 'json' };
 import courseCompleted from '../../fixtures/CourseCompleted.json' with { type: 'json' };
 import courseLessonPracticeCompleted from '../../fixtures/CourseLessonPracticeCompleted.json' with { type: 'json' };

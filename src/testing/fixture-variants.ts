@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { EventData, FixedEventName } from '../events/index.js';
+import type { EventData, FixedEventName } from '../platform/events/index.js';
 import { factoryOf, type DeepPartial, type FixtureSource } from './fixtures.js';
 import courseCompletedWithoutArchivedAt from '../../fixtures/variants/course-completed-without-archived-at.json' with { type: 'json' };
 import paymentCompletedDigitalProduct from '../../fixtures/variants/payment-completed-digital-product.json' with { type: 'json' };

@@ -4,7 +4,11 @@
  * @module
  */
 
-import { FIXED_CONTRACT_EVENTS, type EventData, type FixedEventName } from '../events/index.js';
+import {
+  FIXED_CONTRACT_EVENTS,
+  type EventData,
+  type FixedEventName,
+} from '../platform/events/index.js';
 import { FIXTURE_ENVELOPES, SPARSE_FIXTURE_ENVELOPES } from './fixture-envelopes.js';
 
 /**

@@ -37,7 +37,7 @@ export type {
   TestDeliveryOptions,
 } from './simulator-types.js';
 export type { FaultKind, FaultOptions } from './fault-picker.js';
-export { PLATFORM_LIMITS } from '../platform-contract.js';
+export { PLATFORM_LIMITS } from '../platform/platform-contract.js';
 export type {
   EndpointConfig,
   EndpointHandler,

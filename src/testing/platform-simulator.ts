@@ -15,7 +15,7 @@ import { createEndpointRegistry, viewOf, type EndpointRegistry } from './endpoin
 import { exchange } from './exchange.js';
 import { faultPicker } from './fault-picker.js';
 import { signedRequest } from './sign-body.js';
-import { PLATFORM_LIMITS } from '../platform-contract.js';
+import { PLATFORM_LIMITS } from '../platform/platform-contract.js';
 import type {
   DeliveryLogEntry,
   OutageOptions,

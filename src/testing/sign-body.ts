@@ -4,7 +4,7 @@
  */
 
 import { createHmac } from 'node:crypto';
-import { assertSecret } from '../signature.js';
+import { assertSecret } from '../platform/signature.js';
 import type { SimulatedRequest } from './endpoint-config.js';
 
 /**

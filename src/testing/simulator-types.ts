@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { EventData, FixedEventName } from '../events/index.js';
+import type { EventData, FixedEventName } from '../platform/events/index.js';
 import type { EndpointConfig, EndpointUpdate } from './endpoint-config.js';
 import type { FaultKind, FaultOptions } from './fault-picker.js';
 import type { VirtualClock } from './virtual-clock.js';

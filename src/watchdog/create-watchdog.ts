@@ -5,9 +5,9 @@
  */
 
 import { WATCHDOG_DEFAULTS } from '../defaults.js';
-import { isTenantName, quotedTenant } from '../delivery-key.js';
+import { isTenantName, quotedTenant } from '../keys/delivery-key.js';
 import { ConfigError } from '../errors.js';
-import type { Receiver } from '../receiver.js';
+import type { Receiver } from '../receiving/receiver.js';
 import { listEntities, type ListedEntity } from '../reconcile/listings.js';
 import type { ReconcileApi, ReconcileKind } from '../reconcile/types.js';
 import type { ReconcileWindow } from '../reconcile/window.js';

@@ -1,12 +1,12 @@
 /**
  * A receiver's health from what its store kept of its answers (docs/watchdog.md), by the
  * platform's rules: a delivery answered non-2xx is lost once its retries are over (4h 46m after
- * its first attempt, src/platform-contract.ts), and an endpoint with no success for 14 days is
+ * its first attempt, src/platform/platform-contract.ts), and an endpoint with no success for 14 days is
  * disabled.
  * @module
  */
 
-import { PLATFORM_LIMITS } from '../platform-contract.js';
+import { PLATFORM_LIMITS } from '../platform/platform-contract.js';
 import type { FailingDelivery, WatchState } from './types.js';
 
 /**

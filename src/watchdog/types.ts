@@ -55,7 +55,7 @@ export interface WatchBatch {
    * How long a tenant's last success, last attempt and failing time are kept after its last
    * write, on a server that expires them (Redis, Postgres; memoryStore keeps them with the
    * process). At least keepMs, and longer than the platform's disable span (14 days without a
-   * success, src/platform-contract.ts): an endpoint that hears nothing still knows when it is
+   * success, src/platform/platform-contract.ts): an endpoint that hears nothing still knows when it is
    * disabled. WATCHDOG_DEFAULTS.keepSummaryMs (src/defaults.ts).
    */
   readonly keepSummaryMs: number;

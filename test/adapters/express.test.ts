@@ -2,7 +2,7 @@ import express5, { type Express } from 'express';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:http';
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
-import { expressMiddleware, rawBodySaver } from '../../adapters/express.js';
+import { expressMiddleware, rawBodySaver } from '../../src/adapters/express.js';
 import {
   ConfigError,
   createReceiver,

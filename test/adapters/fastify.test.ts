@@ -2,9 +2,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
-import { schoolhooksPlugin } from '../../adapters/fastify.js';
-import { nodeListener } from '../../adapters/node.js';
-import { MAX_TENANT_LENGTH } from '../../src/delivery-key.js';
+import { schoolhooksPlugin } from '../../src/adapters/fastify.js';
+import { nodeListener } from '../../src/adapters/node.js';
+import { MAX_TENANT_LENGTH } from '../../src/keys/delivery-key.js';
 import {
   ConfigError,
   createReceiver,

@@ -2,7 +2,7 @@ import { serve } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { Readable } from 'node:stream';
 import { afterEach, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest';
-import { fetchHandler } from '../../adapters/fetch.js';
+import { fetchHandler } from '../../src/adapters/fetch.js';
 import { createReceiver, type Receiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET, sign, signedHeaders } from '../helpers/deliveries.js';
 import { importWithoutNodeCrypto } from '../helpers/web-crypto-only.js';

@@ -3,7 +3,7 @@ import { Hono, type Context } from 'hono';
 import type { Server } from 'node:http';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
-import { honoHandler } from '../../adapters/hono.js';
+import { honoHandler } from '../../src/adapters/hono.js';
 import {
   ConfigError,
   createReceiver,

@@ -2,7 +2,7 @@ import { bodyParser } from '@koa/bodyparser';
 import Koa from 'koa';
 import { createServer } from 'node:http';
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
-import { koaMiddleware } from '../../adapters/koa.js';
+import { koaMiddleware } from '../../src/adapters/koa.js';
 import {
   ConfigError,
   createReceiver,

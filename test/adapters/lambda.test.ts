@@ -23,7 +23,7 @@ import {
   type LambdaEvent,
   type LambdaHandlerOptions,
   type LambdaResult,
-} from '../../adapters/lambda.js';
+} from '../../src/adapters/lambda.js';
 import {
   createReceiver,
   MalformedEnvelopeError,

@@ -16,7 +16,7 @@ import {
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { OnSchoolEvent, SchoolhooksModule } from '../../adapters/nestjs.js';
+import { OnSchoolEvent, SchoolhooksModule } from '../../src/adapters/nestjs.js';
 import { ConfigError, type WebhookEvent } from '../../src/index.js';
 import { fixtureDelivery, SECRET } from '../helpers/deliveries.js';
 import { failureOf } from '../helpers/failure-of.js';

@@ -21,14 +21,14 @@ import {
   SchoolhooksModule,
   SchoolhooksReceiver,
   type SchoolhooksRouteRequest,
-} from '../../adapters/nestjs.js';
+} from '../../src/adapters/nestjs.js';
 import {
   ConfigError,
   type Receiver,
   type SchoolhooksError,
   type WebhookEvent,
 } from '../../src/index.js';
-import { createReceiver } from '../../src/receiver.js';
+import { createReceiver } from '../../src/receiving/receiver.js';
 import {
   createTestDelivery,
   fixtureDelivery,

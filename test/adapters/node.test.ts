@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
-import { nodeListener } from '../../adapters/node.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import { createReceiver, type SchoolhooksError } from '../../src/index.js';
 import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
 import {

@@ -5,8 +5,8 @@
 import { createServer } from 'node:http';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { expressMiddleware } from '../../adapters/express.js';
-import { nodeListener } from '../../adapters/node.js';
+import { expressMiddleware } from '../../src/adapters/express.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import {
   createReceiver,
   UnknownTenantError,

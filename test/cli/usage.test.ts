@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { durationOf, formatDuration } from '../../src/cli/duration.js';
 import type { CliIo } from '../../src/cli/command.js';
 import { COMMANDS, main } from '../../src/cli/main.js';
-import { nearestName } from '../../src/nearest-name.js';
+import { nearestName } from '../../src/utils/nearest-name.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'src/cli/index.ts');

@@ -10,7 +10,7 @@ import {
   LESSON_PROGRESS_STATUSES,
   UNCONTRACTED_EVENTS,
   type FixedEventName,
-} from '../../src/events/index.js';
+} from '../../src/platform/events/index.js';
 
 const FIXTURES = new URL('../../fixtures/', import.meta.url);
 const INVALID = new URL('invalid/', FIXTURES);

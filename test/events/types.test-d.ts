@@ -15,7 +15,7 @@ import type {
   UserSignedUpData,
   UtmParams,
   WebhookEvent,
-} from '../../src/events/index.js';
+} from '../../src/platform/events/index.js';
 
 type Payment = EventData<'PaymentCompleted'>['payment'];
 

@@ -7,7 +7,7 @@
 
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { SecretLookup } from '../../src/secret-source.js';
+import type { SecretLookup } from '../../src/receiving/secret-source.js';
 import { createTestDelivery, type Delivery } from './deliveries.js';
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The core as a runtime without node:crypto runs it (a Worker without Node compatibility): the
  * modules of `src/` are loaded afresh while `process.getBuiltinModule` answers nothing for
- * node:crypto, so `src/crypto.ts` chooses Web Crypto exactly as it does there. Production code
+ * node:crypto, so `src/utils/crypto.ts` chooses Web Crypto exactly as it does there. Production code
  * holds no switch for this.
  */
 

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { nodeListener } from '../../adapters/node.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import { createReceiver } from '../../src/index.js';
 import { bullmqInbox, type BullmqInbox } from '../../src/inbox/bullmq.js';
 import { redisStore } from '../../src/stores/redis.js';

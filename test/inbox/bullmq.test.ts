@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { FlowProducer, Queue, Worker } from 'bullmq';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { nodeListener } from '../../adapters/node.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import {
   ConfigError,
   createReceiver,

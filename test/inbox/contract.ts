@@ -17,7 +17,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { nodeListener } from '../../adapters/node.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import {
   ConfigError,
   createReceiver,
@@ -33,7 +33,7 @@ import {
   type SchoolhooksError,
   type StoredDelivery,
 } from '../../src/index.js';
-import { openTelemetry } from '../../src/otel/index.js';
+import { openTelemetry } from '../../src/telemetry/otel/index.js';
 import {
   createTestDelivery,
   fixtureDelivery,

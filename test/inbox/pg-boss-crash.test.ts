@@ -13,8 +13,8 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeListener } from '../../adapters/node.js';
-import { createReceiver } from '../../src/receiver.js';
+import { nodeListener } from '../../src/adapters/node.js';
+import { createReceiver } from '../../src/receiving/receiver.js';
 import { pgBossInbox, postgresStore, type PgBossInbox } from '../../src/postgres.js';
 import { bundleScript, type BundledScript } from '../helpers/bundle.js';
 import {

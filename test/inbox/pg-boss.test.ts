@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { nodeListener } from '../../adapters/node.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import {
   ConfigError,
   createReceiver,

@@ -19,7 +19,7 @@ import {
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
 import { createReceiver, type Receiver, type ReceiverOptions } from '../../src/index.js';
-import { openTelemetry } from '../../src/otel/index.js';
+import { openTelemetry } from '../../src/telemetry/otel/index.js';
 import { SECRET } from '../helpers/deliveries.js';
 
 /** A finished span as plain data. */

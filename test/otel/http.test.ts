@@ -5,7 +5,7 @@
 import { createServer } from 'node:http';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { nodeListener } from '../../adapters/node.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import {
   memoryInbox,
   OUTCOME_STATUS,

@@ -17,8 +17,8 @@ import {
   type Outcome,
   type WebhookResult,
 } from '../../src/index.js';
-import { openTelemetry } from '../../src/otel/index.js';
-import { OUTCOMES } from '../../src/outcome.js';
+import { openTelemetry } from '../../src/telemetry/otel/index.js';
+import { OUTCOMES } from '../../src/receiving/outcome.js';
 import { VERSION } from '../../src/version.js';
 import { OUTCOME_SCENARIOS } from '../helpers/outcome-scenarios.js';
 import { deferred, SECRET, signedRequest } from '../helpers/signed.js';

@@ -1,6 +1,6 @@
 import { createTraceState, TraceFlags, type SpanContext } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
-import { carrierOf, linkOf } from '../../src/otel/trace-carrier.js';
+import { carrierOf, linkOf } from '../../src/telemetry/otel/trace-carrier.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN_ID = '00f067aa0ba902b7';

@@ -13,7 +13,7 @@ import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createReceiver, memoryStore } from '../../src/index.js';
-import { otelWatchdog } from '../../src/otel/index.js';
+import { otelWatchdog } from '../../src/telemetry/otel/index.js';
 import { createWatchdog } from '../../src/watchdog/index.js';
 import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
 import { parseYamlSubset, type YamlValue } from '../helpers/yaml-subset.js';

@@ -15,7 +15,7 @@ import {
 import type { Attributes } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, createReceiver, memoryStore } from '../../src/index.js';
-import { otelWatchdog } from '../../src/otel/index.js';
+import { otelWatchdog } from '../../src/telemetry/otel/index.js';
 import { createWatchdog, type Watchdog } from '../../src/watchdog/index.js';
 import { createTestDelivery, SECRET } from '../helpers/deliveries.js';
 

@@ -15,7 +15,7 @@ import {
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeListener } from '../../adapters/node.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import { createReceiver, type Receiver, type WebhookRequest } from '../../src/index.js';
 import {
   contentType,

@@ -12,7 +12,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { DATA_VALIDATORS } from '../../src/events/data-validators.generated.js';
+import { DATA_VALIDATORS } from '../../src/platform/events/data-validators.generated.js';
 import {
   createReceiver,
   eventDataSchemas,

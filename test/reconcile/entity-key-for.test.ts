@@ -4,7 +4,7 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { entityKeyFor, entityOf } from '../../src/entity-of.js';
+import { entityKeyFor, entityOf } from '../../src/platform/entity-of.js';
 
 describe('entityKeyFor', () => {
   it.each<[Parameters<typeof entityKeyFor>[0], string, Record<string, unknown>]>([

@@ -8,9 +8,9 @@
  * reconciler.test.ts.
  */
 
-import { recordKeyOf } from '../../src/delivery-key.js';
+import { recordKeyOf } from '../../src/keys/delivery-key.js';
 import { describe, expect, it, vi } from 'vitest';
-import { entityOf } from '../../src/entity-of.js';
+import { entityOf } from '../../src/platform/entity-of.js';
 import type { ListingOptions } from '../../src/reconcile/listings.js';
 import type { ReconcileApi } from '../../src/reconcile/types.js';
 import type { ReconcileWindow } from '../../src/reconcile/window.js';

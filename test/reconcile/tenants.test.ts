@@ -8,7 +8,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuthenticationError, createSchoolApi, isSchoolApiError } from '../../src/api/index.js';
-import { createReceiver } from '../../src/receiver.js';
+import { createReceiver } from '../../src/receiving/receiver.js';
 import {
   ConfigError,
   createReconciler,

@@ -18,11 +18,15 @@ import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { nodeListener } from '../../adapters/node.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import { bullmqInbox } from '../../src/inbox/bullmq.js';
 import { pgBossInbox } from '../../src/inbox/pg-boss.js';
 import type { Inbox } from '../../src/inbox/types.js';
-import { createReceiver, type Receiver, type ReceiverOptions } from '../../src/receiver.js';
+import {
+  createReceiver,
+  type Receiver,
+  type ReceiverOptions,
+} from '../../src/receiving/receiver.js';
 import { memoryStore } from '../../src/stores/memory.js';
 import { postgresStore } from '../../src/stores/postgres.js';
 import { redisStore } from '../../src/stores/redis.js';

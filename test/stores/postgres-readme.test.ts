@@ -7,7 +7,7 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { doublePrecision, integer, pgTable, text } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createReceiver } from '../../src/receiver.js';
+import { createReceiver } from '../../src/receiving/receiver.js';
 import { postgresStore } from '../../src/stores/postgres.js';
 import { SECRET, fixtureDelivery } from '../helpers/deliveries.js';
 import {

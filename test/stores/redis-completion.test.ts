@@ -13,7 +13,7 @@ import { createConnection, createServer, type AddressInfo, type Socket } from 'n
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { StoreUnavailableError } from '../../src/errors.js';
-import { createReceiver } from '../../src/receiver.js';
+import { createReceiver } from '../../src/receiving/receiver.js';
 import { redisStore } from '../../src/stores/redis.js';
 import type { Claim, IdempotencyStore } from '../../src/stores/types.js';
 import { sleep, startRedisServer, type RedisServerProcess } from '../helpers/redis.js';
@@ -577,7 +577,7 @@ function at(e: string, versionMs: number): Asking {
   return { version: { entity: e, versionMs } };
 }
 
-/** An entity as the receiver names one (src/delivery-key.ts' entityKeyOf). */
+/** An entity as the receiver names one (src/keys/delivery-key.ts' entityKeyOf). */
 function entity(): string {
   return `~["entity",null,"invoice:${randomUUID()}"]`;
 }

@@ -16,7 +16,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { entityKeyOf, recordKeyOf } from '../../src/delivery-key.js';
+import { entityKeyOf, recordKeyOf } from '../../src/keys/delivery-key.js';
 import { createReceiver } from '../../src/index.js';
 import { redisStore } from '../../src/stores/redis.js';
 import { WATCH } from '../../src/stores/redis-scripts.js';

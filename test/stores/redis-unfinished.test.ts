@@ -13,7 +13,7 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { BoundedCalls } from '../../src/bounded-calls.js';
+import { BoundedCalls } from '../../src/utils/bounded-calls.js';
 import { ScriptSender } from '../../src/stores/redis-script-sender.js';
 import { SETTLE } from '../../src/stores/redis-scripts.js';
 import { UnfinishedCalls } from '../../src/stores/redis-unfinished.js';

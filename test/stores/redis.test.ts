@@ -53,12 +53,12 @@ function redisKey(key: string): string {
   return `${PREFIX}{${key}}`;
 }
 
-/** An entity as the receiver names one (src/delivery-key.ts' entityKeyOf). */
+/** An entity as the receiver names one (src/keys/delivery-key.ts' entityKeyOf). */
 function entity(): string {
   return `~["entity",null,"invoice:${randomUUID()}"]`;
 }
 
-/** A record as the receiver names one (src/delivery-key.ts' recordKeyOf). */
+/** A record as the receiver names one (src/keys/delivery-key.ts' recordKeyOf). */
 function record(): string {
   return `~["record",null,"invoice:${randomUUID()}"]`;
 }

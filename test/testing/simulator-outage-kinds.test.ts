@@ -8,7 +8,7 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { nodeListener } from '../../adapters/node.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import { ConfigError, createReceiver } from '../../src/index.js';
 import {
   createPlatformSimulator,

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { nodeListener } from '../../adapters/node.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import { ConfigError, createReceiver, FIXED_CONTRACT_EVENTS } from '../../src/index.js';
 import { failureOf } from '../helpers/failure-of.js';
 import {

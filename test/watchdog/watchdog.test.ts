@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { nodeListener } from '../../adapters/node.js';
+import { nodeListener } from '../../src/adapters/node.js';
 import { createReceiver, type IdempotencyStore } from '../../src/index.js';
 import { memoryStore } from '../../src/stores/memory.js';
 import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';

@@ -7,8 +7,8 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { FIXED_CONTRACT_EVENTS, isFixedContractEvent } from '../../events/index.js';
-import type { Receiver } from '../../receiver.js';
+import { FIXED_CONTRACT_EVENTS, isFixedContractEvent } from '../../platform/events/index.js';
+import type { Receiver } from '../../receiving/receiver.js';
 import { createDelivery } from '../../testing/create-delivery.js';
 import { loadInspectorAssets, type InspectorAsset } from './assets.js';
 import { createDeliveryLog, type DeliveryLog } from './delivery-log.js';

@@ -5,8 +5,8 @@
  * @module
  */
 
-import { OUTCOMES, type Outcome, type OutcomeClass } from '../../outcome.js';
-import type { SignatureFailureReason } from '../../signature-failure.js';
+import { OUTCOMES, type Outcome, type OutcomeClass } from '../../receiving/outcome.js';
+import type { SignatureFailureReason } from '../../platform/signature-failure.js';
 import type { DeliverySource, DeliverySummary, InspectorIssue } from './page-api.js';
 import { INSPECTOR_DEFAULTS } from '../../defaults.js';
 

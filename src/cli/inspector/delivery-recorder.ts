@@ -12,8 +12,8 @@ import {
   type Receiver,
   type WebhookRequest,
   type WebhookResult,
-} from '../../receiver.js';
-import type { RawBody } from '../../signature.js';
+} from '../../receiving/receiver.js';
+import type { RawBody } from '../../platform/signature.js';
 import {
   summarize,
   type DeliveryLog,

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { signatureFailure } from '../../signature-failure.js';
+import { signatureFailure } from '../../platform/signature-failure.js';
 import { summarize, type RecordedDelivery } from './delivery-log.js';
 import type { DeliveryView } from './page-api.js';
 

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Outcome, OutcomeClass } from '../../outcome.js';
+import type { Outcome, OutcomeClass } from '../../receiving/outcome.js';
 
 /** Where a delivery came from. */
 export type DeliverySource = 'http' | 'replay' | 'fixture';
