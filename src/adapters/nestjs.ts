@@ -200,7 +200,7 @@ class SchoolhooksExplorer implements OnModuleInit {
       // value is a function (no getters, no constructor), so neither needs a check here.
       for (const method of this.scanner.getAllMethodNames(prototype as object | null)) {
         const handler = (prototype as Record<string, EventHandler>)[method]!;
-        const names = this.#eventsOf(handler);
+        const names = this.reflector.get<KnownEventName[] | undefined>(SCHOOL_EVENTS, handler);
         if (!names) continue;
         if (!wrapper.isDependencyTreeStatic()) {
           throw new ConfigError(
@@ -229,10 +229,6 @@ class SchoolhooksExplorer implements OnModuleInit {
       }
     }
   }
-
-  #eventsOf(handler: object): KnownEventName[] | undefined {
-    return this.reflector.get<KnownEventName[] | undefined>(SCHOOL_EVENTS, handler as Type);
-  }
 }
 
 /** A provider or controller as Nest's discovery lists it. */
@@ -251,14 +247,10 @@ function undeclaredDependency(wrapper: InstanceWrapper, reflector: Reflector): n
   if (wrapper.isFactory || typeof type !== 'function' || type.length === 0) return undefined;
   if (reflector.get<unknown[] | undefined>('design:paramtypes', type) !== undefined)
     return undefined;
-  const named = new Set(
-    (reflector.get<{ index: number }[] | undefined>('self:paramtypes', type) ?? []).map(
-      ({ index }) => index,
-    ),
-  );
+  const named = reflector.get<{ index: number }[] | undefined>('self:paramtypes', type) ?? [];
   const optional = reflector.get<number[] | undefined>('optional:paramtypes', type) ?? [];
   for (let index = 0; index < type.length; index++) {
-    if (!named.has(index) && !optional.includes(index)) return index;
+    if (!named.some((token) => token.index === index) && !optional.includes(index)) return index;
   }
   return undefined;
 }
@@ -285,12 +277,11 @@ function undeclaredDependency(wrapper: InstanceWrapper, reflector: Reflector): n
 export class SchoolhooksModule {
   /** The module answering on `path`, with a receiver made of `options` (or the one given). */
   static forRoot(options: SchoolhooksModuleOptions): DynamicModule {
-    const receiverOf = () => {
+    return moduleOf(options, () => {
       if ('receiver' in options) return options.receiver;
       const { path: _path, tenant: _tenant, ...receiverOptions } = options;
       return createReceiver(receiverOptions);
-    };
-    return moduleOf(options, { provide: SchoolhooksReceiver, useFactory: receiverOf });
+    });
   }
 
   /**
@@ -306,27 +297,21 @@ export class SchoolhooksModule {
    * });
    * ```
    */
-  static forRootAsync({
-    path,
-    tenant,
-    imports = [],
-    useFactory,
-    inject = [],
-  }: SchoolhooksModuleAsyncOptions): DynamicModule {
+  static forRootAsync(options: SchoolhooksModuleAsyncOptions): DynamicModule {
+    const { useFactory, inject, imports, ...route } = options;
     const receiverOf = async (...args: never[]) => createReceiver(await useFactory(...args));
-    return moduleOf(
-      { path, tenant },
-      { provide: SchoolhooksReceiver, useFactory: receiverOf, inject },
-      imports,
-    );
+    return moduleOf(route, receiverOf, inject, imports);
   }
 }
 
+/** The module on `route`, its receiver made by `receiverOf` of the providers in `inject`. */
 function moduleOf(
   route: SchoolhooksRouteOptions,
-  receiver: NonNullable<ModuleMetadata['providers']>[number],
-  imports: NonNullable<ModuleMetadata['imports']> = [],
+  receiverOf: (...args: never[]) => Receiver | Promise<Receiver>,
+  inject: SchoolhooksModuleAsyncOptions['inject'] = [],
+  imports: SchoolhooksModuleAsyncOptions['imports'] = [],
 ): DynamicModule {
+  const receiver = { provide: SchoolhooksReceiver, useFactory: receiverOf, inject };
   return {
     module: SchoolhooksModule,
     global: true,

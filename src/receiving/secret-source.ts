@@ -159,6 +159,10 @@ export class TenantSecrets implements SecretSource {
 
   /** Ask the lookup, within `timeoutMs`; cache what it answers, unless forgotten meanwhile. */
   async #lookUp(tenant: string, forgotten: Lookup['forgotten']): Promise<Verifier | undefined> {
+    // A timer of its own, not AbortSignal.timeout: the lookup takes no signal, so a timeout
+    // signal would only be a timer, and one without a clear, pending after a lookup that answered
+    // at once until `timeoutMs` passes (or a garbage collection drops it). This one is cleared as
+    // the lookup ends.
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new LookupTimeout()), this.#options.timeoutMs);

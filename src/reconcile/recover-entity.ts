@@ -142,9 +142,13 @@ async function runHandler<K extends ReconcileKind>(
   { store, tenant, handlerTimeoutMs, signal: runSignal }: RecoveryConfig,
   claim: HeldClaim,
 ): Promise<Settled | 'timeout' | 'aborted'> {
-  // A controller of its own rather than AbortSignal.timeout and AbortSignal.any: once the
+  // A controller and a timer of its own, not AbortSignal.timeout and AbortSignal.any: once the
   // handler ended, its signal must be left alone (work it left behind is not aborted later), and
-  // no listener stays on the run's signal, which lives for the whole run.
+  // neither can be stopped: a timeout signal has no clear (it aborts at `handlerTimeoutMs`, its
+  // timer pending till then), and a signal of AbortSignal.any stays tied to the run's, which lives
+  // for the whole run. Here the timer is cleared and the listener on the run's signal removed as
+  // the handler ends. And a timeout signal's reason is a bare TimeoutError, not this error that
+  // names the handler and its bound.
   const controller = new AbortController();
   const ctx: ReconcileContext = {
     kind,
