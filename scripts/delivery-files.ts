@@ -56,6 +56,7 @@ const files = result
   .filter(({ url: script }) => script.startsWith('file://'))
   .filter(({ url: script }) => fileURLToPath(script).startsWith(sources))
   .filter(({ functions }) => functions.some(({ ranges }) => ranges[0]!.count > 0))
+  .map((s) => (process.argv.includes("--why") ? (console.log(s.url.split("/src/")[1], s.functions.filter((f) => f.ranges[0]!.count > 0).map((f) => f.functionName).join(" ")), s) : s))
   .map(({ url: script }) => relative(root, fileURLToPath(script)).split('\\').join('/'))
   .filter((file) => !file.startsWith('src/testing/'))
   .sort();

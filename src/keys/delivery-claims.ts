@@ -14,8 +14,9 @@ import {
   withCauses,
   type SchoolhooksError,
 } from '../errors.js';
+import { entityKeyOf } from './delivery-key.js';
+import { entityOf } from '../platform/entity-of.js';
 import type { WebhookEvent } from '../platform/events/index.js';
-import { versionToTake } from './ordering-guard.js';
 import type { Parsed } from '../receiving/pipeline.js';
 import type {
   Claim,
@@ -24,6 +25,7 @@ import type {
   HeldClaim,
   IdempotencyStore,
   Settlement,
+  VersionRequest,
 } from '../stores/types.js';
 
 /** A delivery whose claim holds its key (and what else it asked for). */
@@ -247,4 +249,36 @@ export class DeliveryClaims {
       return Promise.reject(cause);
     }
   }
+}
+
+/*
+ * The ordering guard (`on(name, handler, { latestOnly: true })`, docs/receiving.md): which entity
+ * a delivery takes with its key, at which version. The store records the version at claim time
+ * (src/stores/types.ts): an older state is `superseded` from then on, even if the process dies
+ * before the handlers end.
+ */
+
+/**
+ * The entity a delivery of `event` must take, at its version (the event's timestamp), or
+ * undefined when its handlers run whatever the order: none is `latestOnly`, or its payload names
+ * no entity (entity-of.ts).
+ */
+export function versionToTake(
+  event: WebhookEvent<string>,
+  timestampMs: number,
+  tenant: string | undefined,
+  { latestOnly, dedupTtlMs }: OrderingSettings,
+): VersionRequest | undefined {
+  if (latestOnly === undefined || !latestOnly(event.event)) return undefined;
+  const entity = entityOf(event);
+  if (entity === undefined) return undefined;
+  return { entity: entityKeyOf(entity.key, tenant), versionMs: timestampMs, ttlMs: dedupTtlMs };
+}
+
+/** What the guard reads of the receiver's settings. */
+export interface OrderingSettings {
+  /** Whether the handlers of an event run for its newest state only (the handler registry's). */
+  readonly latestOnly?: ((event: string) => boolean) | undefined;
+  /** How long an entity's newest version is remembered: as long as a completed key. */
+  readonly dedupTtlMs: number;
 }
