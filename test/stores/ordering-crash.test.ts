@@ -17,8 +17,7 @@
  * all come after it, while the killed claim holds, and once its lease ran out.
  */
 
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -37,11 +36,19 @@ import {
 } from '../helpers/postgres.js';
 import { sleep, useTestRedis, type TestRedis } from '../helpers/redis.js';
 import { seededRandom } from '../helpers/seeded-random.js';
+import {
+  countBy,
+  isAccepted,
+  postSigned,
+  startChildReceiver,
+  stopChildReceiver,
+  type Answered,
+  type ChildReceiver,
+} from '../helpers/crash-platform.js';
 
 const SECRET = '2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae';
 const FIXTURE = fileURLToPath(new URL('./fixtures/ordering-receiver-process.ts', import.meta.url));
 const TEMPLATE = new URL('../../fixtures/CourseProgressChanged.json', import.meta.url);
-const ACCEPTED = new Set([200, 201, 202]);
 const ENTITIES = 40;
 const STATES = 30;
 const RECEIVERS = 4;
@@ -81,12 +88,8 @@ interface Hold {
 }
 
 /** One answer the platform got, or a connection a kill dropped. */
-interface Attempt {
+interface Attempt extends Answered {
   readonly state: State;
-  readonly status: number | 'network';
-  readonly outcome: string | undefined;
-  readonly sentAt: number;
-  readonly at: number;
 }
 
 /** A kill inside a handler: the state it held, and the process. */
@@ -104,13 +107,7 @@ interface Effect {
   readonly pid: number;
 }
 
-interface ReceiverProcess {
-  readonly pid: number;
-  readonly port: number;
-  readonly child: ChildProcess;
-  readonly exited: Promise<unknown>;
-  alive: boolean;
-}
+type ReceiverProcess = ChildReceiver;
 
 /**
  * The platform's plan: ENTITIES × STATES deliveries in the order they are sent, and the states
@@ -246,47 +243,12 @@ async function runPlatform(store: StoreUnderTest): Promise<RunResult> {
   const attempts: Attempt[] = [];
   let noneAlive = 0;
 
-  const startReceiver = async (): Promise<ReceiverProcess> => {
-    const child = spawn(process.execPath, [script.file], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+  // A hold comes only after a request, so once the receiver listens.
+  const startReceiver = (): Promise<ReceiverProcess> =>
+    startChildReceiver(script.file, env, (line, receiver) => {
+      const held = /^hold (\S+) (\S+)$/.exec(line);
+      if (held && receiver) kill(receiver, held[1] as Point, byKey.get(held[2]!)!);
     });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    let stdout = '';
-    // Set once it listens: a hold comes only after a request, so after that.
-    const self: { receiver?: ReceiverProcess } = {};
-    const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`receiver did not start: ${stderr}`)),
-        30_000,
-      );
-      child.stdout.on('data', (chunk: Buffer) => {
-        stdout += chunk.toString();
-        let newline: number;
-        while ((newline = stdout.indexOf('\n')) !== -1) {
-          const line = stdout.slice(0, newline);
-          stdout = stdout.slice(newline + 1);
-          const listening = /^listening (\d+)$/.exec(line);
-          if (listening) {
-            clearTimeout(timer);
-            resolve(Number(listening[1]));
-          }
-          const held = /^hold (\S+) (\S+)$/.exec(line);
-          if (held && self.receiver) kill(self.receiver, held[1] as Point, byKey.get(held[2]!)!);
-        }
-      });
-      void exited.then((code) => {
-        clearTimeout(timer);
-        reject(new Error(`receiver exited with ${String(code)}: ${stderr}`));
-      });
-    });
-    const started: ReceiverProcess = { pid: child.pid!, port, child, exited, alive: true };
-    self.receiver = started;
-    void exited.then(() => (started.alive = false));
-    return started;
-  };
 
   /** A spare in place of a killed receiver, and a new spare (or receiver, with no spare left). */
   const replace = (): void => {
@@ -315,22 +277,7 @@ async function runPlatform(store: StoreUnderTest): Promise<RunResult> {
       noneAlive++;
       return undefined;
     }
-    const sentAt = Date.now();
-    let attempt: Attempt;
-    try {
-      const response = await fetch(`http://127.0.0.1:${to.port}/`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          signature: createHmac('sha256', SECRET).update(state.body).digest('hex'),
-        },
-        body: state.body,
-      });
-      const { outcome } = (await response.json()) as { outcome?: string };
-      attempt = { state, status: response.status, outcome, sentAt, at: Date.now() };
-    } catch {
-      attempt = { state, status: 'network', outcome: undefined, sentAt, at: Date.now() };
-    }
+    const attempt = { state, ...(await postSigned(to.port, state.body, SECRET)) };
     attempts.push(attempt);
     return attempt;
   };
@@ -368,26 +315,8 @@ async function runPlatform(store: StoreUnderTest): Promise<RunResult> {
     };
   } finally {
     await Promise.allSettled([...starting]);
-    await Promise.all([...receivers, ...spares].map(stopReceiver));
+    await Promise.all([...receivers, ...spares].map(stopChildReceiver));
   }
-}
-
-async function stopReceiver(receiver: ReceiverProcess): Promise<void> {
-  if (receiver.child.exitCode !== null || receiver.child.signalCode !== null) return;
-  receiver.child.kill('SIGTERM');
-  const timer = setTimeout(() => receiver.child.kill('SIGKILL'), 3000);
-  await receiver.exited;
-  clearTimeout(timer);
-}
-
-function isAccepted(attempt: Attempt): boolean {
-  return attempt.status !== 'network' && ACCEPTED.has(attempt.status);
-}
-
-function countBy<T>(items: readonly T[], by: (item: T) => string): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const item of items) counts[by(item)] = (counts[by(item)] ?? 0) + 1;
-  return counts;
 }
 
 /** What the effects show, per entity, and what the run's figures are. */

@@ -12,8 +12,7 @@
  * - at random: a random receiver every KILL_EVERY accepted events, wherever it is.
  */
 
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,10 +29,18 @@ import {
 import { sleep } from '../helpers/redis.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 import { inParallel } from '../helpers/in-parallel.js';
+import {
+  isAccepted,
+  postSigned,
+  SameBytes,
+  startChildReceiver,
+  stopChildReceiver,
+  type Answered,
+  type ChildReceiver,
+} from '../helpers/crash-platform.js';
 
 const SECRET = '5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592';
 const FIXTURE = fileURLToPath(new URL('./fixtures/postgres-receiver-process.ts', import.meta.url));
-const ACCEPTED = new Set([200, 201, 202]);
 /** Events sent; every one must end with exactly one effect. */
 const EVENTS = 1000;
 const RECEIVERS = 5;
@@ -50,21 +57,11 @@ const SEED = Number(process.env['CRASH_SEED'] ?? 20);
 
 type Point = (typeof POINTS)[number];
 
-interface ReceiverProcess {
-  readonly pid: number;
-  readonly port: number;
-  readonly child: ChildProcess;
-  readonly exited: Promise<unknown>;
-  alive: boolean;
-}
+type ReceiverProcess = ChildReceiver;
 
 /** One answer the platform got, or a connection the kill dropped. */
-interface Attempt {
+interface Attempt extends Answered {
   readonly key: string;
-  readonly status: number | 'network';
-  readonly outcome: string | undefined;
-  readonly sentAt: number;
-  readonly at: number;
 }
 
 /** A kill at a named point: when the process was gone, and when its Postgres session was. */
@@ -118,7 +115,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.allSettled([...killing]);
   await Promise.allSettled([...starting]);
-  await Promise.all(receivers.map(stopReceiver));
+  await Promise.all(receivers.map(stopChildReceiver));
   if (pool) {
     await dropTables(pool, [table, effects]);
     await pool.end();
@@ -265,10 +262,6 @@ describe('postgresStore under SIGKILL', () => {
   }, 150_000);
 });
 
-function isAccepted(attempt: Attempt): boolean {
-  return attempt.status !== 'network' && ACCEPTED.has(attempt.status);
-}
-
 /** `median / p99 / max ms` of a list of durations. */
 function summary(ms: number[]): string {
   const sorted = [...ms].sort((a, b) => a - b);
@@ -278,53 +271,21 @@ function summary(ms: number[]): string {
 }
 
 async function startReceiver(): Promise<ReceiverProcess> {
-  const child = spawn(process.execPath, [script.file], {
-    env: {
-      ...process.env,
-      DATABASE_URL: database.url,
-      SECRET,
-      TABLE: table,
-      EFFECTS_TABLE: effects,
-      HOLD: JSON.stringify(Object.fromEntries(held)),
-      HOLD_DIR: holdDir,
-      SLOW_INSERT_MS: String(SLOW_INSERT_MS),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const env = {
+    ...process.env,
+    DATABASE_URL: database.url,
+    SECRET,
+    TABLE: table,
+    EFFECTS_TABLE: effects,
+    HOLD: JSON.stringify(Object.fromEntries(held)),
+    HOLD_DIR: holdDir,
+    SLOW_INSERT_MS: String(SLOW_INSERT_MS),
+  };
+  // A hold comes only after a request, so once the receiver listens.
+  return startChildReceiver(script.file, env, (line, receiver) => {
+    const hold = /^hold (\S+) (\S+) (\d+)$/.exec(line);
+    if (hold && receiver) killAtPoint(receiver, hold[1] as Point, hold[2]!, Number(hold[3]));
   });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  let stdout = '';
-  // Set once it listens: a hold comes only after a request, so after that.
-  const self: { receiver?: ReceiverProcess } = {};
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`receiver did not start: ${stderr}`)), 30_000);
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      let newline: number;
-      while ((newline = stdout.indexOf('\n')) !== -1) {
-        const line = stdout.slice(0, newline);
-        stdout = stdout.slice(newline + 1);
-        const listening = /^listening (\d+)$/.exec(line);
-        if (listening) {
-          clearTimeout(timer);
-          resolve(Number(listening[1]));
-        }
-        const hold = /^hold (\S+) (\S+) (\d+)$/.exec(line);
-        if (hold && self.receiver) {
-          killAtPoint(self.receiver, hold[1] as Point, hold[2]!, Number(hold[3]));
-        }
-      }
-    });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`receiver exited with ${String(code)}: ${stderr}`));
-    });
-  });
-  const started: ReceiverProcess = { pid: child.pid!, port, child, exited, alive: true };
-  self.receiver = started;
-  void exited.then(() => (started.alive = false));
-  return started;
 }
 
 /** Kills a receiver that stopped at a named point, and times its Postgres session's end. */
@@ -358,29 +319,9 @@ function replaceReceiver(): void {
   void started.finally(() => starting.delete(started));
 }
 
-async function stopReceiver(receiver: ReceiverProcess): Promise<void> {
-  if (receiver.child.exitCode !== null || receiver.child.signalCode !== null) return;
-  receiver.child.kill('SIGTERM');
-  const timer = setTimeout(() => receiver.child.kill('SIGKILL'), 3000);
-  await receiver.exited;
-  clearTimeout(timer);
-}
-
 /** The platform's delivery of one event: the same bytes on every retry. */
-const bodies = new Map<string, string>();
-function delivery(key: string): { key: string; body: string } {
-  let text = bodies.get(key);
-  if (text === undefined) {
-    text = JSON.stringify({
-      event: 'UserSignedIn',
-      timestamp: new Date().toISOString(),
-      idempotencyKey: key,
-      data: {},
-    });
-    bodies.set(key, text);
-  }
-  return { key, body: text };
-}
+const deliveries = new SameBytes();
+const delivery = (key: string) => deliveries.of(key);
 
 /** How often the platform found no receiver running (all killed or starting): not sent. */
 let noneAlive = 0;
@@ -395,22 +336,7 @@ async function send(
     noneAlive++;
     return undefined;
   }
-  const sentAt = Date.now();
-  let attempt: Attempt;
-  try {
-    const response = await fetch(`http://127.0.0.1:${to.port}/`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        signature: createHmac('sha256', SECRET).update(body).digest('hex'),
-      },
-      body,
-    });
-    const { outcome } = (await response.json()) as { outcome?: string };
-    attempt = { key, status: response.status, outcome, sentAt, at: Date.now() };
-  } catch {
-    attempt = { key, status: 'network', outcome: undefined, sentAt, at: Date.now() };
-  }
+  const attempt = { key, ...(await postSigned(to.port, body, SECRET)) };
   log.push(attempt);
   return attempt;
 }

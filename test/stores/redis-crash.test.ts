@@ -9,8 +9,7 @@
  * ready, so the resend finds the key done).
  */
 
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,10 +18,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleScript, type BundledScript } from '../helpers/bundle.js';
 import { sleep, startRedisServer, type RedisServerProcess } from '../helpers/redis.js';
 import { inParallel } from '../helpers/in-parallel.js';
+import {
+  countBy,
+  isAccepted,
+  postSigned,
+  SameBytes,
+  startChildReceiver,
+  stopChildReceiver,
+  type Answered,
+  type ChildReceiver,
+} from '../helpers/crash-platform.js';
 
 const SECRET = '8c6976e5b5410415bde908bd4dee15dfb167a9c873fc4bb8a81f6f2ab448a918';
 const FIXTURE = fileURLToPath(new URL('./fixtures/redis-receiver-process.ts', import.meta.url));
-const ACCEPTED = new Set([200, 201, 202]);
 const RECEIVERS = 3;
 /** Events sent, one every SEND_EVERY_MS: 3 000 at 200 a second, 15 s. */
 const EVENTS = 3000;
@@ -34,21 +42,14 @@ const SEND_EVERY_MS = 5;
 const KILLS_AFTER = [0.3, 0.65];
 const DOWN_MS = 700;
 
-interface ReceiverProcess {
-  readonly port: number;
-  readonly child: ChildProcess;
-  readonly exited: Promise<unknown>;
+interface ReceiverProcess extends ChildReceiver {
   /** When its Redis client was ready, each time (ms since the epoch, its clock and ours). */
   readonly readyAt: number[];
 }
 
 /** One answer the platform got, or a connection that failed. */
-interface Attempt {
+interface Attempt extends Answered {
   readonly key: string;
-  readonly status: number | 'network';
-  readonly outcome: string | undefined;
-  readonly sentAt: number;
-  readonly at: number;
 }
 
 /** One outage: when Redis was killed, started again, and seen answering again. */
@@ -83,7 +84,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all(receivers.map(stopReceiver));
+  await Promise.all(receivers.map(stopChildReceiver));
   await redis?.close();
   await script?.remove();
   if (effectsDir) await rm(effectsDir, { recursive: true, force: true });
@@ -234,16 +235,6 @@ describe('redisStore when Redis is killed under load', () => {
   }, 120_000);
 });
 
-function isAccepted(attempt: Attempt): boolean {
-  return attempt.status !== 'network' && ACCEPTED.has(attempt.status);
-}
-
-function countBy<T>(items: readonly T[], by: (item: T) => string): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const item of items) counts[by(item)] = (counts[by(item)] ?? 0) + 1;
-  return counts;
-}
-
 /**
  * How many times each key is written in the receivers' files of one kind: `.txt` for the runs of
  * its handler, `.completions.txt` for its completions Redis did not take.
@@ -260,93 +251,31 @@ async function readKeys(kind: 'runs' | 'failed completions'): Promise<Map<string
 }
 
 async function startReceiver(): Promise<ReceiverProcess> {
-  const child = spawn(process.execPath, [script.file], {
-    env: {
-      ...process.env,
-      REDIS_URL: redis.url,
-      SECRET,
-      PREFIX: prefix,
-      EFFECTS_DIR: effectsDir,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const readyAt: number[] = [];
-  const port = await new Promise<number>((resolve, reject) => {
-    let stdout = '';
-    const timer = setTimeout(() => reject(new Error(`receiver did not start: ${stderr}`)), 30_000);
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      let newline: number;
-      while ((newline = stdout.indexOf('\n')) !== -1) {
-        const line = stdout.slice(0, newline);
-        stdout = stdout.slice(newline + 1);
-        const ready = /^ready (\d+)$/.exec(line);
-        if (ready) readyAt.push(Number(ready[1]));
-        const listening = /^listening (\d+)$/.exec(line);
-        if (listening) {
-          clearTimeout(timer);
-          resolve(Number(listening[1]));
-        }
-      }
-    });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`receiver exited with ${String(code)}: ${stderr}`));
-    });
+  const env = {
+    ...process.env,
+    REDIS_URL: redis.url,
+    SECRET,
+    PREFIX: prefix,
+    EFFECTS_DIR: effectsDir,
+  };
+  const started = await startChildReceiver(script.file, env, (line) => {
+    const ready = /^ready (\d+)$/.exec(line);
+    if (ready) readyAt.push(Number(ready[1]));
   });
-  return { port, child, exited, readyAt };
-}
-
-async function stopReceiver(receiver: ReceiverProcess): Promise<void> {
-  if (receiver.child.exitCode !== null || receiver.child.signalCode !== null) return;
-  receiver.child.kill('SIGTERM');
-  const timer = setTimeout(() => receiver.child.kill('SIGKILL'), 3000);
-  await receiver.exited;
-  clearTimeout(timer);
+  return Object.assign(started, { readyAt });
 }
 
 /** The platform's delivery of one event: the same bytes on every resend. */
-const bodies = new Map<string, string>();
-function delivery(key: string): { key: string; body: string } {
-  let body = bodies.get(key);
-  if (body === undefined) {
-    body = JSON.stringify({
-      event: 'UserSignedIn',
-      timestamp: new Date().toISOString(),
-      idempotencyKey: key,
-      data: {},
-    });
-    bodies.set(key, body);
-  }
-  return { key, body };
-}
+const deliveries = new SameBytes();
+const delivery = (key: string) => deliveries.of(key);
 
 async function send(
   { key, body }: { key: string; body: string },
   log: Attempt[],
 ): Promise<Attempt> {
   const to = receivers[Math.floor(Math.random() * receivers.length)]!;
-  const sentAt = Date.now();
-  let attempt: Attempt;
-  try {
-    const response = await fetch(`http://127.0.0.1:${to.port}/`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        signature: createHmac('sha256', SECRET).update(body).digest('hex'),
-      },
-      body,
-    });
-    const { outcome } = (await response.json()) as { outcome?: string };
-    attempt = { key, status: response.status, outcome, sentAt, at: Date.now() };
-  } catch (error) {
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    const outcome = cause?.code ?? cause?.message ?? String(error);
-    attempt = { key, status: 'network', outcome, sentAt, at: Date.now() };
-  }
+  const attempt = { key, ...(await postSigned(to.port, body, SECRET)) };
   log.push(attempt);
   return attempt;
 }
