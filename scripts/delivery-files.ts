@@ -2,8 +2,8 @@
  * Which files of src/ one delivery runs code in: an Express app on the memory store, one signed
  * PaymentCompleted sent to it over HTTP, and V8's precise coverage taken around that delivery
  * alone (after a first delivery warmed every module up, so code run at import time or once per
- * receiver is not counted). Prints the files, one a line, repo-relative; `--json` prints them
- * as a JSON array. Run with `npx tsx scripts/delivery-files.ts`;
+ * receiver is not counted). Prints the files, one a line, repo-relative, and their count;
+ * `--functions` adds the functions that ran in each; `--json` prints the files as a JSON array. Run with `npx tsx scripts/delivery-files.ts`;
  * test/package/delivery-files.test.ts holds the count to its budget.
  * @module
  */
@@ -52,12 +52,24 @@ session.disconnect();
 server.close();
 
 const sources = `${root}src/`;
-const files = result
+const ran = result
   .filter(({ url: script }) => script.startsWith('file://'))
   .filter(({ url: script }) => fileURLToPath(script).startsWith(sources))
-  .filter(({ functions }) => functions.some(({ ranges }) => ranges[0]!.count > 0))
-  .map((s) => (process.argv.includes("--why") ? (console.log(s.url.split("/src/")[1], s.functions.filter((f) => f.ranges[0]!.count > 0).map((f) => f.functionName).join(" ")), s) : s))
-  .map(({ url: script }) => relative(root, fileURLToPath(script)).split('\\').join('/'))
-  .filter((file) => !file.startsWith('src/testing/'))
-  .sort();
-console.log(process.argv.includes('--json') ? JSON.stringify(files) : files.join('\n'));
+  .map(({ url: script, functions }) => ({
+    file: relative(root, fileURLToPath(script)).split('\\').join('/'),
+    functions: functions.filter(({ ranges }) => ranges[0]!.count > 0),
+  }))
+  // The test kit signed the deliveries: it is the platform's part, not the receiver's.
+  .filter(({ file, functions }) => functions.length > 0 && !file.startsWith('src/testing/'))
+  .sort((a, b) => a.file.localeCompare(b.file));
+if (process.argv.includes('--json')) {
+  console.log(JSON.stringify(ran.map(({ file }) => file)));
+} else {
+  // With --functions, each file's functions that ran (`(anonymous)` for an arrow function).
+  const named = process.argv.includes('--functions');
+  for (const { file, functions } of ran) {
+    const names = functions.map(({ functionName }) => functionName || '(anonymous)');
+    console.log(named ? `${file}: ${names.join(', ')}` : file);
+  }
+  console.log(`${ran.length} files`);
+}
