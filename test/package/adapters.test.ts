@@ -5,7 +5,8 @@
  * there and missing one of these fails here, by name.
  */
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -26,6 +27,19 @@ function calledIn(path: string): Set<string> {
   visit(file);
   return called;
 }
+
+/**
+ * The lines of a file that hold code: not blank, and not a comment's (a line that starts with
+ * `//`, `/*` or, inside a doc comment, `*`).
+ */
+function codeLines(path: string): number {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !/^\s*(?:\/\/|\/\*|\*)/.test(line)).length;
+}
+
+/** An adapter is a few dozen lines of its framework's reads and write; the rules are the core's. */
+const MAX_ADAPTER_CODE_LINES = 200;
 
 /** Where an adapter's runnable example may be. */
 const examplesOf = (name: string) => [`examples/${name}.js`, `examples/${name}.ts`];
@@ -62,4 +76,19 @@ describe.each(ADAPTERS)('schoolhooks/%s', (name) => {
   it(`has a docs page, docs/frameworks/${name}.md`, () => {
     expect(existsSync(join(root, 'docs', 'frameworks', `${name}.md`))).toBe(true);
   });
+
+  it(`holds at most ${MAX_ADAPTER_CODE_LINES} lines of code`, () => {
+    expect(codeLines(join(root, sourceOf(name)))).toBeLessThanOrEqual(MAX_ADAPTER_CODE_LINES);
+  });
+});
+
+it('counts code lines, not comments or blank lines', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'code-lines-'));
+  const path = join(dir, 'sample.ts');
+  writeFileSync(
+    path,
+    "/**\n * doc\n */\n\n// note\nconst a = '// not a comment';\nfunction f() {\n  return a; // why\n}\n",
+  );
+  expect(codeLines(path)).toBe(4);
+  rmSync(dir, { recursive: true });
 });
