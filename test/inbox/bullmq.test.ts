@@ -612,32 +612,42 @@ describe('bullmqInbox: dead letters and workers', () => {
   });
   it.each([
     ['with its delay', { type: BACKOFF_STRATEGY, delay: 60_000 }, 10],
-    ['without a delay: the backoffMs of the inbox that runs it', { type: BACKOFF_STRATEGY }, 60_000],
-  ])('retries a job an earlier version stored with its own backoff type, %s', async (_, backoff, backoffMs) => {
-    const inbox = newInbox({ backoffMs });
-    const { receiver } = newReceiver(inbox);
-    receiver.on('UserSignedIn', () => {
-      throw new Error('CRM is down');
-    });
-    const delivery = createTestDelivery();
-    // As earlier versions stored it: the custom type 'schoolhooks', which no worker registers now.
-    await inbox.queue.add('UserSignedIn', storedOf(delivery), {
-      jobId: delivery.idempotencyKey,
-      attempts: 3,
-      backoff,
-    });
-    const failedAt = Date.now();
-    const worker = inbox.work(receiver);
-    cleanups.push(() => worker.close());
-    await eventually(async () => expect(await inbox.jobs({ state: 'delayed' })).toHaveLength(1));
-    const job = await inbox.queue.getJob(delivery.idempotencyKey);
-    expect(job?.delay).toBe(60_000);
-    // Its next run is a minute away, not now (a delay BullMQ could not read runs it at once).
-    const score = Number(
-      await client.zscore(`test-bull-${run}:${inbox.queue.name}:delayed`, delivery.idempotencyKey),
-    );
-    expect(Math.floor(score / 0x1000)).toBeGreaterThanOrEqual(failedAt + 59_000);
-  });
+    [
+      'without a delay: the backoffMs of the inbox that runs it',
+      { type: BACKOFF_STRATEGY },
+      60_000,
+    ],
+  ])(
+    'retries a job an earlier version stored with its own backoff type, %s',
+    async (_, backoff, backoffMs) => {
+      const inbox = newInbox({ backoffMs });
+      const { receiver } = newReceiver(inbox);
+      receiver.on('UserSignedIn', () => {
+        throw new Error('CRM is down');
+      });
+      const delivery = createTestDelivery();
+      // As earlier versions stored it: the custom type 'schoolhooks', which no worker registers now.
+      await inbox.queue.add('UserSignedIn', storedOf(delivery), {
+        jobId: delivery.idempotencyKey,
+        attempts: 3,
+        backoff,
+      });
+      const failedAt = Date.now();
+      const worker = inbox.work(receiver);
+      cleanups.push(() => worker.close());
+      await eventually(async () => expect(await inbox.jobs({ state: 'delayed' })).toHaveLength(1));
+      const job = await inbox.queue.getJob(delivery.idempotencyKey);
+      expect(job?.delay).toBe(60_000);
+      // Its next run is a minute away, not now (a delay BullMQ could not read runs it at once).
+      const score = Number(
+        await client.zscore(
+          `test-bull-${run}:${inbox.queue.name}:delayed`,
+          delivery.idempotencyKey,
+        ),
+      );
+      expect(Math.floor(score / 0x1000)).toBeGreaterThanOrEqual(failedAt + 59_000);
+    },
+  );
 
   it('retryJob is false for a job that is no dead letter, and for no job', async () => {
     const inbox = newInbox();
