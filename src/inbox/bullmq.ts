@@ -7,9 +7,9 @@
  * `backoff: { type: 'exponential', delay: backoffMs }`, whose wait after the n-th failed run is
  * `round(delay * 2^(n - 1))` (BullMQ passes n = `attemptsMade + 1` when a run fails; no jitter is
  * set): the one retry policy's curve (src/retry-policy.ts), rounded to the ms, with nothing for a
- * worker to register. Jobs stored by earlier versions of this inbox carry the
- * custom type {@link BACKOFF_STRATEGY}; every worker still answers it, as the same curve computed
- * by BullMQ's exponential strategy, so they are retried as they were stored.
+ * worker to register. Jobs stored by earlier versions of this inbox carry the custom type
+ * {@link BACKOFF_STRATEGY}; every worker still answers it with the same curve, computed by
+ * BullMQ's exponential strategy, so they are retried as they were stored.
  * @module schoolhooks/bullmq
  */
 
