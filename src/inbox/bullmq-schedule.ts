@@ -3,6 +3,14 @@
  * a queue of its own beside the deliveries' (`<queueName>.reconcile`, `<queueName>.watch`),
  * whose scheduler makes one job every `every`, and whose global concurrency of 1 lets one worker
  * of any process run it at a time. Each job keeps its run's summary, or fails with its error.
+ *
+ * Runs fall on whole multiples of `every` (docs/inbox.md), which BullMQ's `every` does not do by
+ * itself: a new scheduler's first job is due the moment it is upserted, and each later one
+ * `every` after the one before (BullMQ's getJobSchedulerEveryNextMillis.lua keeps that phase as
+ * the scheduler's `offset`), so a scheduler set mid-tick ran mid-tick for good. Its `startDate`
+ * is therefore the next multiple: the first job is due then, and every later one `every` after,
+ * on the multiples. A scheduler that is not on them (set by an earlier version, or one whose
+ * upsert reached Redis after the multiple it was meant for) is removed and set again.
  * @module
  */
 
@@ -12,7 +20,12 @@ import { ConfigError } from '../errors.js';
 import { messageOf } from '../utils/message-of.js';
 import type { Logger } from '../receiving/receiver.js';
 import type { InboxWorker } from './managed.js';
-import { taskQueueName, type ScheduledTask, type TaskKind } from './scheduled-task.js';
+import {
+  taskQueueName,
+  untilNextTick,
+  type ScheduledTask,
+  type TaskKind,
+} from './scheduled-task.js';
 
 /**
  * The id of a task's job scheduler on its queue (one per inbox and kind):
@@ -102,22 +115,19 @@ async function scheduled(
   { keepCompletedMs, keepFailedMs, logger }: BullmqScheduleSettings,
   signal: AbortSignal,
 ): Promise<void> {
+  const template = {
+    name: kind,
+    data: {},
+    opts: {
+      // BullMQ counts these ages in seconds.
+      removeOnComplete: { age: Math.ceil(keepCompletedMs / 1000), count: KEEP_RUNS },
+      removeOnFail: { age: Math.ceil(keepFailedMs / 1000), count: KEEP_RUNS },
+    },
+  };
   while (!signal.aborted) {
     try {
       await queue.setGlobalConcurrency(1);
-      await queue.upsertJobScheduler(
-        schedulerIdOf(kind),
-        { every: everyMs },
-        {
-          name: kind,
-          data: {},
-          opts: {
-            // BullMQ counts these ages in seconds.
-            removeOnComplete: { age: Math.ceil(keepCompletedMs / 1000), count: KEEP_RUNS },
-            removeOnFail: { age: Math.ceil(keepFailedMs / 1000), count: KEEP_RUNS },
-          },
-        },
-      );
+      await alignedScheduler(queue, schedulerIdOf(kind), everyMs, template);
       return;
     } catch (error) {
       if (signal.aborted) return;
@@ -136,4 +146,40 @@ async function scheduled(
       });
     }
   }
+}
+
+/** How many times a scheduler found off the multiples of `every` is set again, at the most. */
+const REALIGNS = 3;
+
+/**
+ * Upsert the scheduler so that its jobs fall on whole multiples of `everyMs` (see the module
+ * comment); one found off them is removed and set again, a few times at the most (a BullMQ that
+ * keeps no `startDate` for `every` then runs it `every` apart, as before).
+ */
+async function alignedScheduler(
+  queue: Queue,
+  id: string,
+  everyMs: number,
+  template: Parameters<Queue['upsertJobScheduler']>[2],
+): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    const now = Date.now();
+    // Other processes upsert the same scheduler: one already set keeps its next job (a
+    // multiple), and BullMQ reads startDate only for a scheduler it makes anew.
+    await queue.upsertJobScheduler(
+      id,
+      { every: everyMs, startDate: now + untilNextTick(now, everyMs) },
+      template,
+    );
+    if (tries >= REALIGNS || (await onTheMultiples(queue, id, everyMs))) return;
+    await queue.removeJobScheduler(id);
+  }
+}
+
+/** False for a scheduler whose next job is due off the multiples of `everyMs`. */
+async function onTheMultiples(queue: Queue, id: string, everyMs: number): Promise<boolean> {
+  // A BullMQ without getJobScheduler gives nothing to check with.
+  if (typeof (queue as Partial<Queue>).getJobScheduler !== 'function') return true;
+  const next = (await queue.getJobScheduler(id))?.next;
+  return typeof next !== 'number' || next % everyMs === 0;
 }

@@ -1,19 +1,34 @@
 /**
  * The inbox on BullMQ and Redis: deliveries are acknowledged once they are jobs in Redis, and
- * workers in any number of processes run the handlers with retries of our own (docs/inbox.md).
- * Importing this entry loads bullmq and ioredis; the core never does.
+ * workers in any number of processes run the handlers (docs/inbox.md). Importing this entry
+ * loads bullmq and ioredis; the core never does.
+ *
+ * Retries are BullMQ's own: each job is stored with `attempts` and BullMQ's built-in
+ * `backoff: { type: 'exponential', delay: backoffMs }`, whose wait after the n-th failed run is
+ * `round(delay * 2^(n - 1))` (BullMQ passes n = `attemptsMade + 1` when a run fails; no jitter is
+ * set): the one retry policy's curve (src/inbox/retry-policy.ts), rounded to the ms, with nothing for a
+ * worker to register. Jobs stored by earlier versions of this inbox carry the custom type
+ * {@link BACKOFF_STRATEGY}; every worker still answers it with the same curve, computed by
+ * BullMQ's exponential strategy, so they are retried as they were stored.
  * @module schoolhooks/bullmq
  */
 
 import { messageOf } from '../utils/message-of.js';
-import { Queue, UnrecoverableError, Worker, type Job, type JobsOptions } from 'bullmq';
+import {
+  Backoffs,
+  Queue,
+  UnrecoverableError,
+  Worker,
+  type BackoffStrategy,
+  type Job,
+  type JobsOptions,
+} from 'bullmq';
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import { BoundedCalls, type BoundedCall } from '../utils/bounded-calls.js';
 import { ConfigError } from '../errors.js';
 import { readinessOf } from '../stores/client-readiness.js';
 import { storageKey } from '../stores/storage-key.js';
 import type { Logger, Receiver } from '../receiving/receiver.js';
-import { exponentialDelay } from './retry-policy.js';
 import {
   checkConcurrency,
   closedForWork,
@@ -56,7 +71,11 @@ import {
   type WatchedWatchdog,
 } from './watch-schedule.js';
 
-/** The name of the backoff strategy bullmqInbox gives BullMQ (its jobs' `backoff.type`). */
+/**
+ * The custom backoff type earlier versions of bullmqInbox stored their jobs with. New jobs use
+ * BullMQ's built-in `'exponential'` (the same curve); a worker of this version still retries a
+ * job of this type on that curve, from the delay it was stored with.
+ */
 export const BACKOFF_STRATEGY = 'schoolhooks';
 /** Options of {@link bullmqInbox}. */
 export interface BullmqInboxOptions {
@@ -73,7 +92,10 @@ export interface BullmqInboxOptions {
   prefix?: string;
   /** Runs of the handlers before a job is a dead letter. Default 10. */
   attempts?: number;
-  /** The first retry's delay, doubling each time (the one retry policy). Default 30 s. */
+  /**
+   * The first retry's delay, doubling each time (the one retry policy, as BullMQ's built-in
+   * exponential backoff). Default 30 s.
+   */
   backoffMs?: number;
   /** How long a completed job is kept. Default 1 day. */
   keepCompletedMs?: number;
@@ -419,8 +441,8 @@ function enqueuer(
 ): (delivery: StoredDelivery) => Promise<void> {
   const jobOptions: JobsOptions = {
     attempts,
-    // The one retry policy, as a custom strategy every worker of this inbox is given (work()).
-    backoff: { type: BACKOFF_STRATEGY, delay: backoffMs },
+    // The one retry policy is BullMQ's built-in exponential backoff (see the module comment).
+    backoff: { type: 'exponential', delay: backoffMs },
     // BullMQ counts these ages in seconds; it drops old jobs as later ones finish.
     removeOnComplete: { age: Math.ceil(keepCompletedMs / 1000) },
     removeOnFail: { age: Math.ceil(keepFailedMs / 1000) },
@@ -450,8 +472,9 @@ function enqueuer(
 }
 
 /**
- * A BullMQ worker running {@link jobRunner} on connections copied from the inbox's client, with
- * the one retry policy as its backoff strategy; `forget` is called once it has closed.
+ * A BullMQ worker running {@link jobRunner} on connections copied from the inbox's client, able
+ * to retry jobs stored by earlier versions ({@link legacyBackoff}); `forget` is called once it
+ * has closed.
  */
 function startWorker(
   client: Redis | Cluster,
@@ -473,12 +496,7 @@ function startWorker(
       connection: template,
       prefix,
       concurrency,
-      // The policy's curve from the job's own backoffMs: the inbox that stored the job set
-      // it, and a worker in another process may have been made with another default.
-      settings: {
-        backoffStrategy: (attemptsMade, _type, _error, job) =>
-          exponentialDelay(backoffOf(job?.opts.backoff) ?? backoffMs, attemptsMade),
-      },
+      settings: { backoffStrategy: legacyBackoff(backoffMs) },
       ...(lockDurationMs === undefined ? {} : { lockDuration: lockDurationMs }),
       ...(stalledIntervalMs === undefined ? {} : { stalledInterval: stalledIntervalMs }),
     },
@@ -516,8 +534,8 @@ function jobRunner(
   return async (job) => {
     const attempt = job.attemptsMade + 1;
     const result = await receiver.processStored(job.data, { attempt });
-    // The job's own runs, as the inbox that stored it set them. BullMQ waits as the
-    // backoff strategy says, on the same curve.
+    // The job's own runs, as the inbox that stored it set them. BullMQ waits as the job's
+    // backoff says, on the same curve.
     const policy = { attempts: job.opts.attempts ?? attempts, backoffMs };
     const verdict = verdictOf(result, policy, attempt);
     if (verdict.done) return verdict.outcome;
@@ -560,9 +578,24 @@ function blockingTemplate(client: Redis | Cluster): Redis | Cluster {
 }
 
 /**
- * The first retry's delay a job was stored with. BullMQ calls a custom strategy only for a
- * `backoff` object of a type of its own (it reads a number as its built-in `fixed`).
+ * What BullMQ asks of a worker only for a job whose `backoff.type` is none of its built-in ones:
+ * the jobs of earlier versions of this inbox, of type {@link BACKOFF_STRATEGY}. Their wait is
+ * BullMQ's own exponential curve (the one new jobs are stored with) from the delay the job was
+ * stored with, or from this worker's `backoffMs` for one stored without any. Any other type is
+ * refused as BullMQ refuses a type it does not know.
  */
-function backoffOf(backoff: number | { delay?: number } | undefined): number | undefined {
-  return typeof backoff === 'object' ? backoff.delay : undefined;
+function legacyBackoff(backoffMs: number): BackoffStrategy {
+  return (attemptsMade, type, error, job) => {
+    if (type !== BACKOFF_STRATEGY) throw new Error(`Unknown backoff strategy ${type ?? ''}`);
+    const stored = job?.opts.backoff;
+    const delay = typeof stored === 'object' ? (stored.delay ?? backoffMs) : backoffMs;
+    return exponential(delay)(attemptsMade, type, error, job);
+  };
+}
+
+/** BullMQ's built-in exponential strategy, as BullMQ computes it for a job of that type. */
+function exponential(delay: number): BackoffStrategy {
+  const builtin = Backoffs.builtinStrategies['exponential'];
+  if (builtin === undefined) throw new Error('BullMQ has no exponential backoff strategy');
+  return builtin(delay);
 }

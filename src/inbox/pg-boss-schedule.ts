@@ -1,11 +1,17 @@
 /**
  * A scheduled task of a `pgBossInbox` (its reconciler, its watchdog) on a queue of its own
- * (`<queueName>.reconcile`, `<queueName>.watch`), without
- * pg-boss's cron (the inbox's pg-boss runs with `schedule: false`, and cron counts in whole
- * minutes): at each whole multiple of `every`, each process stores that tick's job under one id
- * derived from the tick (so every process stores the same one), then asks for a job. pg-boss
- * hands a job to one process only, and the queue's `stately` policy holds at most one job
- * waiting and one running, so runs never overlap and never pile up.
+ * (`<queueName>.reconcile`, `<queueName>.watch`): at each whole multiple of `every`, each
+ * process stores that tick's job under one id derived from the tick (so every process stores the
+ * same one), then asks for a job. pg-boss hands a job to one process only, and the queue's
+ * `stately` policy holds at most one job waiting and one running, so runs never overlap and never
+ * pile up.
+ *
+ * The ticks are our own timer rather than pg-boss's `schedule()`, which cannot express `every`:
+ * it takes a cron expression, so whole minutes at best (its timekeeper sends a due cron job at
+ * most once a minute, `singletonSeconds: 60`, looking every `cronMonitorIntervalSeconds`), and
+ * only the periods a calendar divides evenly ('90s', '45m' or '7h' have no cron); `every` is any
+ * whole number of ms up to 24 days, on the multiples since the epoch. It would also need the
+ * boss to run its cron (the inbox's own runs with `schedule: false`; a `boss` passed in may too).
  * @module
  */
 
@@ -124,7 +130,13 @@ function sendOptions(
   };
 }
 
-/** `run` with a signal aborted by `signal` or after `ms`, whichever comes first. */
+/**
+ * `run` with a signal aborted by `signal` or after `ms`, whichever comes first. A timer and a
+ * listener rather than `AbortSignal.any([signal, AbortSignal.timeout(ms)])`, which would not do
+ * the same: its timeout aborts with a `TimeoutError` ("The operation was aborted due to
+ * timeout"), where the run's job keeps a reason naming `expireInMs`; and here the listener on the
+ * worker's signal, which lives as long as the worker, goes as soon as the run ends.
+ */
 async function withTimeout<T>(
   signal: AbortSignal,
   ms: number,

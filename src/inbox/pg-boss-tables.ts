@@ -1,8 +1,25 @@
 /**
- * What `pgBossInbox` does in pg-boss's own tables, where pg-boss has no API for it: list jobs by
- * state, fail a job at once (a dead letter), put a failed run back for later with the delay the
- * one retry policy computes, and put dead letters back with all their attempts. The one module
- * that knows pg-boss's table layout, and which versions of it it knows:
+ * What `pgBossInbox` does in pg-boss's own tables, where pg-boss has no API for it. Everything
+ * pg-boss's API does express stays with the API: jobs are stored with `send` (`retryLimit:
+ * attempts - 1`, so pg-boss counts the runs and hands out again a run whose worker died), taken
+ * with `fetch`, completed with `complete`. What has no API in pg-boss 10, 11 and 12 alike:
+ *
+ * - **A retry after the one retry policy's wait** (`backoffMs * 2^(n-1)` after the n-th failed
+ *   run, in ms). pg-boss's own retry after `fail()` waits whole seconds: `retryDelay` each time,
+ *   or with `retryBackoff` `retryDelay * 2^(n-1) * (1 + random())` (the `failJobs` SQL of
+ *   pg-boss 10.4 and 12.38; 12 floors `retryDelay` at 1 and caps the wait at `retryDelayMax`):
+ *   anywhere up to twice the policy's wait, and whole seconds. So a failed run is put back here,
+ *   its `start_after` the policy's wait away ({@link PgBossTables.retryLater}).
+ * - **A dead letter at once** for a run that cannot succeed: `fail()` retries while runs are left.
+ *   Here the job is failed whatever runs it had left, and kept `keepFailedMs`
+ *   ({@link PgBossTables.deadLetter}). pg-boss's `deadLetter` option copies a failed job to
+ *   another queue under a new id, where `getJob(key)` and `retryJob` would not find it.
+ * - **Dead letters back with all their runs**, of one event or by key: `retry()` adds one run to
+ *   `retry_limit` and takes ids only ({@link PgBossTables.retryFailed}).
+ * - **Listing a queue's jobs by state**, and one job by id or key with how it ended: pg-boss 10
+ *   has `getJobById` only ({@link PgBossTables.list}, {@link PgBossTables.get}).
+ *
+ * The one module that knows pg-boss's table layout, and which versions of it it knows:
  *
  * - pg-boss 10: schema versions 21–24 (a `job` table partitioned by queue, an `archive` table);
  * - pg-boss 11 and 12: schema versions 25–46 (the same `job` columns, plus `deletion_seconds`,

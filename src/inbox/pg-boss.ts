@@ -1,7 +1,8 @@
 /**
  * The inbox on pg-boss and Postgres: deliveries are acknowledged once their job row is
- * committed, and workers in any number of processes run the handlers with retries of our own
- * (docs/postgres.md). pg-boss is an optional peer: this module never imports it statically, and
+ * committed, and workers in any number of processes run the handlers (docs/postgres.md). pg-boss
+ * stores, hands out and counts the runs; the waits between them are the one retry policy's,
+ * written where pg-boss has no API for them (src/inbox/pg-boss-tables.ts says which). pg-boss is an optional peer: this module never imports it statically, and
  * loads it only when it is given a `connectionString` rather than a started `boss`.
  * @module
  */
@@ -439,7 +440,9 @@ function sendOptions(
 ): object {
   return {
     id,
-    // pg-boss retries only a run whose worker died (it expired); every other retry is ours.
+    // pg-boss counts the runs; it retries itself only a run whose worker died (it expired), at
+    // once. Its retryDelay/retryBackoff count whole seconds with jitter, not the policy's curve:
+    // every other retry is put back by pg-boss-tables.ts.
     retryLimit: attempts - 1,
     retryDelay: 0,
     retryBackoff: false,

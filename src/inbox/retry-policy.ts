@@ -1,7 +1,9 @@
 /**
  * The one retry policy: how many runs a stored delivery gets and how long it waits between
- * them. Every inbox reads it (memoryInbox, bullmqInbox through a custom BullMQ backoff strategy,
- * and any other inbox built on it), and the API client's backoff uses the same curve.
+ * them. memoryInbox and pgBossInbox compute their waits here (pg-boss's own backoff counts whole
+ * seconds and adds jitter: src/inbox/pg-boss-tables.ts); bullmqInbox hands the same two numbers
+ * to BullMQ, whose built-in exponential backoff is this curve (src/inbox/bullmq.ts); the API
+ * client's backoff uses the curve too.
  * @module
  */
 

@@ -68,6 +68,76 @@ it("schedules one 'reconcile' job every `every`, kept as long as the inbox keeps
   });
 });
 
+/** When a job of the scheduler `schoolhooks-reconcile` was due: BullMQ's id for it says. */
+function dueAt(jobId: string | undefined): number {
+  const match = /^repeat:schoolhooks-reconcile:(\d+)$/.exec(jobId ?? '');
+  if (!match) throw new Error(`not a job of the reconcile scheduler: ${jobId}`);
+  return Number(match[1]);
+}
+
+/** Wait until `Date.now()` is `at` ms into a tick of `everyMs`. */
+async function intoTick(everyMs: number, at: number): Promise<void> {
+  const wait = (at - (Date.now() % everyMs) + everyMs) % everyMs;
+  await new Promise((resolve) => setTimeout(resolve, wait));
+}
+
+it('runs on whole multiples of `every` (docs/inbox.md), the first one too, when started mid-tick', async () => {
+  const every = 1000;
+  const [inbox] = inboxes(1);
+  const reconciler = fakeReconciler();
+  // Half a tick in: a scheduler due "now" and every `every` after runs half a tick off.
+  await intoTick(every, 500);
+  const startedAt = Date.now();
+  const worker = inbox!.reconcile(reconciler, { every, since: '48h' });
+  const queue = reconcileQueue(inbox!.queue.name);
+  const done = await vi.waitFor(
+    async () => {
+      const jobs = await queue.getJobs(['completed'], 0, -1, true);
+      expect(jobs.length).toBeGreaterThanOrEqual(2);
+      return jobs;
+    },
+    { timeout: 6000, interval: 50 },
+  );
+  await worker.close();
+  const due = done.map((job) => dueAt(job.id)).sort((a, b) => a - b);
+  for (const at of due) expect(at % every).toBe(0);
+  // None before the first multiple after the start, one a tick, each run no sooner than due.
+  expect(due[0]).toBe(Math.ceil(startedAt / every) * every);
+  expect(new Set(due).size).toBe(due.length);
+  for (const job of done) expect(job.processedOn).toBeGreaterThanOrEqual(dueAt(job.id));
+  const scheduler = await queue.getJobScheduler('schoolhooks-reconcile');
+  expect(scheduler!.next! % every).toBe(0);
+});
+
+it('puts a scheduler an earlier version set mid-tick back on the multiples of `every`', async () => {
+  const every = 1000;
+  const [inbox] = inboxes(1);
+  const queue = reconcileQueue(inbox!.queue.name);
+  // As earlier versions set it: `every` alone, half a tick in, so due then and every tick after.
+  await intoTick(every, 500);
+  await queue.upsertJobScheduler(
+    'schoolhooks-reconcile',
+    { every },
+    { name: 'reconcile', data: {} },
+  );
+  const before = await queue.getJobScheduler('schoolhooks-reconcile');
+  expect(before!.next! % every).not.toBe(0);
+  const reconciler = fakeReconciler();
+  const worker = inbox!.reconcile(reconciler, { every, since: '48h' });
+  await vi.waitFor(() => expect(reconciler.calls.length).toBeGreaterThanOrEqual(3), {
+    timeout: 8000,
+    interval: 50,
+  });
+  await worker.close();
+  const scheduler = await queue.getJobScheduler('schoolhooks-reconcile');
+  expect(scheduler!.next! % every).toBe(0);
+  // The job the old scheduler had made at once may have run; every later one is on a multiple.
+  const due = (await queue.getJobs(['completed'], 0, -1, true))
+    .map((job) => dueAt(job.id))
+    .sort((a, b) => a - b);
+  expect(due.slice(1).every((at) => at % every === 0)).toBe(true);
+});
+
 it("fails a run's job with the run's error, and the next tick runs again", async () => {
   const [inbox] = inboxes(1);
   const reconciler = fakeReconciler({ fails: (call) => call === 1 });
@@ -137,7 +207,8 @@ it('says why a run stopped at close(), and tells connection errors of its queue 
   const logger = recordingLogger();
   const [inbox] = inboxes(1, logger);
   const reconciler = fakeReconciler({ holdMs: 60_000 });
-  const worker = inbox!.reconcile(reconciler, { every: '1h', since: '48h' });
+  // Its first run comes at the first multiple of `every`: a short one, not to wait for it.
+  const worker = inbox!.reconcile(reconciler, { every: 200, since: '48h' });
   await vi.waitFor(() => expect(reconciler.running()).toBe(1), { timeout: 4000, interval: 20 });
   // The inbox's connection fails: every queue on it, the reconcile queue too, says so.
   const client = inbox!.queue.opts.connection as unknown as Redis;

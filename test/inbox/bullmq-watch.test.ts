@@ -72,12 +72,14 @@ it('watches and reconciles on one inbox, each on its own queue', async () => {
   const [inbox] = inboxes(1);
   const watched = watchedReceiver();
   const reconciler = fakeReconciler({ holdMs: 60_000 });
-  const reconciling = inbox!.reconcile(reconciler, { every: '1h', since: '48h' });
+  // Each first runs at the first multiple of its `every`; the reconciler's run holds its queue.
+  const reconciling = inbox!.reconcile(reconciler, { every: 200, since: '48h' });
   const watching = inbox!.watch(watched.watchdog, { every: 150, onAlert: () => {} });
   await vi.waitFor(() => expect(watched.state.checks).toBeGreaterThanOrEqual(2), {
     timeout: 4000,
     interval: 20,
   });
+  await vi.waitFor(() => expect(reconciler.calls).toHaveLength(1), { timeout: 4000, interval: 20 });
   await watching.close();
   await reconciling.close();
   expect(reconciler.calls).toHaveLength(1);

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { FlowProducer, Queue, Worker } from 'bullmq';
+import { Backoffs, FlowProducer, Queue, Worker } from 'bullmq';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { nodeListener } from '../../src/adapters/node.js';
@@ -21,7 +21,12 @@ import {
   type SchoolhooksError,
   type StoredDelivery,
 } from '../../src/index.js';
-import { bullmqInbox, inboxJobId, type BullmqInbox } from '../../src/inbox/bullmq.js';
+import {
+  BACKOFF_STRATEGY,
+  bullmqInbox,
+  inboxJobId,
+  type BullmqInbox,
+} from '../../src/inbox/bullmq.js';
 import { redisStore } from '../../src/stores/redis.js';
 import {
   createTestDelivery,
@@ -237,7 +242,7 @@ describe('bullmqInbox: the HTTP side', () => {
     expect((await custom.queue.getJob('custom%3A1'))?.opts).toMatchObject({
       jobId: 'custom%3A1',
       attempts: 3,
-      backoff: { type: 'schoolhooks', delay: 250 },
+      backoff: { type: 'exponential', delay: 250 },
       // Seconds, rounded up: a job is never dropped before it was kept as long as asked.
       removeOnComplete: { age: 2 },
       removeOnFail: { age: 2001 },
@@ -254,10 +259,32 @@ describe('bullmqInbox: the HTTP side', () => {
     expect(job?.name).toBe('UserSignedIn');
     expect(job?.opts).toMatchObject({
       attempts: 10,
-      backoff: { type: 'schoolhooks', delay: 30_000 },
+      backoff: { type: 'exponential', delay: 30_000 },
       removeOnComplete: { age: 86_400 },
       removeOnFail: { age: 30 * 86_400 },
     });
+  });
+
+  it('waits as docs/inbox.md says, by BullMQ’s own reckoning of the stored backoff: 30 s, 1 min, 2 min, … about 4 h 15 min', async () => {
+    // The defaults of docs/inbox.md (this suite's inboxes otherwise retry after 10 ms).
+    const inbox = newInbox({ attempts: 10, backoffMs: 30_000 });
+    const delivery = createTestDelivery();
+    await inbox.enqueue(storedOf(delivery));
+    const job = (await inbox.queue.getJob(delivery.idempotencyKey))!;
+    // What BullMQ computes when run n of the job fails (it passes attemptsMade + 1 = n), with no
+    // custom strategy: a worker needs nothing registered.
+    const backoff = job.opts.backoff;
+    if (typeof backoff !== 'object') throw new Error(`a backoff BullMQ reads as fixed: ${backoff}`);
+    const waits: number[] = [];
+    for (let n = 1; n < job.opts.attempts!; n++) {
+      waits.push((await Backoffs.calculate(backoff, n, new Error('down'), job))!);
+    }
+    expect(waits.slice(0, 3)).toEqual([30_000, 60_000, 120_000]);
+    // 10 runs: 9 waits, each twice the one before.
+    expect(waits).toHaveLength(9);
+    for (const [i, wait] of waits.entries()) if (i > 0) expect(wait).toBe(2 * waits[i - 1]!);
+    const total = waits.reduce((a, b) => a + b, 0);
+    expect(total).toBe(15_330_000); // 4 h 15 min 30 s
   });
 
   it('lists every job, oldest first, however many pages they take', async () => {
@@ -583,31 +610,45 @@ describe('bullmqInbox: dead letters and workers', () => {
     cleanups.push(() => worker.close());
     await eventually(() => expect(effects).toEqual([delivery.idempotencyKey]), 15_000);
   });
-  it('retries a job stored without a backoff delay after the backoffMs of the inbox that runs it', async () => {
-    const inbox = newInbox({ backoffMs: 60_000 });
-    const { receiver } = newReceiver(inbox);
-    receiver.on('UserSignedIn', () => {
-      throw new Error('CRM is down');
-    });
-    const delivery = createTestDelivery();
-    // Stored by another producer: this inbox's strategy, but no delay of its own.
-    await inbox.queue.add('UserSignedIn', storedOf(delivery), {
-      jobId: delivery.idempotencyKey,
-      attempts: 3,
-      backoff: { type: 'schoolhooks' },
-    });
-    const failedAt = Date.now();
-    const worker = inbox.work(receiver);
-    cleanups.push(() => worker.close());
-    await eventually(async () => expect(await inbox.jobs({ state: 'delayed' })).toHaveLength(1));
-    const job = await inbox.queue.getJob(delivery.idempotencyKey);
-    expect(job?.delay).toBe(60_000);
-    // Its next run is a minute away, not now (a delay BullMQ could not read runs it at once).
-    const score = Number(
-      await client.zscore(`test-bull-${run}:${inbox.queue.name}:delayed`, delivery.idempotencyKey),
-    );
-    expect(Math.floor(score / 0x1000)).toBeGreaterThanOrEqual(failedAt + 59_000);
-  });
+  it.each([
+    ['with its delay', { type: BACKOFF_STRATEGY, delay: 60_000 }, 10],
+    [
+      'without a delay: the backoffMs of the inbox that runs it',
+      { type: BACKOFF_STRATEGY },
+      60_000,
+    ],
+  ])(
+    'retries a job an earlier version stored with its own backoff type, %s',
+    async (_, backoff, backoffMs) => {
+      const inbox = newInbox({ backoffMs });
+      const { receiver } = newReceiver(inbox);
+      receiver.on('UserSignedIn', () => {
+        throw new Error('CRM is down');
+      });
+      const delivery = createTestDelivery();
+      // As earlier versions stored it: the custom type 'schoolhooks', which no worker registers now.
+      await inbox.queue.add('UserSignedIn', storedOf(delivery), {
+        jobId: delivery.idempotencyKey,
+        attempts: 3,
+        backoff,
+      });
+      const failedAt = Date.now();
+      const worker = inbox.work(receiver);
+      cleanups.push(() => worker.close());
+      await eventually(async () => expect(await inbox.jobs({ state: 'delayed' })).toHaveLength(1));
+      const job = await inbox.queue.getJob(delivery.idempotencyKey);
+      expect(job?.delay).toBe(60_000);
+      // Its next run is a minute away, not now (a delay BullMQ could not read runs it at once).
+      const score = Number(
+        await client.zscore(
+          `test-bull-${run}:${inbox.queue.name}:delayed`,
+          delivery.idempotencyKey,
+        ),
+      );
+      expect(Math.floor(score / 0x1000)).toBeGreaterThanOrEqual(failedAt + 59_000);
+    },
+  );
+
   it('retryJob is false for a job that is no dead letter, and for no job', async () => {
     const inbox = newInbox();
     const delivery = createTestDelivery();
