@@ -86,12 +86,14 @@ export { DEFAULT_RETRY_POLICY, exponentialDelay, nextRetry } from './inbox/retry
 export type { RetryPolicy } from './inbox/retry-policy.js';
 export type {
   Inbox,
+  InboxAdmin,
   InboxJob,
   InboxJobLookup,
   InboxJobState,
   InboxReconcileOptions,
   InboxWatchOptions,
   InboxWorker,
+  InboxWorkers,
   InboxWorkOptions,
   ManagedInbox,
   MemoryInbox,

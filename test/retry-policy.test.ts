@@ -8,7 +8,7 @@ import {
   nextRetry,
   type RetryPolicy,
 } from '../src/index.js';
-import { verdictOf } from '../src/inbox/managed.js';
+import { verdictOf } from '../src/inbox/inbox-policy.js';
 
 describe('the retry policy', () => {
   it('waits backoffMs after the first failure and twice as long after each further one', () => {

@@ -7,7 +7,7 @@
 
 import type { Redis } from 'ioredis';
 import type { Client } from 'pg';
-import type { InboxJob, InboxJobState } from '../inbox/managed.js';
+import type { InboxAdmin, InboxJob, InboxJobState } from '../inbox/managed.js';
 import type { BullmqInboxJob } from '../inbox/bullmq.js';
 import type { PgBossLike } from '../inbox/pg-boss.js';
 import { didYouMean } from '../utils/nearest-name.js';
@@ -221,11 +221,9 @@ async function retryEach(ids: readonly string[], inbox: InboxReader, io: CliIo):
   return missed === 0 ? EXIT.ok : EXIT.failure;
 }
 
-/** What the command reads and does of an inbox, BullMQ's or pg-boss's. */
-interface InboxReader {
-  jobs(filter: { state?: InboxJobState }): Promise<InboxJob[]>;
+/** What the command reads and does of an inbox, BullMQ's or pg-boss's: its admin, and one job's. */
+interface InboxReader extends InboxAdmin {
   getJob(idOrKey: string): Promise<BullmqInboxJob | undefined>;
-  retryFailed(filter: { event?: string }): Promise<number>;
   retryJob(idOrKey: string): Promise<boolean>;
   close(): Promise<void>;
 }

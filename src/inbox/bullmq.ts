@@ -30,19 +30,21 @@ import { readinessOf } from '../stores/client-readiness.js';
 import { storageKey } from '../stores/storage-key.js';
 import type { Logger, Receiver } from '../receiving/receiver.js';
 import {
-  checkConcurrency,
-  closedForWork,
-  secondWatchdog,
-  inboxClosed,
-  inboxPolicy,
   type InboxJob,
   type InboxJobLookup,
   type InboxJobState,
   type InboxWorker,
   type InboxWorkOptions,
   type ManagedInbox,
-  verdictOf,
 } from './managed.js';
+import {
+  checkConcurrency,
+  closedForWork,
+  secondWatchdog,
+  inboxClosed,
+  inboxPolicy,
+  verdictOf,
+} from './inbox-policy.js';
 import type { StoredDelivery } from './types.js';
 import {
   listJobs,

@@ -8,10 +8,12 @@
 export { memoryInbox } from './memory.js';
 export type { MemoryInbox, MemoryInboxOptions } from './memory.js';
 export type {
+  InboxAdmin,
   InboxJob,
   InboxJobLookup,
   InboxJobState,
   InboxWorker,
+  InboxWorkers,
   InboxWorkOptions,
   ManagedInbox,
 } from './managed.js';

@@ -6,20 +6,22 @@
 
 import type { Receiver } from '../receiving/receiver.js';
 import {
+  type InboxJob,
+  type InboxJobState,
+  type InboxWorker,
+  type InboxWorkOptions,
+  type ManagedInbox,
+} from './managed.js';
+import {
   checkConcurrency,
   closedForWork,
   inboxClosed,
   inboxPolicy,
   secondWatchdog,
-  type InboxJob,
-  type InboxJobState,
-  type InboxWorker,
-  type InboxWorkOptions,
   type InboxPolicy,
-  type ManagedInbox,
   type RunVerdict,
   verdictOf,
-} from './managed.js';
+} from './inbox-policy.js';
 import type { StoredDelivery } from './types.js';
 import { deliveryKeyOf } from '../keys/delivery-key.js';
 import {

@@ -13,19 +13,21 @@ import { messageOf } from '../utils/message-of.js';
 import type { Logger, Receiver } from '../receiving/receiver.js';
 import { storageKey } from '../stores/storage-key.js';
 import {
-  checkConcurrency,
-  closedForWork,
-  secondWatchdog,
-  inboxClosed,
-  inboxPolicy,
   type InboxJob,
   type InboxJobLookup,
   type InboxJobState,
   type InboxWorker,
   type InboxWorkOptions,
   type ManagedInbox,
-  verdictOf,
 } from './managed.js';
+import {
+  checkConcurrency,
+  closedForWork,
+  secondWatchdog,
+  inboxClosed,
+  inboxPolicy,
+  verdictOf,
+} from './inbox-policy.js';
 import { BossStarter, type Started } from './pg-boss-starter.js';
 import {
   pgBossJobId,
