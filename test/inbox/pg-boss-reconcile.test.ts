@@ -6,52 +6,16 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import PgBoss from 'pg-boss';
-import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
-import type { InboxWorker, Logger } from '../../src/index.js';
+import { expect, it, vi } from 'vitest';
+import type { InboxWorker } from '../../src/index.js';
 import { pgBossInbox, type PgBossInbox, type PgBossLike } from '../../src/postgres.js';
-import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { useScheduledPgBoss } from './pg-boss-scheduled.js';
 import { describeReconcileContract } from './reconcile-contract.js';
 import { fakeReconciler, recordingLogger, reportOf } from './reconcile-fake.js';
 
-let database: TestPostgres;
-let pool: pg.Pool;
-const cleanups: (() => Promise<unknown>)[] = [];
-/** The schema of the inboxes made last. */
-let schema = '';
-
-beforeAll(async () => {
-  database = await useTestPostgres();
-  pool = new pg.Pool({ connectionString: database.url, max: 4 });
-  pool.on('error', () => {});
-}, 60_000);
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-});
-
-afterAll(async () => {
-  await pool?.end();
-  await database?.close();
-});
-
-/** `count` inboxes on one queue of one schema, each with a pg-boss of its own. */
-function inboxes(count: number, logger?: Logger): PgBossInbox[] {
-  schema = uniqueTable('pgb');
-  const queueName = `inbox-${randomUUID().slice(0, 8)}`;
-  cleanups.push(() => pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
-  return Array.from({ length: count }, () => {
-    const inbox = pgBossInbox({
-      connectionString: database.url,
-      schema,
-      queueName,
-      ...(logger ? { logger } : {}),
-    });
-    cleanups.push(() => inbox.close());
-    return inbox;
-  });
-}
+const scheduled = useScheduledPgBoss();
+const { cleanups, inboxes } = scheduled;
 
 describeReconcileContract('pgBossInbox', { inboxes, processes: true, logs: true });
 
@@ -68,7 +32,7 @@ it('each run is a job of the reconcile queue that keeps the counts; a failed one
     interval: 20,
   });
   await worker.close();
-  const { rows } = await pool.query<{
+  const { rows } = await scheduled.pool.query<{
     name: string;
     state: string;
     output: unknown;
@@ -76,7 +40,7 @@ it('each run is a job of the reconcile queue that keeps the counts; a failed one
     created: number;
   }>(
     `SELECT name, state::text, output, data, extract(epoch FROM created_on) * 1000 AS created ` +
-      `FROM "${schema}".job WHERE name LIKE '%.reconcile' ` +
+      `FROM "${scheduled.schema}".job WHERE name LIKE '%.reconcile' ` +
       "AND state IN ('completed', 'failed') ORDER BY created_on",
   );
   expect(rows.slice(0, 2)).toEqual([
@@ -104,10 +68,9 @@ it('each run is a job of the reconcile queue that keeps the counts; a failed one
 });
 
 it("refuses a queueName whose '.reconcile' queue pg-boss would refuse, and takes the longest it allows", async () => {
-  schema = uniqueTable('pgb');
-  cleanups.push(() => pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+  const schema = scheduled.freshSchema();
   const make = (queueName: string) => {
-    const inbox = pgBossInbox({ connectionString: database.url, schema, queueName });
+    const inbox = pgBossInbox({ connectionString: scheduled.database.url, schema, queueName });
     cleanups.push(() => inbox.close());
     return inbox;
   };
@@ -123,10 +86,9 @@ it("refuses a queueName whose '.reconcile' queue pg-boss would refuse, and takes
 
 /** An inbox of a schema of its own, with `options`. */
 function inboxWith(options: Partial<Parameters<typeof pgBossInbox>[0]>): PgBossInbox {
-  schema = uniqueTable('pgb');
-  cleanups.push(() => pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+  const schema = scheduled.freshSchema();
   const inbox = pgBossInbox({
-    connectionString: database.url,
+    connectionString: scheduled.database.url,
     schema,
     queueName: `inbox-${randomUUID().slice(0, 8)}`,
     ...options,
@@ -143,8 +105,8 @@ it('stops a run that outlasts expireInMs, and keeps its job failed with the reas
   const reason = 'the reconcile run took longer than 1000 ms (expireInMs)';
   const jobs = async () =>
     (
-      await pool.query<{ state: string; retry_limit: number; output: unknown }>(
-        `SELECT state::text, retry_limit, output FROM "${schema}".job WHERE name LIKE '%.reconcile'`,
+      await scheduled.pool.query<{ state: string; retry_limit: number; output: unknown }>(
+        `SELECT state::text, retry_limit, output FROM "${scheduled.schema}".job WHERE name LIKE '%.reconcile'`,
       )
     ).rows;
   await vi.waitFor(async () => expect(await jobs()).toMatchObject([{ state: 'failed' }]), {
@@ -194,9 +156,8 @@ it('logs a tick that cannot reach Postgres, and tries again at the next tick', a
 
 /** A started pg-boss of a schema of its own, as the inbox sees it, with `replaced` methods. */
 async function givenBoss(replaced: (boss: PgBoss) => Partial<PgBossLike> = () => ({})) {
-  schema = uniqueTable('pgb');
-  cleanups.push(() => pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
-  const boss = new PgBoss({ connectionString: database.url, schema });
+  const schema = scheduled.freshSchema();
+  const boss = new PgBoss({ connectionString: scheduled.database.url, schema });
   boss.on('error', () => {});
   cleanups.push(() => boss.stop({ graceful: false, wait: true }));
   await boss.start();
@@ -229,7 +190,12 @@ it('asks pg-boss 11/12 (not 10) to delete each run after keepCompletedMs', async
     },
   }));
   const runOnce = async (queueName: string) => {
-    const inbox = pgBossInbox({ boss, schema, queueName, keepCompletedMs: 2 * 86_400_000 + 1 });
+    const inbox = pgBossInbox({
+      boss,
+      schema: scheduled.schema,
+      queueName,
+      keepCompletedMs: 2 * 86_400_000 + 1,
+    });
     cleanups.push(() => inbox.close());
     const reconciler = fakeReconciler();
     const worker = inbox.reconcile(reconciler, { every: '1h', since: '48h' });
@@ -240,8 +206,10 @@ it('asks pg-boss 11/12 (not 10) to delete each run after keepCompletedMs', async
   await runOnce('v24');
   expect(sent).toEqual([{ id: expect.any(String), retryLimit: 0, expireInSeconds: 900 }]);
   // The same tables with pg-boss 11/12's deletion_seconds, at schema version 25.
-  await pool.query(`ALTER TABLE "${schema}".job ADD COLUMN deletion_seconds int`);
-  await pool.query(`UPDATE "${schema}".version SET version = 25`);
+  await scheduled.pool.query(
+    `ALTER TABLE "${scheduled.schema}".job ADD COLUMN deletion_seconds int`,
+  );
+  await scheduled.pool.query(`UPDATE "${scheduled.schema}".version SET version = 25`);
   await runOnce('v25');
   expect(sent[1]).toEqual({
     id: expect.any(String),
@@ -256,7 +224,7 @@ it('logs a run whose job pg-boss did not take as done', async () => {
   const boss = await givenBoss(() => ({
     complete: () => Promise.reject(new Error('connection terminated')),
   }));
-  const inbox = pgBossInbox({ boss, schema, queueName: 'update-fails', logger });
+  const inbox = pgBossInbox({ boss, schema: scheduled.schema, queueName: 'update-fails', logger });
   cleanups.push(() => inbox.close());
   const reconciler = fakeReconciler();
   const worker = inbox.reconcile(reconciler, { every: '1h', since: '48h' });
@@ -298,7 +266,7 @@ it("closed between a tick's fetch and its run: the run starts aborted, and its j
       return jobs;
     },
   }));
-  const inbox = pgBossInbox({ boss, schema, queueName: 'closed-at-fetch' });
+  const inbox = pgBossInbox({ boss, schema: scheduled.schema, queueName: 'closed-at-fetch' });
   cleanups.push(() => inbox.close());
   const abortedAtStart: (boolean | undefined)[] = [];
   // Read by the fetch above, which runs once the tick has started, after this line.
@@ -315,8 +283,8 @@ it("closed between a tick's fetch and its run: the run starts aborted, and its j
   await vi.waitFor(() => expect(closing).toBeDefined(), { timeout: 5_000 });
   await closing;
   expect(abortedAtStart).toEqual([true]);
-  const { rows } = await pool.query<{ state: string }>(
-    `SELECT state::text FROM "${schema}".job WHERE name = 'closed-at-fetch.reconcile'`,
+  const { rows } = await scheduled.pool.query<{ state: string }>(
+    `SELECT state::text FROM "${scheduled.schema}".job WHERE name = 'closed-at-fetch.reconcile'`,
   );
   // Failed, not left active until pg-boss expires it (which would hold back the next ticks).
   expect(rows).toEqual([{ state: 'failed' }]);
@@ -331,7 +299,12 @@ it('says nothing of a tick that fails because the worker is closing', async () =
       return Promise.reject(new Error('pg-boss is stopping'));
     },
   }));
-  const inbox = pgBossInbox({ boss, schema, queueName: 'closed-in-tick', logger });
+  const inbox = pgBossInbox({
+    boss,
+    schema: scheduled.schema,
+    queueName: 'closed-in-tick',
+    logger,
+  });
   cleanups.push(() => inbox.close());
   const reconciler = fakeReconciler();
   // Read by the fetch above, which runs once the tick has started, after this line.
