@@ -88,6 +88,7 @@ export type {
   Inbox,
   InboxAdmin,
   InboxJob,
+  InboxJobAdmin,
   InboxJobLookup,
   InboxJobState,
   InboxReconcileOptions,

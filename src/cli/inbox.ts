@@ -7,7 +7,7 @@
 
 import type { Redis } from 'ioredis';
 import type { Client } from 'pg';
-import type { InboxAdmin, InboxJob, InboxJobState } from '../inbox/managed.js';
+import type { InboxAdmin, InboxJob, InboxJobAdmin, InboxJobState } from '../inbox/managed.js';
 import type { BullmqInboxJob } from '../inbox/bullmq.js';
 import type { PgBossLike } from '../inbox/pg-boss.js';
 import { didYouMean } from '../utils/nearest-name.js';
@@ -222,9 +222,7 @@ async function retryEach(ids: readonly string[], inbox: InboxReader, io: CliIo):
 }
 
 /** What the command reads and does of an inbox, BullMQ's or pg-boss's: its admin, and one job's. */
-interface InboxReader extends InboxAdmin {
-  getJob(idOrKey: string): Promise<BullmqInboxJob | undefined>;
-  retryJob(idOrKey: string): Promise<boolean>;
+interface InboxReader extends InboxAdmin, InboxJobAdmin<BullmqInboxJob> {
   close(): Promise<void>;
 }
 

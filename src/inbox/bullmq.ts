@@ -31,6 +31,7 @@ import { storageKey } from '../stores/storage-key.js';
 import type { Logger, Receiver } from '../receiving/receiver.js';
 import {
   type InboxJob,
+  type InboxJobAdmin,
   type InboxJobLookup,
   type InboxJobState,
   type InboxWorker,
@@ -57,7 +58,6 @@ import {
 import { BULLMQ_DEFAULTS, QUEUE_DEFAULTS } from '../defaults.js';
 import { deliveryKeyOf } from '../keys/delivery-key.js';
 import { startBullmqTask, type BullmqScheduleSettings } from './bullmq-schedule.js';
-import type { ReconcileReport } from '../reconcile/types.js';
 import {
   checkReconcileOptions,
   reconcileQueueName,
@@ -136,34 +136,17 @@ export interface BullmqInboxJob extends InboxJob {
   finishedAt?: string;
 }
 
-/** The BullMQ inbox: a {@link ManagedInbox}, its BullMQ queue, and single jobs by id. */
-export interface BullmqInbox extends ManagedInbox {
+/**
+ * The BullMQ inbox: a {@link ManagedInbox}, its BullMQ queue, and single jobs by id. Its `reconcile`
+ * and `watch` are BullMQ job schedulers, each on a queue of its own (`<queueName>.reconcile`,
+ * `<queueName>.watch`) whose global concurrency is 1: one run a tick across every process that
+ * calls it; each run's job keeps its summary. They need BullMQ 5.16 or later.
+ */
+export interface BullmqInbox extends ManagedInbox, InboxJobAdmin<BullmqInboxJob> {
   /** The BullMQ queue, e.g. for Bull Board (`new BullMQAdapter(inbox.queue)`). */
   readonly queue: Queue<StoredDelivery, string>;
   /** Run the receiver's handlers for the stored deliveries, in this process. */
   work(receiver: Receiver, options?: BullmqWorkOptions): InboxWorker;
-  /**
-   * One job, by its id or by the idempotencyKey it was derived from; a tenant's job by its key
-   * and `{ tenant }`.
-   */
-  getJob(idOrKey: string, options?: InboxJobLookup): Promise<BullmqInboxJob | undefined>;
-  /** Put one dead letter back to run again (named as `getJob` names it); false when there is none. */
-  retryJob(idOrKey: string, options?: InboxJobLookup): Promise<boolean>;
-  /**
-   * Run a reconciler every `options.every` as a BullMQ job scheduler on a queue of its own,
-   * `<queueName>.reconcile`, whose global concurrency is 1: one run at a time across every
-   * process that calls it. Needs BullMQ 5.16 or later.
-   */
-  reconcile<R extends ReconcileReport = ReconcileReport>(
-    reconciler: ScheduledReconciler<R>,
-    options: InboxReconcileOptions<R>,
-  ): InboxWorker;
-  /**
-   * Check a watchdog every `options.every` as a BullMQ job scheduler on a queue of its own,
-   * `<queueName>.watch`, whose global concurrency is 1: one check a tick across every process
-   * that calls it; each check's job keeps its status and counts. Needs BullMQ 5.16 or later.
-   */
-  watch(watchdog: WatchedWatchdog, options: InboxWatchOptions): InboxWorker;
 }
 
 const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '#': '%23' };

@@ -10,6 +10,7 @@ export type { MemoryInbox, MemoryInboxOptions } from './memory.js';
 export type {
   InboxAdmin,
   InboxJob,
+  InboxJobAdmin,
   InboxJobLookup,
   InboxJobState,
   InboxWorker,

@@ -94,6 +94,17 @@ export interface InboxAdmin {
   retryFailed(filter?: { event?: string }): Promise<number>;
 }
 
+/** Single jobs of an inbox that keeps them by id (BullMQ's, pg-boss's), `J` being its jobs. */
+export interface InboxJobAdmin<J extends InboxJob = InboxJob> {
+  /**
+   * One job, by its id or by the idempotencyKey it was derived from; a tenant's job by its key
+   * and `{ tenant }`.
+   */
+  getJob(idOrKey: string, options?: InboxJobLookup): Promise<J | undefined>;
+  /** Put one dead letter back to run again (named as `getJob` names it); false when there is none. */
+  retryJob(idOrKey: string, options?: InboxJobLookup): Promise<boolean>;
+}
+
 /**
  * An {@link Inbox} with its own workers and admin: `memoryInbox()`, `bullmqInbox()` and
  * `pgBossInbox()`.

@@ -14,6 +14,7 @@ import type { Logger, Receiver } from '../receiving/receiver.js';
 import { storageKey } from '../stores/storage-key.js';
 import {
   type InboxJob,
+  type InboxJobAdmin,
   type InboxJobLookup,
   type InboxJobState,
   type InboxWorker,
@@ -38,7 +39,6 @@ import {
 } from './pg-boss-tables.js';
 import { PgBossWorker } from './pg-boss-worker.js';
 import { startPgBossTask } from './pg-boss-schedule.js';
-import type { ReconcileReport } from '../reconcile/types.js';
 import {
   checkReconcileOptions,
   reconcileQueueName,
@@ -152,8 +152,13 @@ export interface PgBossWorkOptions extends InboxWorkOptions {
 /** One job as {@link PgBossInbox.getJob} shows it. */
 export type PgBossInboxJob = PgBossJobRow;
 
-/** The pg-boss inbox: a {@link ManagedInbox}, its pg-boss instance, and single jobs by id. */
-export interface PgBossInbox extends ManagedInbox {
+/**
+ * The pg-boss inbox: a {@link ManagedInbox}, its pg-boss instance, and single jobs by id. Its
+ * `reconcile` and `watch` each run on a `stately` pg-boss queue of their own
+ * (`<queueName>.reconcile`, `<queueName>.watch`): one run a tick across every process that calls
+ * it, aborted after `expireInMs`; each run's job keeps its summary. They need no pg-boss cron.
+ */
+export interface PgBossInbox extends ManagedInbox, InboxJobAdmin<PgBossInboxJob> {
   /**
    * Resolves once pg-boss is started, the queue exists and its tables are of a version this
    * inbox knows; rejects with a `ConfigError` otherwise. Every other method waits for it too:
@@ -162,28 +167,6 @@ export interface PgBossInbox extends ManagedInbox {
   start(): Promise<void>;
   /** Run the receiver's handlers for the stored deliveries, in this process. */
   work(receiver: Receiver, options?: PgBossWorkOptions): InboxWorker;
-  /**
-   * One job, by its id or by the idempotencyKey it was derived from; a tenant's job by its key
-   * and `{ tenant }`.
-   */
-  getJob(idOrKey: string, options?: InboxJobLookup): Promise<PgBossInboxJob | undefined>;
-  /** Put one dead letter back to run again (named as `getJob` names it); false when there is none. */
-  retryJob(idOrKey: string, options?: InboxJobLookup): Promise<boolean>;
-  /**
-   * Run a reconciler every `options.every` on a queue of its own, `<queueName>.reconcile` (a
-   * `stately` pg-boss queue), one run at a time across every process that calls it; a run is
-   * aborted after `expireInMs`. Needs no pg-boss cron.
-   */
-  reconcile<R extends ReconcileReport = ReconcileReport>(
-    reconciler: ScheduledReconciler<R>,
-    options: InboxReconcileOptions<R>,
-  ): InboxWorker;
-  /**
-   * Check a watchdog every `options.every` on a queue of its own, `<queueName>.watch` (a
-   * `stately` pg-boss queue), one check a tick across every process that calls it; each check's
-   * job keeps its status and counts. Needs no pg-boss cron.
-   */
-  watch(watchdog: WatchedWatchdog, options: InboxWatchOptions): InboxWorker;
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
