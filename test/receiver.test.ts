@@ -689,6 +689,29 @@ describe('errors', () => {
     expect(result.status).toBe(405);
     expect(logged).toEqual([{ err: 'onError broke' }]);
   });
+
+  it('tells every onError in turn, and logs a rejection of an async one without rethrowing it', async () => {
+    const logged: unknown[] = [];
+    const noop = () => {};
+    const receiver = createReceiver({
+      secret: SECRET,
+      logger: { debug: noop, info: noop, warn: noop, error: (obj) => logged.push(obj) },
+    });
+    const told: string[] = [];
+    receiver.onError(async (error) => {
+      told.push(`first ${error.code}`);
+      await Promise.resolve();
+      throw new Error('onError rejected');
+    });
+    receiver.onError((error) => {
+      told.push(`second ${error.code}`);
+    });
+    const result = await receiver.handle({ ...signedRequest(), method: 'PUT' });
+    expect(result.status).toBe(405);
+    expect(told).toEqual(['first request_rejected', 'second request_rejected']);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(logged).toEqual([{ err: 'onError rejected' }]);
+  });
 });
 
 describe('receiver telemetry: an observer never changes an answer', () => {

@@ -1,24 +1,11 @@
 /**
- * Stages and nowOrLater: synchronous until a step gives a promise, then waiting for it only; each
- * step takes what the step before gave (now or later), and the run stops at the first end.
+ * Stages: each step, synchronous or async, is awaited and takes what the step before gave; the
+ * run stops at the first end, and a step that throws or rejects rejects the run with what it
+ * threw, running no step after it.
  */
 
-import { describe, expect, it } from 'vitest';
-import { isPromiseLike, nowOrLater, Stages } from '../src/receiving/run-steps.js';
-
-describe('isPromiseLike', () => {
-  it('is true for a promise and for any object or function with a then method', () => {
-    expect(isPromiseLike(Promise.resolve())).toBe(true);
-    expect(isPromiseLike({ then: () => undefined })).toBe(true);
-    expect(isPromiseLike(Object.assign(() => undefined, { then: () => undefined }))).toBe(true);
-  });
-
-  it('is false for values, null, and a then that is not a function', () => {
-    for (const value of [undefined, null, 0, 'then', true, {}, { then: 1 }, () => undefined]) {
-      expect(isPromiseLike(value), String(value)).toBe(false);
-    }
-  });
-});
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { Stages } from '../src/receiving/run-steps.js';
 
 describe('Stages', () => {
   /** What ends a run in these tests. */
@@ -37,42 +24,61 @@ describe('Stages', () => {
       return result(input);
     };
 
-  it('gives each step what the step before gave, at once when no step gives a promise', () => {
+  it('gives each step what the step before gave, in order, and the last step’s value', async () => {
     const log: Log = [];
     const run = start()
       .then(step('a', (n: number) => n + 1))
       .then(step('b', (n: number) => `b${n}`))
       .then(step('c', (text: string) => [text]));
     const given = run.run(1, log);
-    expect(given).toEqual(['b2']);
+    expect(given).toBeInstanceOf(Promise);
+    expect(await given).toEqual(['b2']);
     expect(log).toEqual(['a', 'b', 'c']);
   });
 
-  it('stops at the first end, running no step after it', () => {
+  it('awaits an async step before the next one starts', async () => {
+    const log: Log = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const run = start()
+      .then(
+        step('a', async (n: number) => {
+          await gate;
+          log.push('a done');
+          return n * 10;
+        }),
+      )
+      .then(step('b', (n: number) => n + 1));
+    const given = run.run(1, log);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log).toEqual(['a']);
+    release();
+    expect(await given).toBe(11);
+    expect(log).toEqual(['a', 'a done', 'b']);
+  });
+
+  it('stops at a synchronous step’s end, running no step after it', async () => {
     const log: Log = [];
     const run = start()
       .then(step('a', (n: number) => n + 1))
       .then(step('b', (n: number): number | Stop => new Stop(`at ${n}`)))
       .then(step('c', (n: number) => n * 10));
-    const given = run.run(1, log);
+    const given = await run.run(1, log);
     expect(given).toBeInstanceOf(Stop);
     expect((given as Stop).why).toBe('at 2');
     expect(log).toEqual(['a', 'b']);
   });
 
-  it('waits for a step that gives a promise, then goes on from the next step', async () => {
+  it('stops at an async step’s end, running no step after it', async () => {
     const log: Log = [];
     const run = start()
-      .then(step('a', (n: number) => n + 1))
-      .then(step('b', (n: number) => Promise.resolve(n * 10)))
-      .then(step('c', (n: number) => n + 1))
-      .then(step('d', (n: number): Promise<number | Stop> => Promise.resolve(new Stop(`at ${n}`))))
-      .then(step('e', (n: number) => n));
-    const given = run.run(1, log);
-    expect(isPromiseLike(given)).toBe(true);
-    expect(log).toEqual(['a', 'b']);
-    expect(((await given) as Stop).why).toBe('at 21');
-    expect(log).toEqual(['a', 'b', 'c', 'd']);
+      .then(step('a', async (n: number) => n * 10))
+      .then(step('b', (n: number) => n + 1))
+      .then(step('c', async (n: number): Promise<number | Stop> => new Stop(`at ${n}`)))
+      .then(step('d', (n: number) => n));
+    const given = await run.run(1, log);
+    expect((given as Stop).why).toBe('at 11');
+    expect(log).toEqual(['a', 'b', 'c']);
   });
 
   it('waits for a thenable that is not a native promise, as a client library may give', async () => {
@@ -84,80 +90,55 @@ describe('Stages', () => {
     const run = start()
       .then(step('a', (n: number) => thenable(n + 1)))
       .then(step('b', (n: number) => n * 10));
-    const given = run.run(1, log);
-    expect(log).toEqual(['a']);
-    expect(await given).toBe(20);
+    expect(await run.run(1, log)).toBe(20);
     expect(log).toEqual(['a', 'b']);
   });
 
-  it('gives the last step’s value after a promise when no step ended the run', async () => {
+  it('rejects with what a step threw synchronously, running no step after it', async () => {
+    const boom = new Error('boom');
     const log: Log = [];
     const run = start()
-      .then(step('a', (n: number) => Promise.resolve(n + 1)))
-      .then(step('b', (n: number) => n * 3));
-    expect(await run.run(1, log)).toBe(6);
+      .then(step('a', (n: number) => n + 1))
+      .then(
+        step('b', (): number => {
+          throw boom;
+        }),
+      )
+      .then(step('c', (n: number) => n));
+    // A step that throws never throws out of `run`: the caller awaits one promise.
+    const given = run.run(1, log);
+    expect(given).toBeInstanceOf(Promise);
+    await expect(given).rejects.toBe(boom);
     expect(log).toEqual(['a', 'b']);
   });
 
-  it('leaves a run unchanged when a step is added to it', () => {
+  it('rejects with what a step rejected with, running no step after it', async () => {
+    const boom = new Error('boom');
+    const log: Log = [];
+    const run = start()
+      .then(step('a', async (n: number) => n + 1))
+      .then(step('b', (): Promise<number> => Promise.reject(boom)))
+      .then(step('c', (n: number) => n));
+    await expect(run.run(1, log)).rejects.toBe(boom);
+    expect(log).toEqual(['a', 'b']);
+  });
+
+  it('gives its input back when it has no step', async () => {
+    expect(await start().run(7, [])).toBe(7);
+  });
+
+  it('leaves a run unchanged when a step is added to it', async () => {
     const first = start().then(step('a', (n: number) => n + 1));
     const longer = first.then(step('b', (n: number) => n * 100));
-    expect(first.run(1, [])).toBe(2);
-    expect(longer.run(1, [])).toBe(200);
-  });
-});
-
-describe('nowOrLater', () => {
-  it('calls next at once on a value, and after a promise on a promise', async () => {
-    expect(
-      nowOrLater(
-        () => 2,
-        (n) => n * 3,
-      ),
-    ).toBe(6);
-    const later = nowOrLater(
-      () => Promise.resolve(2),
-      (n) => n * 3,
-    );
-    expect(isPromiseLike(later)).toBe(true);
-    expect(await later).toBe(6);
+    expect(await first.run(1, [])).toBe(2);
+    expect(await longer.run(1, [])).toBe(200);
   });
 
-  it('gives a failure, thrown or rejected, to `failed`', async () => {
-    const boom = new Error('boom');
-    expect(
-      nowOrLater(
-        () => {
-          throw boom;
-        },
-        () => 'next',
-        (cause) => cause,
-      ),
-    ).toBe(boom);
-    expect(
-      await nowOrLater(
-        () => Promise.reject(boom),
-        () => 'next',
-        (cause) => cause,
-      ),
-    ).toBe(boom);
-  });
-
-  it('lets a failure through without `failed`', async () => {
-    const boom = new Error('boom');
-    expect(() =>
-      nowOrLater(
-        () => {
-          throw boom;
-        },
-        () => 'next',
-      ),
-    ).toThrow(boom);
-    await expect(
-      nowOrLater(
-        () => Promise.reject(boom),
-        () => 'next',
-      ),
-    ).rejects.toBe(boom);
+  it('types each step’s input as what the step before gives, without the end', () => {
+    const run = start().then(async (n: number): Promise<string | Stop> => `${n}`);
+    expectTypeOf(run.run).returns.toEqualTypeOf<Promise<string | Stop>>();
+    // @ts-expect-error the step before gives a string, not a number
+    run.then((n: number) => n + 1);
+    run.then((text: string) => text.length);
   });
 });

@@ -7,8 +7,9 @@
  *
  * Each step takes what the step before it gave and gives what the next one takes (the request,
  * then the raw body, then {@link Keyed}, {@link Verified}, {@link Parsed}, {@link Validated}, {@link Claimed}),
- * or the {@link Ending} of the delivery, or a promise of either. `Stages` (run-steps.ts) runs
- * them and is the one place that decides when to wait.
+ * or the {@link Ending} of the delivery. A step that can wait (for a reader, a lookup, Web Crypto,
+ * the store, the handlers, the inbox) is `async`; the others are plain functions. `Stages`
+ * (run-steps.ts) awaits each in turn.
  * @module
  */
 
@@ -43,14 +44,8 @@ import {
 import { validateEventData } from '../platform/events/validate.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery } from '../inbox/types.js';
-import {
-  runHandlers,
-  type AnyHandler,
-  isTimedOut,
-  type HandlersOutcome,
-  type HandlersSettled,
-} from './run-handlers.js';
-import { isPromiseLike, nowOrLater, Stages, type MaybePromise } from './run-steps.js';
+import { runHandlers, type AnyHandler, isTimedOut, type HandlersSettled } from './run-handlers.js';
+import { Stages } from './run-steps.js';
 import { DeliveryClaims, type Claimed } from '../keys/delivery-claims.js';
 import type { SecretSource } from './secret-source.js';
 import type { Fingerprint, RawBody, Verifier } from '../platform/signature.js';
@@ -215,17 +210,19 @@ export class DeliveryPipeline {
    * beyond it, 500 `body_unavailable` when a body parser took them, 400 when the client broke
    * the stream mid-body.
    */
-  readBody = ({ headers, body, rawBodyFix }: PipelineRequest): MaybePromise<RawBody | Ending> => {
+  readBody = async ({ headers, body, rawBodyFix }: PipelineRequest): Promise<RawBody | Ending> => {
     const { maxBodyBytes } = this.#config;
     if (typeof body !== 'function') return this.#usableBody(body, rawBodyFix);
     // A body announced as too large is refused before any of it is read.
     if ((declaredLength(headers) ?? 0) > maxBodyBytes) return tooLarge(maxBodyBytes);
-    // A reader that throws instead of rejecting is a stream that could not be read all the same.
-    return nowOrLater(
-      () => (body as (limit: number) => Promise<unknown>)(maxBodyBytes),
-      (read) => this.#usableBody(read, rawBodyFix),
-      unreadable,
-    );
+    let read: unknown;
+    try {
+      read = await (body as (limit: number) => Promise<unknown>)(maxBodyBytes);
+    } catch (cause) {
+      // A reader that throws instead of rejecting is a stream that could not be read all the same.
+      return unreadable(cause);
+    }
+    return this.#usableBody(read, rawBodyFix);
   };
 
   /** What an adapter gave or its reader read: the raw bytes, or why they cannot be used. */
@@ -241,10 +238,10 @@ export class DeliveryPipeline {
    * cached): 404 `unknown_tenant` for a tenant that has none, 503 `secret_unavailable` when the
    * lookup fails, outlasts its bound or gives an unusable secret.
    */
-  findSecrets = (
+  findSecrets = async (
     body: RawBody,
     { tenant, tenantUnread }: Arrival,
-  ): MaybePromise<Keyed | Ending> => {
+  ): Promise<Keyed | Ending> => {
     if (tenantUnread !== undefined) {
       const { cause } = tenantUnread;
       const why = withCauses(
@@ -260,23 +257,28 @@ export class DeliveryPipeline {
       const why = `is not a tenant name (empty, over ${MAX_TENANT_LENGTH} characters, or with U+0000 or a lone surrogate)`;
       return Ending.beforeEvent('unknown_tenant', new UnknownTenantError(tenant, why));
     }
-    return nowOrLater(
-      () => this.#config.secretSource.verifierOf(tenant),
-      (verifier): Keyed | Ending =>
-        verifier === undefined
-          ? Ending.beforeEvent('unknown_tenant', new UnknownTenantError(tenant))
-          : { body, verifier },
-      (cause) => Ending.beforeEvent('secret_unavailable', secretUnavailable(cause, tenant)),
-    );
+    let verifier: Verifier | undefined;
+    try {
+      verifier = await this.#config.secretSource.verifierOf(tenant);
+    } catch (cause) {
+      return Ending.beforeEvent('secret_unavailable', secretUnavailable(cause, tenant));
+    }
+    if (verifier === undefined) {
+      return Ending.beforeEvent('unknown_tenant', new UnknownTenantError(tenant));
+    }
+    return { body, verifier };
   };
 
   /** Step 4, verify: 401 unless the signature matches a secret; the body's fingerprint if it does. */
-  verify = ({ body, verifier }: Keyed, { signature }: Arrival): MaybePromise<Verified | Ending> =>
-    nowOrLater(
-      () => verifier.verify(body, signature),
-      (fingerprint): Verified | Ending =>
-        fingerprint === undefined ? signatureRefused(signature) : { body, verifier, fingerprint },
-    );
+  verify = async (
+    { body, verifier }: Keyed,
+    { signature }: Arrival,
+  ): Promise<Verified | Ending> => {
+    const fingerprint = await verifier.verify(body, signature);
+    return fingerprint === undefined
+      ? signatureRefused(signature)
+      : { body, verifier, fingerprint };
+  };
 
   /** Step 5, parse: 400 unless the body is JSON with a valid envelope. */
   parse = ({ body, verifier, fingerprint }: Verified, { tenant }: Arrival): Parsed | Ending => {
@@ -342,7 +344,7 @@ export class DeliveryPipeline {
    * With a claim's transaction, the handlers write through it (`ctx.transaction`): completing
    * commits it, so a completion that fails is 503 `store_unavailable`, and a timeout abandons it.
    */
-  dispatch = (claimed: Claimed<Validated>, arrival: Arrival): MaybePromise<Ending> => {
+  dispatch = async (claimed: Claimed<Validated>, arrival: Arrival): Promise<Ending> => {
     const { event } = claimed.delivery;
     const handlers = this.#config.handlersOf(event.event);
     if (handlers.length === 0) {
@@ -359,7 +361,7 @@ export class DeliveryPipeline {
         arrival.tenant,
         claimed.claim.transaction?.client,
       );
-    const running = observation ? observation.runHandlers(run) : run();
+    const outcome = await (observation ? observation.runHandlers(run) : run());
     const observed = (settled: HandlersSettled, timedOut: boolean): HandlersSettled => {
       observation?.handlersEnded({
         result: settled.ok ? 'succeeded' : 'failed',
@@ -368,15 +370,9 @@ export class DeliveryPipeline {
       });
       return settled;
     };
-    if (!isPromiseLike(running)) return this.#handlersEnded(claimed, observed(running, false));
-    return running.then((outcome: HandlersOutcome) =>
-      isTimedOut(outcome)
-        ? this.#handlersTimedOut(
-            claimed,
-            outcome.stillRunning.then((late) => observed(late, true)),
-          )
-        : this.#handlersEnded(claimed, observed(outcome, false)),
-    );
+    if (!isTimedOut(outcome)) return this.#handlersEnded(claimed, observed(outcome, false));
+    const late = outcome.stillRunning.then((settled) => observed(settled, true));
+    return this.#handlersTimedOut(claimed, late);
   };
 
   /** The handlers ended in time: the claim completed (committed) on success, released on failure. */
@@ -403,17 +399,24 @@ export class DeliveryPipeline {
     const { event } = delivery;
     // Their transaction ends now, rolled back: nothing they write from here on commits.
     claim.transaction?.abandon();
-    void stillRunning.then((settled) => {
-      if (settled.ok) return this.#claims.complete(claimed);
-      const { secrets } = delivery.verifier;
-      this.#config.reportError(
-        new HandlerError(event.event, event.idempotencyKey, settled.error, secrets),
-      );
-      return this.#claims.release(claimed);
-    });
+    void this.#settleLate(claimed, stillRunning);
     const { handlerTimeoutMs } = this.#config;
     const error = new HandlerTimeoutError(event.event, event.idempotencyKey, handlerTimeoutMs);
     return Ending.failed('timeout', event, error);
+  }
+
+  /** Handlers that outlasted handlerTimeoutMs have ended: complete the claim, or report and release it. */
+  async #settleLate(
+    claimed: Claimed<Validated>,
+    stillRunning: Promise<HandlersSettled>,
+  ): Promise<void> {
+    const settled = await stillRunning;
+    if (settled.ok) return this.#claims.complete(claimed);
+    const { event, verifier } = claimed.delivery;
+    this.#config.reportError(
+      new HandlerError(event.event, event.idempotencyKey, settled.error, verifier.secrets),
+    );
+    return this.#claims.release(claimed);
   }
 
   /**
@@ -421,10 +424,10 @@ export class DeliveryPipeline {
    * exactly) and its signature in the inbox, then complete the claim: 202 `queued`. When the
    * inbox fails, the claim is released: 503.
    */
-  handOff = (
+  handOff = async (
     claimed: Claimed<Parsed>,
     { signature, observation, tenant }: Arrival,
-  ): MaybePromise<Ending> => {
+  ): Promise<Ending> => {
     const { envelope, text } = claimed.delivery;
     const stored: StoredDelivery = {
       body: text,
@@ -437,23 +440,14 @@ export class DeliveryPipeline {
     if (tenant !== undefined) stored.tenant = tenant;
     const trace = observation === undefined ? undefined : carrierOf(observation);
     if (trace !== undefined) stored.trace = trace;
-    const inbox = this.#config.inbox!;
-    return nowOrLater(
-      () => inbox.enqueue(stored),
-      () => this.#claims.completeThen(claimed, Ending.quiet('queued', envelope)),
-      (cause: unknown) => {
-        const why = withCauses(
-          'the inbox failed to store the delivery',
-          cause,
-          this.#config.secrets,
-        );
-        const error = new InboxUnavailableError(why, { cause });
-        return this.#claims.releaseThen(
-          claimed,
-          Ending.failed('inbox_unavailable', envelope, error),
-        );
-      },
-    );
+    try {
+      await this.#config.inbox!.enqueue(stored);
+    } catch (cause) {
+      const why = withCauses('the inbox failed to store the delivery', cause, this.#config.secrets);
+      const error = new InboxUnavailableError(why, { cause });
+      return this.#claims.releaseThen(claimed, Ending.failed('inbox_unavailable', envelope, error));
+    }
+    return this.#claims.completeThen(claimed, Ending.quiet('queued', envelope));
   };
 }
 

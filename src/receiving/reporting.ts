@@ -16,7 +16,6 @@ import { causeMessageOf, SignatureError, type SchoolhooksError } from '../errors
 import type { Ending } from './ending.js';
 import { OUTCOMES } from './outcome.js';
 import type { ReceiverSettings } from './receiver-settings.js';
-import { isPromiseLike } from './run-steps.js';
 import type { Arrival } from './pipeline.js';
 import type { DeliveryObservation, Telemetry, TelemetryStart } from '../telemetry/telemetry.js';
 
@@ -120,21 +119,19 @@ export class Reporting {
     log![level](fields, `webhook ${outcome.replaceAll('_', ' ')}`);
   }
 
-  /** Tell every `onError` handler; what one throws (or rejects with) is logged, never rethrown. */
+  /** Tell every `onError` handler, each called at once, none waiting for another. */
   #tellErrorHandlers(error: SchoolhooksError): void {
-    for (const handler of this.#errorHandlers) {
-      try {
-        const result = handler(error);
-        if (isPromiseLike(result)) result.then(undefined, this.#onErrorThrew);
-      } catch (thrown) {
-        this.#onErrorThrew(thrown);
-      }
-    }
+    for (const handler of this.#errorHandlers) void this.#tell(handler, error);
   }
 
-  #onErrorThrew = (thrown: unknown): void => {
-    this.#logThrown(thrown, 'onError handler threw');
-  };
+  /** Tell one `onError` handler; what it throws (or rejects with) is logged, never rethrown. */
+  async #tell(handler: ErrorHandler, error: SchoolhooksError): Promise<void> {
+    try {
+      await handler(error);
+    } catch (thrown) {
+      this.#logThrown(thrown, 'onError handler threw');
+    }
+  }
 
   #logThrown(thrown: unknown, message: string): void {
     this.#settings.log?.error({ err: causeMessageOf(thrown, this.#settings.secrets) }, message);

@@ -6,7 +6,6 @@
 import { Deadline, type DeadlineQueue } from '../utils/deadlines.js';
 import { LazySignal } from '../utils/lazy-signal.js';
 import type { WebhookEvent } from '../platform/events/index.js';
-import { isPromiseLike } from './run-steps.js';
 
 /**
  * The transaction types stores give handlers, one member per store that opens one: empty in the
@@ -105,7 +104,7 @@ export function runHandlers(
     let outcome: unknown;
     try {
       const result = handlers[i]!(event, context);
-      if (isPromiseLike(result)) {
+      if (returnedPromise(result)) {
         outcome = result;
         pending++;
       }
@@ -124,7 +123,7 @@ export function runHandlers(
   // The common case, one async handler: its own promise races the deadline, nothing more.
   if (pending === 1 && !failed) {
     return raceDeadline(
-      Promise.resolve(outcomes!.find(isPromiseLike)),
+      Promise.resolve(outcomes!.find(returnedPromise)),
       succeeded,
       context,
       deadlines,
@@ -201,6 +200,15 @@ class HandlersDeadline extends Deadline {
     LazySignal.abort(this.#context, new Error('handler timeout'));
     this.#timedOut();
   }
+}
+
+/** A handler may return a value or a promise (any thenable): only a promise races handlerTimeoutMs. */
+function returnedPromise(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
 }
 
 /** The outcome of handlers that failed with `errors` (none: success). */

@@ -1,35 +1,23 @@
 /**
- * The one place a delivery's steps meet promises. A step answers at once when it can (node:crypto
- * verifies synchronously, memoryStore claims synchronously) and with a promise when it must (Web
- * Crypto, Redis): {@link Stages.run} goes on synchronously until a step gives a promise, and only
- * then waits, so a delivery that needs no promise pays for none (as Hono's `#dispatch` does for
- * its middleware). {@link nowOrLater} is the same rule for one value inside a step.
+ * A delivery's steps as a typed list: {@link Stages.then} adds a step that takes what the step
+ * before it gives, so a step that does not is a compile error, and {@link Stages.run} runs them
+ * in order, awaiting each one, until one gives the run's end or the last one has run. A step that
+ * throws or rejects rejects the run: the receiver answers that as a faulty store's failure
+ * (receiver.ts), so every failure a step can name, it ends the delivery with instead.
  *
- * The cost of the trick: every step's result is typed `MaybePromise`, so a step is written for
- * both (with {@link nowOrLater}), and a stack trace of a failure may start at any step. What it
- * saves: with node:crypto and memoryStore a delivery makes no promise until its handlers run, and
- * takes no extra turn of the microtask queue per step (bench/in-process.ts measures `handle()`
- * against the goals in bench/README.md).
+ * A step may be synchronous (checkRequest, parse) or `async` (readBody, claim): each is awaited
+ * the same way, one turn of the microtask queue per step.
  * @module
  */
 
-/** A value now, or a promise of it. */
-export type MaybePromise<T> = T | PromiseLike<T>;
-
 /**
  * One step of a run: it takes what the step before it gave (and the facts of the run, the same
- * for every step) and gives what the next step takes, or the run's `End`.
+ * for every step) and gives what the next step takes, or the run's `End`, now or as a promise.
  */
-export type Step<In, Out, End, Facts> = (input: In, facts: Facts) => MaybePromise<Out | End>;
-
-/** True for a promise or any thenable. */
-export function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as PromiseLike<unknown>).then === 'function'
-  );
-}
+export type Step<In, Out, End, Facts> = (
+  input: In,
+  facts: Facts,
+) => Out | End | PromiseLike<Out | End>;
 
 /** A step whose types were checked when {@link Stages.then} added it. */
 type CheckedStep<Facts> = (input: never, facts: Facts) => unknown;
@@ -66,44 +54,13 @@ export class Stages<In, Out, End, Facts> {
     return new Stages<In, Gives<S, End>, End, Facts>([...this.#steps, next], this.#isEnd);
   }
 
-  /** Run the steps over `input`: the first end, or what the last step gave; at once when no step gave a promise. */
-  run(input: In, facts: Facts): MaybePromise<Out | End> {
-    return this.#runFrom(0, input, facts) as MaybePromise<Out | End>;
-  }
-
-  #runFrom(from: number, input: unknown, facts: Facts): unknown {
-    const steps = this.#steps;
-    let value = input;
-    for (let i = from; i < steps.length; i++) {
-      const given = (steps[i] as (input: unknown, facts: Facts) => unknown)(value, facts);
-      if (this.#isEnd(given)) return given;
-      if (isPromiseLike(given)) {
-        const next = i + 1;
-        return given.then((later) =>
-          this.#isEnd(later) ? later : this.#runFrom(next, later, facts),
-        );
-      }
-      value = given;
+  /** Run the steps over `input`: the first end, or what the last step gave. */
+  async run(input: In, facts: Facts): Promise<Out | End> {
+    let value: unknown = input;
+    for (const step of this.#steps) {
+      value = await (step as (input: unknown, facts: Facts) => unknown)(value, facts);
+      if (this.#isEnd(value)) return value;
     }
-    return value;
+    return value as Out;
   }
-}
-
-/**
- * `use(value)`, at once for a value, after it for a promise; a failure (thrown, or the promise
- * rejected) goes to `failed` when given, else on to the caller.
- */
-export function nowOrLater<T, R>(
-  produce: () => MaybePromise<T>,
-  use: (value: T) => MaybePromise<R>,
-  failed?: (cause: unknown) => MaybePromise<R>,
-): MaybePromise<R> {
-  let value: MaybePromise<T>;
-  try {
-    value = produce();
-  } catch (cause) {
-    if (failed === undefined) throw cause;
-    return failed(cause);
-  }
-  return isPromiseLike(value) ? value.then(use, failed) : use(value);
 }

@@ -7,7 +7,6 @@
 
 import { quotedTenant } from '../keys/delivery-key.js';
 import { ConfigError, SecretUnavailableError, withCauses } from '../errors.js';
-import type { MaybePromise } from './run-steps.js';
 import { createVerifier, paddedSecrets, secretsOf, type Verifier } from '../platform/signature.js';
 
 /** What a secret lookup is asked. */
@@ -43,8 +42,8 @@ export type SecretLookup = (
 export interface SecretSource {
   /** True when the secrets are looked up per tenant, so each request must name its tenant. */
   readonly perTenant: boolean;
-  /** The verifier of `tenant`'s secrets: at once when known, a promise while being looked up. */
-  verifierOf(tenant: string | undefined): MaybePromise<Verifier | undefined>;
+  /** The verifier of `tenant`'s secrets (known, cached, or looked up); rejects when they cannot be had. */
+  verifierOf(tenant: string | undefined): Promise<Verifier | undefined>;
   /**
    * Forget what is known of `tenant`'s secrets (of every tenant's, without one), so that its next
    * delivery looks them up again. Nothing to forget for the receiver's own secrets.
@@ -54,7 +53,7 @@ export interface SecretSource {
 
 /** The receiver's own secrets, whatever the tenant. */
 export function staticSecrets(verifier: Verifier): SecretSource {
-  return { perTenant: false, verifierOf: () => verifier, forget: () => {} };
+  return { perTenant: false, verifierOf: async () => verifier, forget: () => {} };
 }
 
 /** How {@link TenantSecrets} caches and bounds its lookups. */
@@ -115,7 +114,7 @@ export class TenantSecrets implements SecretSource {
     this.#options = options;
   }
 
-  verifierOf(tenant: string | undefined): MaybePromise<Verifier | undefined> {
+  async verifierOf(tenant: string | undefined): Promise<Verifier | undefined> {
     if (tenant === undefined || tenant === '') return undefined;
     const known = this.#known.get(tenant);
     if (known !== undefined) {

@@ -235,7 +235,7 @@ class PendingWork {
 
   /** Wait for what a callback returned, if it is a promise; keep what it rejects with. */
   track(result: unknown): void {
-    if (!isPromiseLike(result)) return;
+    if (!returnedPromise(result)) return;
     const promise = Promise.resolve(result).then(
       () => undefined,
       (error: unknown) => this.errors.add(error),
@@ -297,7 +297,8 @@ function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+/** A timer callback may return a value or a promise: only a promise is work to wait for. */
+function returnedPromise(value: unknown): value is PromiseLike<unknown> {
   return (
     typeof value === 'object' &&
     value !== null &&
