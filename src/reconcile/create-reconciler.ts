@@ -15,7 +15,8 @@ import {
   type ListedEntity,
   type ListingOptions,
 } from './listings.js';
-import { recoverEntity, type RecoveryConfig } from './recover-entity.js';
+import { recoverEntity, type Recovery, type RecoveryConfig } from './recover-entity.js';
+import { eachAtMost, RECOVERIES_AT_ONCE } from './recover-together.js';
 import { RecoveryError } from './recovery-error.js';
 import { runTenants } from './run-tenants.js';
 import {
@@ -284,8 +285,9 @@ const IN_FLIGHT_RETRY_MS = 1000;
 
 /**
  * One kind of a run: its items read page by page, each page's records looked at in one store
- * call, every entity none of whose records is done claimed and recovered one at a time, and those
- * another claim holds tried again at the end for up to `inFlightWaitMs`.
+ * call, every entity none of whose records is done claimed and recovered, a few at once
+ * (recover-together.ts), and those another claim holds tried again at the end for up to
+ * `inFlightWaitMs`.
  */
 class KindRun<K extends ReconcileKind> {
   readonly #kind: K;
@@ -381,6 +383,7 @@ class KindRun<K extends ReconcileKind> {
       return;
     }
     let at = 0;
+    const free: ListedEntity<K>[] = [];
     for (const listed of page) {
       const mine = states.slice(at, (at += listed.records.length));
       if (mine.some((state) => state.state === 'done')) this.#tally.handled += 1;
@@ -388,14 +391,30 @@ class KindRun<K extends ReconcileKind> {
         if (dryRun) this.#entity(this.#tally.inFlight, listed);
         else this.#held.push(listed);
       } else if (dryRun) this.#entity(this.#tally.missing, listed);
-      else await this.#recover(listed, this.#held);
+      else free.push(listed);
     }
+    await this.#recover(free, this.#held);
   }
 
-  /** Recover one entity and count what became of it; one another claim holds goes to `held`. */
-  async #recover(listed: ListedEntity<K>, held: ListedEntity<K>[]): Promise<void> {
-    this.#config.signal?.throwIfAborted();
-    const recovery = await recoverEntity(this.#kind, listed, this.#handler!, this.#config);
+  /**
+   * Recover `entities`, {@link RECOVERIES_AT_ONCE} at a time, and count what became of each, in
+   * their order; one another claim holds goes to `held`. The run's abort starts no more and is
+   * thrown once those under way have ended, what they did counted.
+   */
+  async #recover(entities: readonly ListedEntity<K>[], held: ListedEntity<K>[]): Promise<void> {
+    const { signal } = this.#config;
+    const { results, failure } = await eachAtMost(entities, RECOVERIES_AT_ONCE, (listed) => {
+      signal?.throwIfAborted();
+      return recoverEntity(this.#kind, listed, this.#handler!, this.#config);
+    });
+    results.forEach((recovery, at) => {
+      if (recovery !== undefined) this.#count(entities[at]!, recovery, held);
+    });
+    if (failure !== undefined) throw failure.error;
+  }
+
+  /** What became of one entity, counted; one another claim holds goes to `held`. */
+  #count(listed: ListedEntity<K>, recovery: Recovery, held: ListedEntity<K>[]): void {
     const tally = this.#tally;
     if (recovery.state === 'handled') tally.handled += 1;
     else if (recovery.state === 'recovered') tally.recovered += 1;
@@ -418,7 +437,7 @@ class KindRun<K extends ReconcileKind> {
     while (held.length > 0 && Date.now() < deadline) {
       await sleep(Math.min(IN_FLIGHT_RETRY_MS, deadline - Date.now()), this.#config.signal);
       const still: ListedEntity<K>[] = [];
-      for (const listed of held) await this.#recover(listed, still);
+      await this.#recover(held, still);
       held = still;
     }
     for (const listed of held) this.#entity(this.#tally.inFlight, listed);

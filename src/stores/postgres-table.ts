@@ -161,7 +161,9 @@ export interface KeyStatements {
    * (`schoolhooks.claim`: `none`, `keys` or `entity`); then, reading what the transactions that
    * held the locks before committed, what is done (`done`, `records`, `superseded`) and, only
    * when the locks were all taken, the rows the completion commits: the key, each record not
-   * done yet, the version when the entity is taken.
+   * done yet, the version when the entity is taken. The parts about records, and about the
+   * entity, are left out of a claim that has none: what Postgres parses and plans for them costs
+   * more than the rest of the statement (a reconcile run's recovery has neither).
    */
   claim(values: ClaimValues, escape: (text: string) => string): string;
   /** $1 keys (text[]): those done, with their fingerprints. */
@@ -211,42 +213,54 @@ export function keyStatements(name: StoreTables): KeyStatements {
         `FROM (SELECT ${columns.map((column, i) => `${column} AS l${i}`).join(', ')}) AS l`;
       const taken = "current_setting('schoolhooks.claim')";
       const keyText = escape(key);
-      const recordList =
-        records.length === 0 ? 'NULL::text[]' : `ARRAY[${records.map(escape).join(', ')}]::text[]`;
-      const state =
-        'WITH key_done AS (' +
-        `SELECT fingerprint FROM ${keys} WHERE key = ${keyText} AND ${live}), ` +
-        'records AS (' +
-        'SELECT r.key, r.n, d.fingerprint ' +
-        `FROM unnest(${recordList}) WITH ORDINALITY AS r(key, n) ` +
-        `LEFT JOIN ${keys} d ON d.key = r.key AND d.${live}), ` +
-        `newest AS (SELECT version_ms FROM ${entities.quoted} WHERE key = ${entityKey} AND ${live}), ` +
+      const keyDone = 'NOT EXISTS (SELECT 1 FROM key_done)';
+      // Only what the claim asks about is in the statement: one without records or without an
+      // entity (a reconcile run's recovery has neither) neither plans nor runs their parts.
+      const parts = [
+        `key_done AS (SELECT fingerprint FROM ${keys} WHERE key = ${keyText} AND ${live})`,
         'write_key AS (' +
-        `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
-        `SELECT ${keyText}, ${escape(done.fingerprint)}, ${expiresIn(numeral(done.ttlMs, 'ttlMs'))} ` +
-        `WHERE ${taken} <> 'none' AND NOT EXISTS (SELECT 1 FROM key_done) ` +
-        'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
-        'expires_at = excluded.expires_at), ' +
-        'write_records AS (' +
-        `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
-        `SELECT key, ${escape(recordsDone.fingerprint)}, ${expiresIn(numeral(recordsDone.ttlMs, 'ttlMs'))} ` +
-        `FROM records WHERE fingerprint IS NULL AND ${taken} <> 'none' ` +
-        'AND NOT EXISTS (SELECT 1 FROM key_done) ' +
-        'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
-        'expires_at = excluded.expires_at), ' +
-        'write_version AS (' +
-        `INSERT INTO ${entities.quoted} AS t (key, version_ms, expires_at) ` +
-        `SELECT ${entityKey}, ${version}, ` +
-        `${expiresIn(entity === undefined ? '0' : numeral(entity.ttlMs, 'version ttlMs'))} ` +
-        `WHERE ${taken} = 'entity' AND NOT EXISTS (SELECT 1 FROM key_done) ` +
-        `AND NOT EXISTS (SELECT 1 FROM newest WHERE version_ms > ${version}) ` +
-        'ON CONFLICT (key) DO UPDATE SET version_ms = excluded.version_ms, ' +
-        'expires_at = excluded.expires_at ' +
-        'WHERE t.version_ms <= excluded.version_ms OR t.expires_at <= clock_timestamp()) ' +
+          `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
+          `SELECT ${keyText}, ${escape(done.fingerprint)}, ${expiresIn(numeral(done.ttlMs, 'ttlMs'))} ` +
+          `WHERE ${taken} <> 'none' AND ${keyDone} ` +
+          'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
+          'expires_at = excluded.expires_at)',
+      ];
+      // NULL for a record not done: a fingerprint may be any text, '' too.
+      let recordsDoneOut = 'NULL::text[]';
+      if (records.length > 0) {
+        parts.push(
+          'records AS (' +
+            'SELECT r.key, r.n, d.fingerprint ' +
+            `FROM unnest(ARRAY[${records.map(escape).join(', ')}]::text[]) WITH ORDINALITY AS r(key, n) ` +
+            `LEFT JOIN ${keys} d ON d.key = r.key AND d.${live})`,
+          'write_records AS (' +
+            `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
+            `SELECT key, ${escape(recordsDone.fingerprint)}, ${expiresIn(numeral(recordsDone.ttlMs, 'ttlMs'))} ` +
+            `FROM records WHERE fingerprint IS NULL AND ${taken} <> 'none' AND ${keyDone} ` +
+            'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
+            'expires_at = excluded.expires_at)',
+        );
+        recordsDoneOut = '(SELECT array_agg(fingerprint ORDER BY n) FROM records)';
+      }
+      let superseded = 'false';
+      if (entity !== undefined) {
+        parts.push(
+          `newest AS (SELECT version_ms FROM ${entities.quoted} WHERE key = ${entityKey} AND ${live})`,
+          'write_version AS (' +
+            `INSERT INTO ${entities.quoted} AS t (key, version_ms, expires_at) ` +
+            `SELECT ${entityKey}, ${version}, ${expiresIn(numeral(entity.ttlMs, 'version ttlMs'))} ` +
+            `WHERE ${taken} = 'entity' AND ${keyDone} ` +
+            `AND NOT EXISTS (SELECT 1 FROM newest WHERE version_ms > ${version}) ` +
+            'ON CONFLICT (key) DO UPDATE SET version_ms = excluded.version_ms, ' +
+            'expires_at = excluded.expires_at ' +
+            'WHERE t.version_ms <= excluded.version_ms OR t.expires_at <= clock_timestamp())',
+        );
+        superseded = `coalesce((SELECT version_ms > ${version} FROM newest), false)`;
+      }
+      const state =
+        `WITH ${parts.join(', ')} ` +
         'SELECT (SELECT fingerprint FROM key_done) AS done, ' +
-        // NULL for a record not done: a fingerprint may be any text, '' too.
-        '(SELECT array_agg(fingerprint ORDER BY n) FROM records) AS records, ' +
-        `coalesce((SELECT version_ms > ${version} FROM newest), false) AS superseded`;
+        `${recordsDoneOut} AS records, ${superseded} AS superseded`;
       // Read committed: each statement sees what was committed before it began, so the state
       // read after the locks sees the commit of the transaction that held them before.
       return `BEGIN ISOLATION LEVEL READ COMMITTED; ${locks}; ${state}`;
