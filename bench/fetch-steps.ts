@@ -25,7 +25,7 @@ import { getHeader } from '../src/receiving/headers.js';
 import {
   checkOptions,
   DeliveryPipeline,
-  Ending,
+  DeliveryOutcome,
   Stages,
   type AnyHandler,
   type Arrival,
@@ -96,7 +96,7 @@ function runtimeName(): string {
 type PipelineCut = Exclude<Cut, 'hand-written' | 'fetchHandler' | 'same work'>;
 
 /** A run of the pipeline's first steps, as far as a cut goes. */
-type CutRun = Stages<PipelineRequest, unknown, Ending, Arrival>;
+type CutRun = Stages<PipelineRequest, unknown, DeliveryOutcome, Arrival>;
 
 /** The steps of `dispatchNow` up to each cut, each cut the one before and one step more. */
 function cutRuns(pipeline: DeliveryPipeline): Record<PipelineCut, CutRun> {
@@ -111,7 +111,7 @@ function cutRuns(pipeline: DeliveryPipeline): Record<PipelineCut, CutRun> {
     claim,
     dispatch,
   } = pipeline;
-  const read = Stages.start<PipelineRequest, Arrival, Ending>(Ending.is)
+  const read = Stages.start<PipelineRequest, Arrival, DeliveryOutcome>(DeliveryOutcome.is)
     .then(checkRequest)
     .then(readBody);
   const parsed = read.then(findSecrets).then(verify).then(parse);
@@ -154,7 +154,7 @@ function cutHandler(cut: PipelineCut): WebHandler {
     };
     const given = await run.run(input, arrival);
     // A cut before dispatch that gave a value went as far as the cut.
-    const outcome = Ending.is(given) ? given.outcome : 'processed';
+    const outcome = DeliveryOutcome.is(given) ? given.outcome : 'processed';
     const status = outcome === 'processed' ? 200 : 500;
     return new Response(JSON.stringify({ ok: status === 200, outcome }), {
       status,

@@ -6,9 +6,8 @@
  * @module
  */
 
-export { answer } from './receiving/answer.js';
+export { answer, DeliveryOutcome } from './receiving/delivery-outcome.js';
 export { DeadlineQueue } from './utils/deadlines.js';
-export { Ending } from './receiving/ending.js';
 export {
   DeliveryPipeline,
   isWithinAgeWindow,

@@ -11,7 +11,7 @@ import {
   runHandlers,
   type AnyHandler,
   type HandlerContext,
-  type HandlersSettled,
+  type HandlersResult,
   type HandlersTimedOut,
 } from '../src/receiving/run-handlers.js';
 
@@ -225,7 +225,7 @@ describe('runHandlers, handlerTimeoutMs', () => {
     expect((signal.reason as Error).message).toBe('handler timeout');
     expect(queue.size).toBe(0);
 
-    let later: HandlersSettled | undefined;
+    let later: HandlersResult | undefined;
     void first.stillRunning.then((settled) => (later = settled));
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect(later).toBeUndefined();

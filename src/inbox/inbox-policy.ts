@@ -80,7 +80,7 @@ export function checkConcurrency(factory: string, concurrency: number): void {
  * What a job does after one run: done with its outcome, or failed with a reason and the wait
  * before its next run (`undefined`: a dead letter now).
  */
-export type RunVerdict =
+export type AfterRun =
   | { readonly done: true; readonly outcome: Outcome }
   | { readonly done: false; readonly reason: string; readonly retryInMs: number | undefined };
 
@@ -89,11 +89,7 @@ export type RunVerdict =
  * a retry cannot mend (an invalid payload), or the job's last run, is a dead letter now; any
  * other failure waits as the retry policy says. The reason is `outcome: message`.
  */
-export function verdictOf(
-  result: StoredRunResult,
-  policy: RetryPolicy,
-  attempt: number,
-): RunVerdict {
+export function verdictOf(result: StoredRunResult, policy: RetryPolicy, attempt: number): AfterRun {
   if (result.ok) return { done: true, outcome: result.outcome };
   const retryInMs = result.retry ? nextRetry(policy, attempt) : undefined;
   return { done: false, reason: result.reason ?? result.outcome, retryInMs };

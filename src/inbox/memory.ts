@@ -19,7 +19,7 @@ import {
   inboxPolicy,
   secondWatchdog,
   type InboxPolicy,
-  type RunVerdict,
+  type AfterRun,
   verdictOf,
 } from './inbox-policy.js';
 import type { StoredDelivery } from './types.js';
@@ -262,7 +262,7 @@ class MemoryQueue implements MemoryInbox {
   }
 
   /** A run's verdict applied: completed, a dead letter, or waiting for its retry. */
-  #settle(job: Job, verdict: RunVerdict): void {
+  #settle(job: Job, verdict: AfterRun): void {
     if (verdict.done) {
       job.state = 'completed';
       job.completedAt = Date.now();

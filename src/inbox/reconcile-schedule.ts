@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { RunResult } from '../utils/run-result.js';
 import { ConfigError } from '../errors.js';
 import { messageOf } from '../utils/message-of.js';
 import type {
@@ -19,7 +20,7 @@ import {
   ScheduleTicker,
   taskQueueName,
   type ScheduledTask,
-  type TaskOutcome,
+  type TaskRunResult,
 } from './scheduled-task.js';
 
 export { durationMs, untilNextTick } from './scheduled-task.js';
@@ -107,9 +108,7 @@ export function checkReconcileOptions(
 }
 
 /** How one run ended: its report, or what it threw. */
-export type ReconcileOutcome =
-  | { readonly ok: true; readonly report: ReconcileReport }
-  | { readonly ok: false; readonly error: unknown };
+export type ReconcileRunResult = RunResult<{ report: ReconcileReport }>;
 
 /**
  * One run of the reconciler over the schedule's window: the report handed to `onReport`, a
@@ -120,7 +119,7 @@ export async function runReconcile(
   schedule: ReconcileSchedule,
   signal: AbortSignal,
   log: { logger: Logger | undefined; queue: string },
-): Promise<ReconcileOutcome> {
+): Promise<ReconcileRunResult> {
   let report: ReconcileReport;
   try {
     report = await reconciler.run({
@@ -210,7 +209,7 @@ export function reconcileTask(
   return {
     kind: 'reconcile',
     everyMs: schedule.everyMs,
-    run: async (signal): Promise<TaskOutcome> => {
+    run: async (signal): Promise<TaskRunResult> => {
       const outcome = await runReconcile(reconciler, schedule, signal, log);
       return outcome.ok ? { ok: true, summary: reportSummary(outcome.report) } : outcome;
     },

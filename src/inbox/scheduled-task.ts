@@ -7,22 +7,21 @@
  * @module
  */
 
+import type { RunResult } from '../utils/run-result.js';
 import { durationOf } from '../utils/duration.js';
 
 /** The tasks an inbox runs on a schedule, each on a queue of its own. */
 export type TaskKind = 'reconcile' | 'watch';
 
 /** How one run ended: what its job keeps (counts, never a secret), or what it threw. */
-export type TaskOutcome =
-  | { readonly ok: true; readonly summary: Record<string, unknown> }
-  | { readonly ok: false; readonly error: unknown };
+export type TaskRunResult = RunResult<{ summary: Record<string, unknown> }>;
 
 /** A task on a schedule: one run every `everyMs`, which never rejects. */
 export interface ScheduledTask {
   readonly kind: TaskKind;
   readonly everyMs: number;
   /** One run, stopped when `signal` aborts (the worker closed, or the run took too long). */
-  run(signal: AbortSignal): Promise<TaskOutcome>;
+  run(signal: AbortSignal): Promise<TaskRunResult>;
 }
 
 /** The longest `every`: what a timer can wait (2^31 - 1 ms, about 24.8 days), in whole days. */

@@ -10,7 +10,7 @@ import { messageOf } from '../utils/message-of.js';
 import type { Logger } from '../receiving/receiver.js';
 import type { Watchdog } from '../watchdog/create-watchdog.js';
 import type { Health } from '../watchdog/health.js';
-import { everyMsOf, type ScheduledTask, type TaskOutcome } from './scheduled-task.js';
+import { everyMsOf, type ScheduledTask, type TaskRunResult } from './scheduled-task.js';
 
 /** What an inbox watches: any object with the watchdog's `check` (`createWatchdog(…)`). */
 export type WatchedWatchdog = Pick<Watchdog, 'check'>;
@@ -112,7 +112,7 @@ export function watchTask(
   return {
     kind: 'watch',
     everyMs: schedule.everyMs,
-    run: async (signal): Promise<TaskOutcome> => {
+    run: async (signal): Promise<TaskRunResult> => {
       let health: Health;
       try {
         health = await watchdog.check();

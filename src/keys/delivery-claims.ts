@@ -6,7 +6,7 @@
  * @module
  */
 
-import { Ending } from '../receiving/ending.js';
+import { DeliveryOutcome } from '../receiving/delivery-outcome.js';
 import { RECORDED_BY_WEBHOOK, RECOVERED_BY_RUN, recordOf } from './entity-records.js';
 import {
   IdempotencyConflictError,
@@ -87,7 +87,7 @@ export class DeliveryClaims {
     delivery: T,
     tenant: string | undefined,
     wants: ClaimWants,
-  ): Promise<Claimed<T> | Ending> {
+  ): Promise<Claimed<T> | DeliveryOutcome> {
     const request = this.#requestOf(delivery, tenant, wants);
     return this.#claimed(request).then(
       (claim) => this.#answer(delivery, request, claim, 0),
@@ -109,12 +109,12 @@ export class DeliveryClaims {
   }
 
   /** {@link complete}, then end with `ending`. */
-  completeThen(claimed: Claimed<Parsed>, ending: Ending): Promise<Ending> {
+  completeThen(claimed: Claimed<Parsed>, ending: DeliveryOutcome): Promise<DeliveryOutcome> {
     return this.#settleReported(claimed, 'complete', 'record completion', ending);
   }
 
   /** {@link release}, then end with `ending`. */
-  releaseThen(claimed: Claimed<Parsed>, ending: Ending): Promise<Ending> {
+  releaseThen(claimed: Claimed<Parsed>, ending: DeliveryOutcome): Promise<DeliveryOutcome> {
     return this.#settleReported(claimed, 'release', 'release the key', ending);
   }
 
@@ -123,10 +123,10 @@ export class DeliveryClaims {
    * unlike {@link complete} a failure is not acknowledged but answered 503 for a retry (the
    * handlers' writes are gone with it).
    */
-  commitThen(claimed: Claimed<Parsed>, ending: Ending): Promise<Ending> {
-    const failed = (cause: unknown): Ending => {
+  commitThen(claimed: Claimed<Parsed>, ending: DeliveryOutcome): Promise<DeliveryOutcome> {
+    const failed = (cause: unknown): DeliveryOutcome => {
       const error = this.storeFailed("commit the handlers' transaction", cause);
-      return Ending.failed('store_unavailable', claimed.delivery.envelope, error);
+      return DeliveryOutcome.failed('store_unavailable', claimed.delivery.envelope, error);
     };
     return this.#settled(claimed.claim, 'complete').then(() => ending, failed);
   }
@@ -162,13 +162,13 @@ export class DeliveryClaims {
     request: ClaimRequest,
     claim: Claim,
     tries: number,
-  ): Claimed<T> | Ending | Promise<Claimed<T> | Ending> {
+  ): Claimed<T> | DeliveryOutcome | Promise<Claimed<T> | DeliveryOutcome> {
     if (claim.state === 'claimed') return this.#held({ delivery, claim });
     if (claim.state === 'done') return this.#done(delivery, claim.fingerprint);
     // Another delivery holds the entity's record (two events of one access at once): a few more
     // tries before the platform's retry, 11 minutes later.
     const delayMs = claim.held === 'record' ? RECLAIM_DELAYS_MS[tries] : undefined;
-    if (delayMs === undefined) return Ending.quiet('in_flight', delivery.envelope);
+    if (delayMs === undefined) return DeliveryOutcome.quiet('in_flight', delivery.envelope);
     return new Promise((resolve) => setTimeout(resolve, delayMs))
       .then(() => this.#claimed(request))
       .then(
@@ -182,14 +182,14 @@ export class DeliveryClaims {
    * (`superseded`) or a reconcile run already recovered it (`duplicate`): then the key is
    * completed and no handler runs.
    */
-  #held<T extends Parsed>(claimed: Claimed<T>): Claimed<T> | Promise<Ending> {
+  #held<T extends Parsed>(claimed: Claimed<T>): Claimed<T> | Promise<DeliveryOutcome> {
     const { claim, delivery } = claimed;
     if (claim.superseded) {
-      return this.completeThen(claimed, Ending.quiet('superseded', delivery.envelope));
+      return this.completeThen(claimed, DeliveryOutcome.quiet('superseded', delivery.envelope));
     }
     for (const record of claim.records) {
       if (record.state === 'done' && record.fingerprint === RECOVERED_BY_RUN) {
-        return this.completeThen(claimed, Ending.quiet('duplicate', delivery.envelope));
+        return this.completeThen(claimed, DeliveryOutcome.quiet('duplicate', delivery.envelope));
       }
     }
     return claimed;
@@ -199,25 +199,29 @@ export class DeliveryClaims {
    * A key already done: `duplicate` with the same body (under any of the delivery's secrets: the
    * list may have been reordered since, as in a rotation), `conflict` with another.
    */
-  async #done(delivery: Parsed, remembered: string | undefined): Promise<Ending> {
+  async #done(delivery: Parsed, remembered: string | undefined): Promise<DeliveryOutcome> {
     const { envelope, fingerprint } = delivery;
     if (remembered === undefined || remembered === fingerprint) {
-      return Ending.quiet('duplicate', envelope);
+      return DeliveryOutcome.quiet('duplicate', envelope);
     }
     const others = await delivery.verifier.otherFingerprints(delivery.body);
     return others.includes(remembered)
-      ? Ending.quiet('duplicate', envelope)
-      : Ending.failed('conflict', envelope, new IdempotencyConflictError(envelope.idempotencyKey));
+      ? DeliveryOutcome.quiet('duplicate', envelope)
+      : DeliveryOutcome.failed(
+          'conflict',
+          envelope,
+          new IdempotencyConflictError(envelope.idempotencyKey),
+        );
   }
 
   /** 503 `store_unavailable` for a claim the store failed. */
-  #claimFailed(delivery: Parsed, cause: unknown): Ending {
+  #claimFailed(delivery: Parsed, cause: unknown): DeliveryOutcome {
     const error = this.storeFailed('claim the key', cause);
-    return Ending.failed('store_unavailable', delivery.envelope, error);
+    return DeliveryOutcome.failed('store_unavailable', delivery.envelope, error);
   }
 
   /** Settle the claim, then give `ending`; a failure is reported, not thrown. */
-  #settleReported<E extends Ending | undefined>(
+  #settleReported<E extends DeliveryOutcome | undefined>(
     { claim }: Claimed<Parsed>,
     how: Settlement,
     what: string,

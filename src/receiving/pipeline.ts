@@ -7,7 +7,7 @@
  *
  * Each step takes what the step before it gave and gives what the next one takes (the request,
  * then the raw body, then {@link Keyed}, {@link Verified}, {@link Parsed}, {@link Validated}, {@link Claimed}),
- * or the {@link Ending} of the delivery. A step that can wait (for a reader, a lookup, Web Crypto,
+ * or the {@link DeliveryOutcome} of the delivery. A step that can wait (for a reader, a lookup, Web Crypto,
  * the store, the handlers, the inbox) is `async`; the others are plain functions. `Stages`
  * (run-steps.ts) awaits each in turn.
  * @module
@@ -17,7 +17,7 @@ import { declaredLength } from './body.js';
 import { deliveryKeyOf, isTenantName, MAX_TENANT_LENGTH, runKeyOf } from '../keys/delivery-key.js';
 import { DeadlineQueue } from '../utils/deadlines.js';
 import { RECEIVER_DEFAULTS } from '../defaults.js';
-import { Ending } from './ending.js';
+import { DeliveryOutcome } from './delivery-outcome.js';
 import { parseEnvelope } from '../platform/envelope.js';
 import {
   ConfigError,
@@ -44,7 +44,7 @@ import {
 import { validateEventData } from '../platform/events/validate.js';
 import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery } from '../inbox/types.js';
-import { runHandlers, type AnyHandler, isTimedOut, type HandlersSettled } from './run-handlers.js';
+import { runHandlers, type AnyHandler, isTimedOut, type HandlersResult } from './run-handlers.js';
 import { Stages } from './run-steps.js';
 import { DeliveryClaims, type Claimed } from '../keys/delivery-claims.js';
 import type { SecretSource } from './secret-source.js';
@@ -114,8 +114,8 @@ export interface Validated extends Parsed {
 
 export type { Claimed } from '../keys/delivery-claims.js';
 
-/** A run of steps over one delivery, from `In` to its {@link Ending}. */
-export type DeliveryRun<In> = Stages<In, never, Ending, Arrival>;
+/** A run of steps over one delivery, from `In` to its {@link DeliveryOutcome}. */
+export type DeliveryRun<In> = Stages<In, never, DeliveryOutcome, Arrival>;
 
 /** What the steps share: the receiver's options, prepared. */
 export interface PipelineConfig {
@@ -170,7 +170,7 @@ export class DeliveryPipeline {
     this.#claims = new DeliveryClaims(config);
     this.#recordsEntities = config.recordTtlMs !== undefined;
     const { checkRequest, readBody, findSecrets, verify, parse, checkAge, validate } = this;
-    const checked = Stages.start<PipelineRequest, Arrival, Ending>(Ending.is)
+    const checked = Stages.start<PipelineRequest, Arrival, DeliveryOutcome>(DeliveryOutcome.is)
       .then(checkRequest)
       .then(readBody)
       .then(findSecrets)
@@ -179,7 +179,7 @@ export class DeliveryPipeline {
       .then(checkAge);
     this.dispatchNow = checked.then(validate).then(this.claim).then(this.dispatch);
     this.handToInbox = checked.then(this.claimToStore).then(this.handOff);
-    this.runStored = Stages.start<RawBody, Arrival, Ending>(Ending.is)
+    this.runStored = Stages.start<RawBody, Arrival, DeliveryOutcome>(DeliveryOutcome.is)
       .then(findSecrets)
       .then(verify)
       .then(parse)
@@ -190,7 +190,7 @@ export class DeliveryPipeline {
   }
 
   /** Step 1, request: 405 for a method other than POST, 415 for a type other than JSON. */
-  checkRequest = (request: PipelineRequest): PipelineRequest | Ending => {
+  checkRequest = (request: PipelineRequest): PipelineRequest | DeliveryOutcome => {
     const { method, headers } = request;
     if (method !== undefined && method !== 'POST' && method.toUpperCase() !== 'POST') {
       return rejected(
@@ -210,7 +210,11 @@ export class DeliveryPipeline {
    * beyond it, 500 `body_unavailable` when a body parser took them, 400 when the client broke
    * the stream mid-body.
    */
-  readBody = async ({ headers, body, rawBodyFix }: PipelineRequest): Promise<RawBody | Ending> => {
+  readBody = async ({
+    headers,
+    body,
+    rawBodyFix,
+  }: PipelineRequest): Promise<RawBody | DeliveryOutcome> => {
     const { maxBodyBytes } = this.#config;
     if (typeof body !== 'function') return this.#usableBody(body, rawBodyFix);
     // A body announced as too large is refused before any of it is read.
@@ -226,9 +230,10 @@ export class DeliveryPipeline {
   };
 
   /** What an adapter gave or its reader read: the raw bytes, or why they cannot be used. */
-  #usableBody(input: unknown, rawBodyFix: string | undefined): RawBody | Ending {
+  #usableBody(input: unknown, rawBodyFix: string | undefined): RawBody | DeliveryOutcome {
     const body = rawBodyOf(input);
-    if (body === undefined) return Ending.beforeEvent('body_unavailable', bodyTaken(rawBodyFix));
+    if (body === undefined)
+      return DeliveryOutcome.beforeEvent('body_unavailable', bodyTaken(rawBodyFix));
     const { maxBodyBytes } = this.#config;
     return byteLength(body, maxBodyBytes) > maxBodyBytes ? tooLarge(maxBodyBytes) : body;
   }
@@ -241,30 +246,30 @@ export class DeliveryPipeline {
   findSecrets = async (
     body: RawBody,
     { tenant, tenantUnread }: Arrival,
-  ): Promise<Keyed | Ending> => {
+  ): Promise<Keyed | DeliveryOutcome> => {
     if (tenantUnread !== undefined) {
       const { cause } = tenantUnread;
       const why = withCauses(
         "the request's tenant could not be read (the `tenant` option threw)",
         cause,
       );
-      return Ending.beforeEvent(
+      return DeliveryOutcome.beforeEvent(
         'unknown_tenant',
         new UnknownTenantError(undefined, why, { cause }),
       );
     }
     if (tenant !== undefined && !isTenantName(tenant)) {
       const why = `is not a tenant name (empty, over ${MAX_TENANT_LENGTH} characters, or with U+0000 or a lone surrogate)`;
-      return Ending.beforeEvent('unknown_tenant', new UnknownTenantError(tenant, why));
+      return DeliveryOutcome.beforeEvent('unknown_tenant', new UnknownTenantError(tenant, why));
     }
     let verifier: Verifier | undefined;
     try {
       verifier = await this.#config.secretSource.verifierOf(tenant);
     } catch (cause) {
-      return Ending.beforeEvent('secret_unavailable', secretUnavailable(cause, tenant));
+      return DeliveryOutcome.beforeEvent('secret_unavailable', secretUnavailable(cause, tenant));
     }
     if (verifier === undefined) {
-      return Ending.beforeEvent('unknown_tenant', new UnknownTenantError(tenant));
+      return DeliveryOutcome.beforeEvent('unknown_tenant', new UnknownTenantError(tenant));
     }
     return { body, verifier };
   };
@@ -273,7 +278,7 @@ export class DeliveryPipeline {
   verify = async (
     { body, verifier }: Keyed,
     { signature }: Arrival,
-  ): Promise<Verified | Ending> => {
+  ): Promise<Verified | DeliveryOutcome> => {
     const fingerprint = await verifier.verify(body, signature);
     return fingerprint === undefined
       ? signatureRefused(signature)
@@ -281,10 +286,13 @@ export class DeliveryPipeline {
   };
 
   /** Step 5, parse: 400 unless the body is JSON with a valid envelope. */
-  parse = ({ body, verifier, fingerprint }: Verified, { tenant }: Arrival): Parsed | Ending => {
+  parse = (
+    { body, verifier, fingerprint }: Verified,
+    { tenant }: Arrival,
+  ): Parsed | DeliveryOutcome => {
     const parsed = parseEnvelope(body);
     if (!parsed.ok) {
-      return Ending.beforeEvent('malformed', new MalformedEnvelopeError(parsed.reason));
+      return DeliveryOutcome.beforeEvent('malformed', new MalformedEnvelopeError(parsed.reason));
     }
     const { envelope, text, timestampMs } = parsed;
     const key = deliveryKeyOf(envelope.idempotencyKey, tenant);
@@ -292,17 +300,17 @@ export class DeliveryPipeline {
   };
 
   /** Step 6, age: 422 `stale` for a timestamp older than maxEventAgeMs or too far ahead. */
-  checkAge = (parsed: Parsed): Parsed | Ending => {
+  checkAge = (parsed: Parsed): Parsed | DeliveryOutcome => {
     const { envelope, timestampMs } = parsed;
     if (isWithinAgeWindow(this.#config.now() - timestampMs, this.#config.maxEventAgeMs)) {
       return parsed;
     }
     const why = `${envelope.event} timestamp ${envelope.timestamp} is outside the accepted window`;
-    return Ending.failed('stale', envelope, new StaleEventError(why, envelope.timestamp));
+    return DeliveryOutcome.failed('stale', envelope, new StaleEventError(why, envelope.timestamp));
   };
 
   /** Step 7, validate: 422 for a fixed-contract event whose `data` fails its schema. */
-  validate = (parsed: Parsed): Validated | Ending => {
+  validate = (parsed: Parsed): Validated | DeliveryOutcome => {
     const { envelope } = parsed;
     if (!isFixedContractEvent(envelope.event)) {
       return validatedOf(parsed, envelope, parsed.key);
@@ -311,7 +319,7 @@ export class DeliveryPipeline {
     const validation = validateEventData(envelope.event, envelope.data, schema);
     if (!validation.ok) {
       const error = new PayloadValidationError(envelope.event, validation.issues);
-      return Ending.failed('invalid_payload', envelope, error);
+      return DeliveryOutcome.failed('invalid_payload', envelope, error);
     }
     // The schema may give back other data (a replaced schema's defaults or transforms).
     const checked =
@@ -326,15 +334,24 @@ export class DeliveryPipeline {
    * recovered by a reconcile run), 409 `conflict` (done with another body), 409 `in_flight`, 200
    * `superseded` (an older state than the newest applied), 503 when the store fails.
    */
-  claim = (delivery: Validated, { tenant }: Arrival): Promise<Claimed<Validated> | Ending> =>
+  claim = (
+    delivery: Validated,
+    { tenant }: Arrival,
+  ): Promise<Claimed<Validated> | DeliveryOutcome> =>
     this.#claims.take(delivery, tenant, { records: this.#recordsEntities, event: delivery.event });
 
   /** Step 8 before an inbox: the key and the entity's record (its version is a worker run's). */
-  claimToStore = (delivery: Parsed, { tenant }: Arrival): Promise<Claimed<Parsed> | Ending> =>
+  claimToStore = (
+    delivery: Parsed,
+    { tenant }: Arrival,
+  ): Promise<Claimed<Parsed> | DeliveryOutcome> =>
     this.#claims.take(delivery, tenant, { records: this.#recordsEntities, event: undefined });
 
   /** Step 8 of a stored run: its run's key and its entity's version (its record was taken when it was stored). */
-  claimRun = (delivery: Validated, { tenant }: Arrival): Promise<Claimed<Validated> | Ending> =>
+  claimRun = (
+    delivery: Validated,
+    { tenant }: Arrival,
+  ): Promise<Claimed<Validated> | DeliveryOutcome> =>
     this.#claims.take(delivery, tenant, { records: false, event: delivery.event });
 
   /**
@@ -344,11 +361,11 @@ export class DeliveryPipeline {
    * With a claim's transaction, the handlers write through it (`ctx.transaction`): completing
    * commits it, so a completion that fails is 503 `store_unavailable`, and a timeout abandons it.
    */
-  dispatch = async (claimed: Claimed<Validated>, arrival: Arrival): Promise<Ending> => {
+  dispatch = async (claimed: Claimed<Validated>, arrival: Arrival): Promise<DeliveryOutcome> => {
     const { event } = claimed.delivery;
     const handlers = this.#config.handlersOf(event.event);
     if (handlers.length === 0) {
-      return this.#claims.completeThen(claimed, Ending.quiet('ignored', event));
+      return this.#claims.completeThen(claimed, DeliveryOutcome.quiet('ignored', event));
     }
     const { observation } = arrival;
     const startedAt = observation ? performance.now() : 0;
@@ -362,7 +379,7 @@ export class DeliveryPipeline {
         claimed.claim.transaction?.client,
       );
     const outcome = await (observation ? observation.runHandlers(run) : run());
-    const observed = (settled: HandlersSettled, timedOut: boolean): HandlersSettled => {
+    const observed = (settled: HandlersResult, timedOut: boolean): HandlersResult => {
       observation?.handlersEnded({
         result: settled.ok ? 'succeeded' : 'failed',
         timedOut,
@@ -376,10 +393,10 @@ export class DeliveryPipeline {
   };
 
   /** The handlers ended in time: the claim completed (committed) on success, released on failure. */
-  #handlersEnded(claimed: Claimed<Validated>, settled: HandlersSettled): Promise<Ending> {
+  #handlersEnded(claimed: Claimed<Validated>, settled: HandlersResult): Promise<DeliveryOutcome> {
     const { event } = claimed.delivery;
     if (settled.ok) {
-      const processed = Ending.quiet('processed', event);
+      const processed = DeliveryOutcome.quiet('processed', event);
       return claimed.claim.transaction
         ? this.#claims.commitThen(claimed, processed)
         : this.#claims.completeThen(claimed, processed);
@@ -390,11 +407,15 @@ export class DeliveryPipeline {
       settled.error,
       claimed.delivery.verifier.secrets,
     );
-    return this.#claims.releaseThen(claimed, Ending.failed('handler_failed', event, error));
+    const failed = DeliveryOutcome.failed('handler_failed', event, error);
+    return this.#claims.releaseThen(claimed, failed);
   }
 
   /** The handlers are still running at handlerTimeoutMs: 503 now; their end completes or releases the claim. */
-  #handlersTimedOut(claimed: Claimed<Validated>, stillRunning: Promise<HandlersSettled>): Ending {
+  #handlersTimedOut(
+    claimed: Claimed<Validated>,
+    stillRunning: Promise<HandlersResult>,
+  ): DeliveryOutcome {
     const { delivery, claim } = claimed;
     const { event } = delivery;
     // Their transaction ends now, rolled back: nothing they write from here on commits.
@@ -402,13 +423,13 @@ export class DeliveryPipeline {
     void this.#settleLate(claimed, stillRunning);
     const { handlerTimeoutMs } = this.#config;
     const error = new HandlerTimeoutError(event.event, event.idempotencyKey, handlerTimeoutMs);
-    return Ending.failed('timeout', event, error);
+    return DeliveryOutcome.failed('timeout', event, error);
   }
 
   /** Handlers that outlasted handlerTimeoutMs have ended: complete the claim, or report and release it. */
   async #settleLate(
     claimed: Claimed<Validated>,
-    stillRunning: Promise<HandlersSettled>,
+    stillRunning: Promise<HandlersResult>,
   ): Promise<void> {
     const settled = await stillRunning;
     if (settled.ok) return this.#claims.complete(claimed);
@@ -427,7 +448,7 @@ export class DeliveryPipeline {
   handOff = async (
     claimed: Claimed<Parsed>,
     { signature, observation, tenant }: Arrival,
-  ): Promise<Ending> => {
+  ): Promise<DeliveryOutcome> => {
     const { envelope, text } = claimed.delivery;
     const stored: StoredDelivery = {
       body: text,
@@ -445,9 +466,12 @@ export class DeliveryPipeline {
     } catch (cause) {
       const why = withCauses('the inbox failed to store the delivery', cause, this.#config.secrets);
       const error = new InboxUnavailableError(why, { cause });
-      return this.#claims.releaseThen(claimed, Ending.failed('inbox_unavailable', envelope, error));
+      return this.#claims.releaseThen(
+        claimed,
+        DeliveryOutcome.failed('inbox_unavailable', envelope, error),
+      );
     }
-    return this.#claims.completeThen(claimed, Ending.quiet('queued', envelope));
+    return this.#claims.completeThen(claimed, DeliveryOutcome.quiet('queued', envelope));
   };
 }
 
@@ -486,13 +510,13 @@ function validatedOf(parsed: Parsed, event: unknown, key: string): Validated {
 }
 
 /** The client went away or broke the stream mid-body. */
-function unreadable(cause: unknown): Ending {
+function unreadable(cause: unknown): DeliveryOutcome {
   // A reader that knows what is wrong with the bytes says so (Lambda: a body flagged base64 that is not).
   const error =
     cause instanceof MalformedEnvelopeError
       ? cause
       : new MalformedEnvelopeError('the request body could not be read', { cause });
-  return Ending.beforeEvent('malformed', error);
+  return DeliveryOutcome.beforeEvent('malformed', error);
 }
 
 /** The adapter gave something that is not the raw bytes: a body parser took them first. */
@@ -519,15 +543,18 @@ function secretUnavailable(cause: unknown, tenant: string | undefined): Schoolho
 }
 
 /** The answer of the verify step to a signature that failed, saying why (off the hot path). */
-function signatureRefused(signature: string | undefined): Ending {
-  return Ending.beforeEvent('invalid_signature', new SignatureError(signatureFailureOf(signature)));
+function signatureRefused(signature: string | undefined): DeliveryOutcome {
+  return DeliveryOutcome.beforeEvent(
+    'invalid_signature',
+    new SignatureError(signatureFailureOf(signature)),
+  );
 }
 
-function rejected(outcome: RequestRejectedError['outcome'], message: string): Ending {
-  return Ending.beforeEvent(outcome, new RequestRejectedError(outcome, message));
+function rejected(outcome: RequestRejectedError['outcome'], message: string): DeliveryOutcome {
+  return DeliveryOutcome.beforeEvent(outcome, new RequestRejectedError(outcome, message));
 }
 
-function tooLarge(maxBodyBytes: number): Ending {
+function tooLarge(maxBodyBytes: number): DeliveryOutcome {
   return rejected('too_large', `body exceeds maxBodyBytes (${maxBodyBytes})`);
 }
 

@@ -2,14 +2,13 @@
  * The receiver's public API: `createReceiver`, and `on`, `onAny`, `onError`, `handle` and
  * `processStored` on what it returns (docs/receiving.md; with an inbox, docs/inbox.md). Its parts, each in its module: the settings (receiver-settings.ts), the
  * handler registry (handler-registry.ts), the steps of a delivery (pipeline.ts), how failures
- * are told and logged (reporting.ts) and what an ending is answered with (answer.ts).
+ * are told and logged (reporting.ts) and what an outcome is answered with (delivery-outcome.ts).
  * @module
  */
 
-import { answer, runResultOf, type WebhookResult } from './answer.js';
+import { answer, DeliveryOutcome, runResultOf, type WebhookResult } from './delivery-outcome.js';
 import { fromBase64 } from '../utils/base64.js';
 import type { BodyReader } from './body.js';
-import { Ending } from './ending.js';
 import { StoreUnavailableError, withCauses } from '../errors.js';
 import type { EntityEventName } from '../platform/entity-of.js';
 import type { KnownEventName, WebhookEvent } from '../platform/events/index.js';
@@ -26,7 +25,7 @@ import { ANSWER_NOTES, AnswerNotes, type WatchCall } from '../watchdog/answer-no
 import { isSuccessStatus } from '../platform/platform-contract.js';
 import type { DeliveryObservation, TelemetryStart } from '../telemetry/telemetry.js';
 
-export type { WebhookResponseBody, WebhookResult } from './answer.js';
+export type { WebhookResponseBody, WebhookResult } from './delivery-outcome.js';
 export type { Logger, ReceiverOptions } from './receiver-settings.js';
 export type { ErrorHandler } from './reporting.js';
 export type { HandlerOptions } from './handler-registry.js';
@@ -193,12 +192,15 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     const startedAt = observation ? performance.now() : 0;
     const signature = getHeader(request.headers, 'signature');
     const arrival = arrivalOf(signature, request.tenant, observation);
-    let ending: Ending;
+    let ending: DeliveryOutcome;
     try {
       ending = await httpRun.run(request, arrival);
     } catch (cause) {
       // Only a faulty store, inbox or logger can get here; the delivery is retried later.
-      ending = Ending.beforeEvent('store_unavailable', unexpected('receiver', cause, secrets));
+      ending = DeliveryOutcome.beforeEvent(
+        'store_unavailable',
+        unexpected('receiver', cause, secrets),
+      );
     }
     reporting.finish(ending, arrival, startedAt, 'delivery');
     const answered = answer(ending.outcome, ending.idempotencyKey);
@@ -251,11 +253,15 @@ function storedRunner(
     const { signature, tenant } = stored;
     const arrival: Arrival = { signature, attempt, tenant, tenantUnread: undefined, observation };
     const body = stored.encoding === 'base64' ? fromBase64(stored.body) : stored.body;
-    let ending: Ending;
+    let ending: DeliveryOutcome;
     try {
       ending = await pipeline.runStored.run(body, arrival);
     } catch (cause) {
-      ending = Ending.failed('store_unavailable', stored, unexpected('worker', cause, secrets));
+      ending = DeliveryOutcome.failed(
+        'store_unavailable',
+        stored,
+        unexpected('worker', cause, secrets),
+      );
     }
     reporting.finish(ending, arrival, startedAt, 'job');
     return runResultOf(ending, secrets);
@@ -304,7 +310,7 @@ function noteAnswer(
   notes: AnswerNotes,
   at: number,
   arrival: Arrival,
-  ending: Ending,
+  ending: DeliveryOutcome,
   status: number,
 ): void {
   if (ending.outcome === 'unknown_tenant') return;

@@ -13,7 +13,7 @@
  */
 
 import { causeMessageOf, SignatureError, type SchoolhooksError } from '../errors.js';
-import type { Ending } from './ending.js';
+import type { DeliveryOutcome } from './delivery-outcome.js';
 import { OUTCOMES } from './outcome.js';
 import type { ReceiverSettings } from './receiver-settings.js';
 import type { Arrival } from './pipeline.js';
@@ -63,7 +63,7 @@ export class Reporting {
 
   /** Tell, log and observe how an HTTP delivery or an inbox run (a `job`) ended. */
   finish(
-    ending: Ending,
+    ending: DeliveryOutcome,
     { observation, attempt: runAttempt, tenant }: Arrival,
     startedAt: number,
     kind: 'delivery' | 'job',
@@ -91,7 +91,7 @@ export class Reporting {
 
   /** The ending's failure to `onError`, and its line to the log (see the module's rule). */
   #tellAndLog(
-    { outcome, error, event, idempotencyKey }: Ending,
+    { outcome, error, event, idempotencyKey }: DeliveryOutcome,
     attempt: number | undefined,
     tenant: string | undefined,
   ): void {

@@ -3,6 +3,7 @@
  * @module
  */
 
+import type { RunResult } from '../utils/run-result.js';
 import { Deadline, type DeadlineQueue } from '../utils/deadlines.js';
 import { LazySignal } from '../utils/lazy-signal.js';
 import type { WebhookEvent } from '../platform/events/index.js';
@@ -46,23 +47,23 @@ export interface HandlerContext {
 export type AnyHandler = (event: WebhookEvent<string>, context: HandlerContext) => unknown;
 
 /** How the handlers of a delivery ended: all succeeded, or the failure (an AggregateError for several). */
-export type HandlersSettled = { ok: true } | { ok: false; error: unknown };
+export type HandlersResult = RunResult;
 
 /** Handlers still running when handlerTimeoutMs elapsed, and the promise of how they end. */
 export interface HandlersTimedOut {
   readonly timedOut: true;
-  readonly stillRunning: Promise<HandlersSettled>;
+  readonly stillRunning: Promise<HandlersResult>;
 }
 
 /** How a run of handlers came out against handlerTimeoutMs: settled in time, or timed out. */
-export type HandlersOutcome = HandlersSettled | HandlersTimedOut;
+export type HandlersEnded = HandlersResult | HandlersTimedOut;
 
 /** True when the handlers were still running at handlerTimeoutMs. */
-export function isTimedOut(outcome: HandlersOutcome): outcome is HandlersTimedOut {
+export function isTimedOut(outcome: HandlersEnded): outcome is HandlersTimedOut {
   return 'timedOut' in outcome;
 }
 
-const SUCCEEDED: HandlersSettled = Object.freeze({ ok: true });
+const SUCCEEDED: HandlersResult = Object.freeze({ ok: true });
 
 /** The context of one delivery; its signal is aborted when handlerTimeoutMs elapses. */
 class DeliveryContext extends LazySignal implements HandlerContext {
@@ -92,7 +93,7 @@ export function runHandlers(
   attempt = 1,
   tenant?: string,
   transaction?: HandlerTransaction,
-): HandlersSettled | Promise<HandlersOutcome> {
+): HandlersResult | Promise<HandlersEnded> {
   const context = new DeliveryContext(event.idempotencyKey, attempt, tenant, transaction);
   // One entry per handler, in order: the promise it returned, or the error it threw.
   let outcomes: unknown[] | undefined;
@@ -142,10 +143,10 @@ export function runHandlers(
  */
 function raceDeadline<T>(
   running: Promise<T>,
-  ended: (value: T) => HandlersSettled,
+  ended: (value: T) => HandlersResult,
   context: DeliveryContext,
   deadlines: DeadlineQueue,
-): Promise<HandlersOutcome> {
+): Promise<HandlersEnded> {
   return new Promise((resolve) => {
     const deadline = new HandlersDeadline(context, () =>
       resolve({ timedOut: true, stillRunning: running.then(ended, failedWith) }),
@@ -165,15 +166,15 @@ function raceDeadline<T>(
 }
 
 /** How handlers that all ran to the end ended: every rejection is a failure. */
-function settledOf(results: PromiseSettledResult<unknown>[]): HandlersSettled {
+function settledOf(results: PromiseSettledResult<unknown>[]): HandlersResult {
   return failureOf(results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : [])));
 }
 
-function succeeded(): HandlersSettled {
+function succeeded(): HandlersResult {
   return SUCCEEDED;
 }
 
-function failedWith(error: unknown): HandlersSettled {
+function failedWith(error: unknown): HandlersResult {
   return failureOf([error]);
 }
 
@@ -212,7 +213,7 @@ function returnedPromise(value: unknown): value is PromiseLike<unknown> {
 }
 
 /** The outcome of handlers that failed with `errors` (none: success). */
-function failureOf(errors: readonly unknown[]): HandlersSettled {
+function failureOf(errors: readonly unknown[]): HandlersResult {
   if (errors.length === 0) return SUCCEEDED;
   return {
     ok: false,

@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { RunResult } from '../utils/run-result.js';
 import { RECOVERED_BY_RUN } from '../keys/entity-records.js';
 import type { ClaimRequest, HeldClaim, IdempotencyStore } from '../stores/types.js';
 import { RECONCILE_DEFAULTS } from '../defaults.js';
@@ -107,15 +108,12 @@ export async function recoverEntity<K extends ReconcileKind>(
   };
 }
 
-/** How a handler, or the recording of its recovery, ended. */
-type Settled = { readonly ok: true } | { readonly ok: false; readonly error: unknown };
-
 /**
  * Record a recovery whose handler succeeded, trying again while the store fails (a transaction's
  * commit is tried once: once it failed there is nothing left to commit). A recording that never
  * succeeds is left to the claim's lease.
  */
-async function recordRecovery(store: IdempotencyStore, claim: HeldClaim): Promise<Settled> {
+async function recordRecovery(store: IdempotencyStore, claim: HeldClaim): Promise<RunResult> {
   const retries = claim.transaction === undefined ? RECORD_RETRY_DELAYS_MS : [];
   for (let attempt = 0; ; attempt++) {
     try {
@@ -141,7 +139,7 @@ async function runHandler<K extends ReconcileKind>(
   handler: ReconcileHandler<K>,
   { store, tenant, handlerTimeoutMs, signal: runSignal }: RecoveryConfig,
   claim: HeldClaim,
-): Promise<Settled | 'timeout' | 'aborted'> {
+): Promise<RunResult | 'timeout' | 'aborted'> {
   // A controller and a timer of its own, not AbortSignal.timeout and AbortSignal.any: once the
   // handler ended, its signal must be left alone (work it left behind is not aborted later), and
   // neither can be stopped: a timeout signal has no clear (it aborts at `handlerTimeoutMs`, its
@@ -170,8 +168,8 @@ async function runHandler<K extends ReconcileKind>(
     stopped('timeout');
   }, handlerTimeoutMs);
   const settled = new Promise((resolve) => resolve(handler(item, ctx))).then(
-    (): Settled => ({ ok: true }),
-    (error: unknown): Settled => ({ ok: false, error }),
+    (): RunResult => ({ ok: true }),
+    (error: unknown): RunResult => ({ ok: false, error }),
   );
   const ended = await Promise.race([settled, stop]);
   clearTimeout(timer);

@@ -181,10 +181,13 @@ function numeral(value: number, what: string): string {
   return String(value);
 }
 
+/** What a row that has not expired is. */
+const LIVE = 'expires_at > clock_timestamp()';
+
 /** The statements on the tables `name`. */
 export function keyStatements(name: StoreTables): KeyStatements {
   const { entities } = name;
-  const live = 'expires_at > clock_timestamp()';
+  const live = LIVE;
   const keys = name.quoted;
   // A lock's key is a 64-bit hash of its table and its key, so two tables never share locks, and a
   // key never shares one with an entity (the entities' table has a name of its own). The table
@@ -226,37 +229,17 @@ export function keyStatements(name: StoreTables): KeyStatements {
           'expires_at = excluded.expires_at)',
       ];
       // NULL for a record not done: a fingerprint may be any text, '' too.
-      let recordsDoneOut = 'NULL::text[]';
-      if (records.length > 0) {
-        parts.push(
-          'records AS (' +
-            'SELECT r.key, r.n, d.fingerprint ' +
-            `FROM unnest(ARRAY[${records.map(escape).join(', ')}]::text[]) WITH ORDINALITY AS r(key, n) ` +
-            `LEFT JOIN ${keys} d ON d.key = r.key AND d.${live})`,
-          'write_records AS (' +
-            `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
-            `SELECT key, ${escape(recordsDone.fingerprint)}, ${expiresIn(numeral(recordsDone.ttlMs, 'ttlMs'))} ` +
-            `FROM records WHERE fingerprint IS NULL AND ${taken} <> 'none' AND ${keyDone} ` +
-            'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
-            'expires_at = excluded.expires_at)',
-        );
-        recordsDoneOut = '(SELECT array_agg(fingerprint ORDER BY n) FROM records)';
-      }
-      let superseded = 'false';
-      if (entity !== undefined) {
-        parts.push(
-          `newest AS (SELECT version_ms FROM ${entities.quoted} WHERE key = ${entityKey} AND ${live})`,
-          'write_version AS (' +
-            `INSERT INTO ${entities.quoted} AS t (key, version_ms, expires_at) ` +
-            `SELECT ${entityKey}, ${version}, ${expiresIn(numeral(entity.ttlMs, 'version ttlMs'))} ` +
-            `WHERE ${taken} = 'entity' AND ${keyDone} ` +
-            `AND NOT EXISTS (SELECT 1 FROM newest WHERE version_ms > ${version}) ` +
-            'ON CONFLICT (key) DO UPDATE SET version_ms = excluded.version_ms, ' +
-            'expires_at = excluded.expires_at ' +
-            'WHERE t.version_ms <= excluded.version_ms OR t.expires_at <= clock_timestamp())',
-        );
-        superseded = `coalesce((SELECT version_ms > ${version} FROM newest), false)`;
-      }
+      const recordsPart =
+        records.length === 0
+          ? undefined
+          : recordParts(keys, records, recordsDone, escape, taken, keyDone);
+      const entityPart =
+        entity === undefined
+          ? undefined
+          : entityParts(entities.quoted, entity, entityKey, version, taken, keyDone);
+      parts.push(...(recordsPart?.parts ?? []), ...(entityPart?.parts ?? []));
+      const recordsDoneOut = recordsPart?.out ?? 'NULL::text[]';
+      const superseded = entityPart?.out ?? 'false';
       const state =
         `WITH ${parts.join(', ')} ` +
         'SELECT (SELECT fingerprint FROM key_done) AS done, ' +
@@ -266,6 +249,63 @@ export function keyStatements(name: StoreTables): KeyStatements {
       return `BEGIN ISOLATION LEVEL READ COMMITTED; ${locks}; ${state}`;
     },
     peekDone: `SELECT key, fingerprint FROM ${keys} WHERE key = ANY($1::text[]) AND ${live}`,
+  };
+}
+
+/** The parts of a claim's state: its statements (`WITH` parts) and what its row reads of them. */
+interface StateParts {
+  readonly parts: string[];
+  readonly out: string;
+}
+
+/** The records a claim takes: read, written when free, and their fingerprints in order. */
+function recordParts(
+  keys: string,
+  records: readonly string[],
+  recordsDone: { fingerprint: string; ttlMs: number },
+  escape: (text: string) => string,
+  taken: string,
+  keyDone: string,
+): StateParts {
+  return {
+    parts: [
+      'records AS (' +
+        'SELECT r.key, r.n, d.fingerprint ' +
+        `FROM unnest(ARRAY[${records.map(escape).join(', ')}]::text[]) WITH ORDINALITY AS r(key, n) ` +
+        `LEFT JOIN ${keys} d ON d.key = r.key AND d.${LIVE})`,
+      'write_records AS (' +
+        `INSERT INTO ${keys} (key, fingerprint, expires_at) ` +
+        `SELECT key, ${escape(recordsDone.fingerprint)}, ${expiresIn(numeral(recordsDone.ttlMs, 'ttlMs'))} ` +
+        `FROM records WHERE fingerprint IS NULL AND ${taken} <> 'none' AND ${keyDone} ` +
+        'ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, ' +
+        'expires_at = excluded.expires_at)',
+    ],
+    out: '(SELECT array_agg(fingerprint ORDER BY n) FROM records)',
+  };
+}
+
+/** The entity a claim takes: its newest version read, this one written unless older, superseded. */
+function entityParts(
+  table: string,
+  entity: { ttlMs: number },
+  entityKey: string,
+  version: string,
+  taken: string,
+  keyDone: string,
+): StateParts {
+  return {
+    parts: [
+      `newest AS (SELECT version_ms FROM ${table} WHERE key = ${entityKey} AND ${LIVE})`,
+      'write_version AS (' +
+        `INSERT INTO ${table} AS t (key, version_ms, expires_at) ` +
+        `SELECT ${entityKey}, ${version}, ${expiresIn(numeral(entity.ttlMs, 'version ttlMs'))} ` +
+        `WHERE ${taken} = 'entity' AND ${keyDone} ` +
+        `AND NOT EXISTS (SELECT 1 FROM newest WHERE version_ms > ${version}) ` +
+        'ON CONFLICT (key) DO UPDATE SET version_ms = excluded.version_ms, ' +
+        'expires_at = excluded.expires_at ' +
+        'WHERE t.version_ms <= excluded.version_ms OR t.expires_at <= clock_timestamp())',
+    ],
+    out: `coalesce((SELECT version_ms > ${version} FROM newest), false)`,
   };
 }
 
