@@ -17,8 +17,7 @@ import process from 'node:process';
 const critical = [
   'src/platform/signature.ts',
   'src/utils/crypto.ts',
-  'src/receiving/body.ts',
-  'src/receiving/headers.ts',
+  'src/receiving/request.ts',
   'src/platform/envelope.ts',
   'src/receiving/pipeline.ts',
   // Which entities a webhook or a reconcile run handled (a bug recovers one twice or never).

@@ -21,7 +21,7 @@
 import process from 'node:process';
 import { fetchRequestInput } from '../src/adapters/fetch-request-input.js';
 import { answerHeaders } from '../src/adapters/adapter-kit.js';
-import { getHeader } from '../src/receiving/headers.js';
+import { getHeader } from '../src/receiving/request.js';
 import {
   checkOptions,
   DeliveryPipeline,

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import { BENCH_PATH, DIAGNOSTIC_IDS, type NodeServerId, SERVER_IDS, SERVERS } from './servers.js';
 import { BENCH_RECEIVER_OPTIONS, SECRET } from './bodies.js';
-import { getHeader } from '../src/receiving/headers.js';
+import { getHeader } from '../src/receiving/request.js';
 import { sameWork } from './same-work.js';
 import { HOUR } from '../src/platform/platform-contract.js';
 import type { ReceiverOptions } from '../src/receiving/receiver.js';

@@ -32,9 +32,9 @@ export type {
   OutcomeRule,
   OutcomeRun,
 } from './receiving/outcome.js';
-export type { HeadersInput, HeadersLike } from './receiving/headers.js';
-export { nodeBodyReader, requestBodyReader } from './receiving/body.js';
-export type { BodyReader, NodeBodyStream } from './receiving/body.js';
+export type { HeadersInput, HeadersLike } from './receiving/request.js';
+export { nodeBodyReader, requestBodyReader } from './receiving/request.js';
+export type { BodyReader, NodeBodyStream } from './receiving/request.js';
 export { answerHeaders, closingHeaders, defineAdapter } from './adapters/adapter-kit.js';
 export type {
   Adapter,

@@ -7,7 +7,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it, vi } from 'vitest';
-import { declaredLength, nodeBodyReader, requestBodyReader } from '../src/receiving/body.js';
+import { declaredLength, nodeBodyReader, requestBodyReader } from '../src/receiving/request.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const text = (body: unknown) => new TextDecoder().decode(body as Uint8Array);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { getHeader } from '../src/receiving/headers.js';
+import { getHeader } from '../src/receiving/request.js';
 
 describe('getHeader', () => {
   it('reads a Fetch Headers object, and gives undefined for a header it lacks', () => {

@@ -10,7 +10,7 @@
  */
 
 import { ConfigError } from '../errors.js';
-import type { HeadersInput } from '../receiving/headers.js';
+import type { HeadersInput } from '../receiving/request.js';
 import { OUTCOME_STATUS } from '../receiving/outcome.js';
 import type { Receiver, WebhookRequest, WebhookResult } from '../receiving/receiver.js';
 

@@ -5,7 +5,7 @@
 
 import type { Request, RequestHandler, Response } from 'express';
 import { defineAdapter, type AdapterOptions } from './adapter-kit.js';
-import { nodeBodyReader } from '../receiving/body.js';
+import { nodeBodyReader } from '../receiving/request.js';
 import { sendJson } from './node-answer.js';
 import type { Receiver, WebhookRequest } from '../receiving/receiver.js';
 

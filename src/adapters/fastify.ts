@@ -5,7 +5,7 @@
 
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { defineAdapter } from './adapter-kit.js';
-import { nodeBodyReader } from '../receiving/body.js';
+import { nodeBodyReader } from '../receiving/request.js';
 import type { Receiver } from '../receiving/receiver.js';
 import { checkParamLength } from './fastify-param-length.js';
 

@@ -9,8 +9,8 @@ import {
   requestBodyReader,
   type BodyReader,
   type NodeBodyStream,
-} from '../receiving/body.js';
-import type { HeadersInput } from '../receiving/headers.js';
+  type HeadersInput,
+} from '../receiving/request.js';
 
 /** A Node request (`http.IncomingMessage`, or HTTP/2's request) as a server passes it along. */
 export interface NodeIncoming extends NodeBodyStream {

@@ -5,7 +5,7 @@
 
 import type { Context, Middleware } from 'koa';
 import { defineAdapter } from './adapter-kit.js';
-import { nodeBodyReader } from '../receiving/body.js';
+import { nodeBodyReader } from '../receiving/request.js';
 import type { Receiver, WebhookRequest } from '../receiving/receiver.js';
 
 /** Options of {@link koaMiddleware}. */

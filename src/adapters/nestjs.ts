@@ -29,10 +29,9 @@ import {
   Reflector,
 } from '@nestjs/core';
 import { defineAdapter } from './adapter-kit.js';
-import { nodeBodyReader, type NodeBodyStream } from '../receiving/body.js';
+import { nodeBodyReader, type NodeBodyStream, type HeadersInput } from '../receiving/request.js';
 import { ConfigError } from '../errors.js';
 import type { KnownEventName } from '../platform/events/index.js';
-import type { HeadersInput } from '../receiving/headers.js';
 import {
   createReceiver,
   type EventHandler,

@@ -6,7 +6,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { answerHeaders, defineAdapter } from './adapter-kit.js';
-import { nodeBodyReader } from '../receiving/body.js';
+import { nodeBodyReader } from '../receiving/request.js';
 import { sendJson } from './node-answer.js';
 import type { Receiver } from '../receiving/receiver.js';
 

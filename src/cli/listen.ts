@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { nodeListener } from '../adapters/node.js';
 import { sendJson } from '../adapters/node-answer.js';
 import { answerHeaders } from '../adapters/adapter-kit.js';
-import { getHeader } from '../receiving/headers.js';
+import { getHeader } from '../receiving/request.js';
 import { OUTCOMES } from '../receiving/outcome.js';
 import {
   createReceiver,

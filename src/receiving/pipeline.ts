@@ -13,7 +13,7 @@
  * @module
  */
 
-import { declaredLength } from './body.js';
+import { declaredLength, getHeader, type HeadersInput } from './request.js';
 import { deliveryKeyOf, isTenantName, MAX_TENANT_LENGTH, runKeyOf } from '../keys/delivery-key.js';
 import { DeadlineQueue } from '../utils/deadlines.js';
 import { RECEIVER_DEFAULTS } from '../defaults.js';
@@ -42,7 +42,6 @@ import {
   type WebhookEvent,
 } from '../platform/events/index.js';
 import { validateEventData } from '../platform/events/validate.js';
-import { getHeader, type HeadersInput } from './headers.js';
 import type { Inbox, StoredDelivery } from '../inbox/types.js';
 import { runHandlers, type AnyHandler, isTimedOut, type HandlersResult } from './run-handlers.js';
 import { Stages } from './run-steps.js';

@@ -8,11 +8,10 @@
 
 import { answer, DeliveryOutcome, runResultOf, type WebhookResult } from './delivery-outcome.js';
 import { fromBase64 } from '../utils/base64.js';
-import type { BodyReader } from './body.js';
+import { type BodyReader, getHeader, type HeadersInput } from './request.js';
 import { StoreUnavailableError, withCauses } from '../errors.js';
 import type { EntityEventName } from '../platform/entity-of.js';
 import type { KnownEventName, WebhookEvent } from '../platform/events/index.js';
-import { getHeader, type HeadersInput } from './headers.js';
 import { HandlerRegistry, type HandlerOptions } from './handler-registry.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from '../inbox/types.js';
 import { DeliveryPipeline, type Arrival } from './pipeline.js';

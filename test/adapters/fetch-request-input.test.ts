@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchRequestInput, untouchedNodeRequest } from '../../src/adapters/fetch-request-input.js';
-import { nodeBodyReader } from '../../src/receiving/body.js';
+import { nodeBodyReader } from '../../src/receiving/request.js';
 
 /** Each request the server gets is handed to the next waiting test. */
 let nextRequest: (req: IncomingMessage) => Promise<void>;

@@ -154,7 +154,7 @@ describe('the core and the adapters', () => {
       expect.arrayContaining([
         'src/index.ts',
         'src/receiving/receiver.ts',
-        'src/receiving/body.ts',
+        'src/receiving/request.ts',
         'src/inbox/index.ts',
         'src/inbox/bullmq.ts',
         'src/adapters/express.ts',

@@ -1,12 +1,48 @@
 /**
- * Reading the raw request body for adapters, never past the receiver's limit: the receiver calls
+ * Reading a request: one header from whatever header object an adapter has, and the raw body,
+ * never past the receiver's limit: the receiver calls
  * a {@link BodyReader} only once the method and content type passed, and a body announced or
  * found to be larger than `maxBodyBytes` is answered 413 without being buffered whole.
  * @module
  */
 
-import { getHeader, type HeadersInput } from './headers.js';
 import type { RawBody } from '../platform/signature.js';
+
+/** A Fetch `Headers`-like object. */
+export interface HeadersLike {
+  /** The header's value, or null when it is absent; `name` in any letter case. */
+  get(name: string): string | null;
+}
+
+/** Headers as a Fetch `Headers`, Node's `IncomingHttpHeaders`, or a plain object in any letter case. */
+export type HeadersInput =
+  HeadersLike | Readonly<Record<string, string | readonly string[] | undefined>>;
+
+/**
+ * The value of header `name` (given in lowercase), or undefined. Node joins repeated headers or
+ * gives an array; an array yields its first value.
+ */
+export function getHeader(
+  headers: HeadersInput | null | undefined,
+  name: string,
+): string | undefined {
+  if (!headers || typeof headers !== 'object') return undefined;
+  if (typeof (headers as HeadersLike).get === 'function') {
+    return (headers as HeadersLike).get(name) ?? undefined;
+  }
+  const record = headers as Readonly<Record<string, unknown>>;
+  let value = record[name];
+  if (value === undefined) {
+    for (const key of Object.keys(record)) {
+      if (key.length === name.length && key.toLowerCase() === name) {
+        value = record[key];
+        break;
+      }
+    }
+  }
+  if (Array.isArray(value)) value = value[0];
+  return typeof value === 'string' ? value : undefined;
+}
 
 /**
  * Reads the raw body when the receiver asks for it. It may stop once it holds more than `limit`
