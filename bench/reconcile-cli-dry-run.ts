@@ -16,9 +16,9 @@ import { createSchoolApi } from '../src/api/index.js';
 import { createReconciler } from '../src/reconcile/index.js';
 import { postgresStore, postgresStoreSql } from '../src/stores/postgres.js';
 import { createMockSchoolApi } from '../src/testing/mock-school-api.js';
+import { paidInvoicesOverADay } from './paid-invoices.js';
 
 const INVOICES = 10_000;
-const HOUR = 3_600_000;
 const NOW = Date.now();
 const API_KEY = 'sk_bench_cli_dry_run';
 const DATABASE_URL = process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -28,16 +28,7 @@ const mock = await createMockSchoolApi({
   sellerId: 1,
   schoolId: 1,
   lists: {
-    invoices: Array.from({ length: INVOICES }, (_, n) => ({
-      invoiceId: 100_000 + n,
-      status: 'Active',
-      totalAmount: 4900,
-      currency: 'Rub',
-      createdAt: new Date(NOW - 30 * HOUR + Math.floor((n * 24 * HOUR) / INVOICES)).toISOString(),
-      user: { id: 500_000 + n, email: `student${n}@example.com` },
-      products: [{ productId: 31, courseId: 310, totalPrice: 4900, discountAmount: 0 }],
-      paymentStatus: 'Completed',
-    })),
+    invoices: paidInvoicesOverADay(INVOICES, NOW),
   },
 });
 const table = `bench_cli_dry_run_${Math.random().toString(36).slice(2, 8)}`;

@@ -19,6 +19,7 @@ import { createReconciler } from '../src/reconcile/index.js';
 import { postgresStore } from '../src/stores/postgres.js';
 import { createMockSchoolApi } from '../src/testing/mock-school-api.js';
 import { randomTag } from './bodies.js';
+import { paidInvoicesOverADay } from './paid-invoices.js';
 
 const INVOICES = Number(process.env.INVOICES ?? 5000);
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
@@ -64,16 +65,7 @@ function kindOf(text: string): string {
 const mock = await createMockSchoolApi({
   apiKey: API_KEY,
   lists: {
-    invoices: Array.from({ length: INVOICES }, (_, n) => ({
-      invoiceId: 100_000 + n,
-      status: 'Active',
-      totalAmount: 4900,
-      currency: 'Rub',
-      createdAt: new Date(NOW - 30 * HOUR + Math.floor((n * 24 * HOUR) / INVOICES)).toISOString(),
-      user: { id: 500_000 + n, email: `student${n}@example.com` },
-      products: [{ productId: 31, courseId: 310, totalPrice: 4900, discountAmount: 0 }],
-      paymentStatus: 'Completed',
-    })),
+    invoices: paidInvoicesOverADay(INVOICES, NOW),
   },
 });
 const api = createSchoolApi({ baseUrl: mock.url, apiKey: API_KEY, sellerId: 1, schoolId: 1 });

@@ -37,6 +37,7 @@ import { redisStore } from '../src/stores/redis.js';
 import type { IdempotencyStore } from '../src/stores/types.js';
 import { createMockSchoolApi } from '../src/testing/mock-school-api.js';
 import { randomTag } from './bodies.js';
+import { paidInvoicesOverADay } from './paid-invoices.js';
 
 const INVOICES = 10_000;
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
@@ -76,16 +77,7 @@ const mib = (bytes: number) => `${(bytes / 1_048_576).toFixed(0)} MiB`;
 const mock = await createMockSchoolApi({
   apiKey: API_KEY,
   lists: {
-    invoices: Array.from({ length: INVOICES }, (_, n) => ({
-      invoiceId: 100_000 + n,
-      status: 'Active',
-      totalAmount: 4900,
-      currency: 'Rub',
-      createdAt: new Date(NOW - 30 * HOUR + Math.floor((n * 24 * HOUR) / INVOICES)).toISOString(),
-      user: { id: 500_000 + n, email: `student${n}@example.com` },
-      products: [{ productId: 31, courseId: 310, totalPrice: 4900, discountAmount: 0 }],
-      paymentStatus: 'Completed',
-    })),
+    invoices: paidInvoicesOverADay(INVOICES, NOW),
   },
 });
 const api = createSchoolApi({ baseUrl: mock.url, apiKey: API_KEY, sellerId: 1, schoolId: 1 });
