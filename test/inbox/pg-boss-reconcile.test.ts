@@ -10,11 +10,11 @@ import PgBoss from 'pg-boss';
 import { expect, it, vi } from 'vitest';
 import type { InboxWorker } from '../../src/index.js';
 import { pgBossInbox, type PgBossInbox, type PgBossLike } from '../../src/postgres.js';
-import { useScheduledPgBoss } from './pg-boss-scheduled.js';
+import { usePgBossTests } from './pg-boss-tests.js';
 import { describeReconcileContract } from './reconcile-contract.js';
 import { fakeReconciler, recordingLogger, reportOf } from './reconcile-fake.js';
 
-const scheduled = useScheduledPgBoss();
+const scheduled = usePgBossTests();
 const { cleanups, inboxes } = scheduled;
 
 describeReconcileContract('pgBossInbox', { inboxes, processes: true, logs: true });

@@ -8,10 +8,10 @@
 import { expect, it, vi } from 'vitest';
 import { pgBossInbox } from '../../src/postgres.js';
 import { uniqueTable } from '../helpers/postgres.js';
-import { useScheduledPgBoss } from './pg-boss-scheduled.js';
+import { usePgBossTests } from './pg-boss-tests.js';
 import { describeWatchContract, watchedReceiver } from './watch-contract.js';
 
-const scheduled = useScheduledPgBoss();
+const scheduled = usePgBossTests();
 const { cleanups, inboxes } = scheduled;
 
 describeWatchContract('pgBossInbox', { inboxes, processes: true, logs: true });

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { nodeListener } from '../../src/adapters/node.js';
 import {
   ConfigError,
@@ -27,38 +27,16 @@ import {
   type PgBossLike,
 } from '../../src/postgres.js';
 import { createTestDelivery, SECRET, type Delivery, storedOf } from '../helpers/deliveries.js';
-import {
-  dropTables,
-  startPostgresCluster,
-  uniqueTable,
-  useTestPostgres,
-  type TestPostgres,
-} from '../helpers/postgres.js';
+import { dropTables, startPostgresCluster, uniqueTable } from '../helpers/postgres.js';
 import { failureOf } from '../helpers/failure-of.js';
+import { usePgBossTests } from './pg-boss-tests.js';
 import { describeInboxContract } from './contract.js';
 
-let database: TestPostgres;
-let pool: pg.Pool;
-/** What each test opened, closed after it whatever happened. */
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  database = await useTestPostgres();
-  pool = new pg.Pool({ connectionString: database.url, max: 20 });
-  pool.on('error', () => {});
-}, 60_000);
-
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-});
-
-afterAll(async () => {
-  await pool?.end();
-  await database?.close();
-});
+const pgBoss = usePgBossTests({ poolMax: 20 });
+const { cleanups } = pgBoss;
 
 /** A pg-boss schema of this test's own, dropped after it. */
-function newSchema(url = database.url): string {
+function newSchema(url = pgBoss.database.url): string {
   const schema = uniqueTable('pgb');
   cleanups.push(async () => {
     const admin = new pg.Client({ connectionString: url });
@@ -71,7 +49,7 @@ function newSchema(url = database.url): string {
 /** An inbox that makes its own pg-boss in a schema of its own, closed after the test. */
 function newInbox(options: Partial<Parameters<typeof pgBossInbox>[0]> = {}): PgBossInbox {
   const inbox = pgBossInbox({
-    connectionString: database.url,
+    connectionString: pgBoss.database.url,
     schema: newSchema(),
     queueName: `inbox-${randomUUID().slice(0, 8)}`,
     backoffMs: 10,
@@ -155,7 +133,7 @@ describe('pgBossInbox options', () => {
 
   it('refuses at start-up a schema where pg-boss is not, and a pg-boss version it does not know', async () => {
     const schema = newSchema();
-    const boss = new PgBoss({ connectionString: database.url, schema });
+    const boss = new PgBoss({ connectionString: pgBoss.database.url, schema });
     boss.on('error', () => {});
     cleanups.push(() => boss.stop({ graceful: false, wait: true }));
     await boss.start();
@@ -192,10 +170,12 @@ describe('pgBossInbox: the worker side', () => {
   it('with postgresStore, each run is one transaction: a failed run’s writes are gone, the successful run’s kept', async () => {
     const grants = uniqueTable('pgb_grants');
     const keys = uniqueTable('pgb_keys');
-    await pool.query(`CREATE TABLE "${grants}" (key text NOT NULL, attempt int NOT NULL)`);
-    cleanups.push(() => dropTables(pool, [grants, keys]));
+    await pgBoss.pool.query(`CREATE TABLE "${grants}" (key text NOT NULL, attempt int NOT NULL)`);
+    cleanups.push(() => dropTables(pgBoss.pool, [grants, keys]));
     const inbox = newInbox({ backoffMs: 20 });
-    const { receiver } = newReceiver(inbox, { store: postgresStore({ pool, table: keys }) });
+    const { receiver } = newReceiver(inbox, {
+      store: postgresStore({ pool: pgBoss.pool, table: keys }),
+    });
     receiver.on('UserSignedIn', async (event, ctx) => {
       await ctx.transaction!.query(`INSERT INTO "${grants}" (key, attempt) VALUES ($1, $2)`, [
         event.idempotencyKey,
@@ -209,7 +189,7 @@ describe('pgBossInbox: the worker side', () => {
     const worker = inbox.work(receiver, { pollIntervalMs: 20 });
     cleanups.push(() => worker.close());
     await eventually(async () => expect(await inbox.jobs({ state: 'completed' })).toHaveLength(1));
-    const { rows } = await pool.query(`SELECT key, attempt FROM "${grants}"`);
+    const { rows } = await pgBoss.pool.query(`SELECT key, attempt FROM "${grants}"`);
     expect(rows).toEqual([{ key: delivery.idempotencyKey, attempt: 2 }]);
   });
 
@@ -226,7 +206,7 @@ describe('pgBossInbox: the worker side', () => {
     await inbox.enqueue(stored);
     // A worker that takes the job and dies: another pg-boss on the same tables fetches it and
     // never settles it.
-    const dying = new PgBoss({ connectionString: database.url, schema, supervise: false });
+    const dying = new PgBoss({ connectionString: pgBoss.database.url, schema, supervise: false });
     dying.on('error', () => {});
     await dying.start();
     expect(await dying.fetch(queueName)).toHaveLength(1);
@@ -294,7 +274,7 @@ describe('pgBossInbox: when Postgres fails', () => {
     const url = await serve(receiver);
     await inbox.start();
     // Another session holds pg-boss's job table: inserts wait for it.
-    const locker = await pool.connect();
+    const locker = await pgBoss.pool.connect();
     await locker.query('BEGIN');
     await locker.query(`LOCK TABLE "${schema}".job IN ACCESS EXCLUSIVE MODE`);
     let unlocked = false;
@@ -321,7 +301,7 @@ describe('pgBossInbox: when Postgres fails', () => {
 
   it('uses a boss it is given, and never stops it', async () => {
     const schema = newSchema();
-    const boss = new PgBoss({ connectionString: database.url, schema });
+    const boss = new PgBoss({ connectionString: pgBoss.database.url, schema });
     boss.on('error', () => {});
     cleanups.push(() => boss.stop({ graceful: false, wait: true }));
     await boss.start();
@@ -358,7 +338,7 @@ function recordingLogger() {
 
 /** A real pg-boss of a schema of the test's own, stopped after it. */
 function givenBoss(schema = newSchema()): PgBoss {
-  const boss = new PgBoss({ connectionString: database.url, schema });
+  const boss = new PgBoss({ connectionString: pgBoss.database.url, schema });
   boss.on('error', () => {});
   cleanups.push(() => boss.stop({ graceful: false, wait: true }));
   return boss;
@@ -384,7 +364,7 @@ function wrap(boss: PgBoss, replaced: Partial<PgBossLike> = {}): PgBossLike {
 
 /** How many sessions pg-boss (application_name 'pgboss') holds on the test database now. */
 async function pgBossSessions(): Promise<number> {
-  const { rows } = await pool.query<{ n: string }>(
+  const { rows } = await pgBoss.pool.query<{ n: string }>(
     "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pgboss'",
   );
   return Number(rows[0]!.n);
@@ -443,7 +423,7 @@ describe('pgBossInbox option rules', () => {
     const inbox = newInbox({ schema, attempts: 4 });
     const stored = storedOf(createTestDelivery());
     await inbox.enqueue(stored);
-    const { rows } = await pool.query(
+    const { rows } = await pgBoss.pool.query(
       `SELECT retry_limit, retry_delay, retry_backoff, extract(epoch FROM expire_in)::int AS expire_in FROM "${schema}".job WHERE id = $1`,
       [pgBossJobId(stored.idempotencyKey)],
     );
@@ -458,7 +438,9 @@ describe('pgBossInbox own pg-boss', () => {
     const schema = newSchema();
     const inbox = newInbox({ schema, queueName: 'only' });
     await inbox.start();
-    const { rows } = await pool.query<{ name: string }>(`SELECT name FROM "${schema}".queue`);
+    const { rows } = await pgBoss.pool.query<{ name: string }>(
+      `SELECT name FROM "${schema}".queue`,
+    );
     // With pg-boss's cron on, its timekeeper would add its own queue, __pgboss__send-it.
     expect(rows.map((row) => row.name)).toEqual(['only']);
   });
@@ -484,8 +466,8 @@ describe('pgBossInbox retention per layout', () => {
     expect(sent).toEqual([{ id: pgBossJobId(first.idempotencyKey), ...common }]);
 
     // The same tables with pg-boss 11/12's deletion_seconds, at schema version 25.
-    await pool.query(`ALTER TABLE "${schema}".job ADD COLUMN deletion_seconds int`);
-    await pool.query(`UPDATE "${schema}".version SET version = 25`);
+    await pgBoss.pool.query(`ALTER TABLE "${schema}".job ADD COLUMN deletion_seconds int`);
+    await pgBoss.pool.query(`UPDATE "${schema}".version SET version = 25`);
     const inbox = pgBossInbox({ boss: recorded, schema, queueName: 'v25', ...settings });
     const { receiver } = newReceiver(inbox);
     receiver.on('UserSignedIn', () => {
@@ -497,7 +479,7 @@ describe('pgBossInbox retention per layout', () => {
     expect(sent[1]).toEqual({ id, ...common, deleteAfterSeconds: 172_801 });
     const deletion = async () =>
       (
-        await pool.query<{ deletion_seconds: number }>(
+        await pgBoss.pool.query<{ deletion_seconds: number }>(
           `SELECT deletion_seconds FROM "${schema}".job WHERE id = $1`,
           [id],
         )
@@ -508,7 +490,7 @@ describe('pgBossInbox retention per layout', () => {
     expect(await deletion()).toBe(3000);
     expect(await inbox.retryJob(stored.idempotencyKey)).toBe(true);
     expect(await deletion()).toBe(172_801);
-    await pool.query(
+    await pgBoss.pool.query(
       `UPDATE "${schema}".job SET state = 'failed', deletion_seconds = 1 WHERE id = $1`,
       [id],
     );
@@ -547,7 +529,7 @@ describe('pgBossInbox enqueue rules', () => {
     const schema = newSchema();
     const inbox = newInbox({ schema });
     await inbox.start();
-    await pool.query(`DROP TABLE "${schema}".job CASCADE`);
+    await pgBoss.pool.query(`DROP TABLE "${schema}".job CASCADE`);
     const failure = await failureOf(inbox.enqueue(storedOf(createTestDelivery())));
     expect(failure.message).toMatch(/relation .*job.* does not exist/);
   });
@@ -849,7 +831,7 @@ describe('pgBossInbox start and stop rules', () => {
 
   it('rejects with pg-boss’s own error when it cannot make its pg-boss', async () => {
     const inbox = pgBossInbox({
-      connectionString: database.url,
+      connectionString: pgBoss.database.url,
       schema: 'not a-schema',
       queueName: 'q',
     });
@@ -940,14 +922,14 @@ describe('pgBossInbox tables rules', () => {
     await worker.close();
     const dead = storedOf(createTestDelivery());
     await inbox.enqueue(dead);
-    await pool.query(
+    await pgBoss.pool.query(
       `UPDATE "${schema}".job SET state = 'failed', completed_on = now() WHERE id = $1`,
       [pgBossJobId(dead.idempotencyKey)],
     );
     const waiting = storedOf(createTestDelivery());
     await inbox.enqueue(waiting);
     // The first job stored is made the newest: the listing follows created_on, not the heap.
-    await pool.query(
+    await pgBoss.pool.query(
       `UPDATE "${schema}".job SET created_on = now() + interval '1 hour' WHERE id = $1`,
       [pgBossJobId(done.idempotencyKey)],
     );
@@ -1020,7 +1002,7 @@ describe('pgBossInbox tables rules', () => {
     const inbox = pgBossInbox({ boss, schema, queueName: 'foreign' });
     await inbox.start();
     const id = await boss.send('foreign', { something: 'else' });
-    const { rows } = await pool.query<{ created_on: Date }>(
+    const { rows } = await pgBoss.pool.query<{ created_on: Date }>(
       `SELECT created_on FROM "${schema}".job WHERE id = $1`,
       [id],
     );

@@ -1,7 +1,8 @@
 /**
- * What the tests of pgBossInbox's scheduled tasks (`reconcile`, `watch`) share: a real Postgres,
- * a pool to read pg-boss's tables with, inboxes on one queue standing for processes (each with a
- * pg-boss of its own), a pg-boss schema of their own per test, and everything dropped after it.
+ * What the tests of pgBossInbox share: a real Postgres, a pool to read pg-boss's tables with,
+ * inboxes on one queue standing for processes (each with a pg-boss of its own, as the scheduled
+ * tasks' tests use them), a pg-boss schema of their own per test, and everything they opened
+ * closed or dropped after each test.
  * @module
  */
 
@@ -13,7 +14,7 @@ import { pgBossInbox, type PgBossInbox } from '../../src/postgres.js';
 import { uniqueTable, useTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 /** Registers the file's hooks; call once, at the top of a test file. */
-export function useScheduledPgBoss() {
+export function usePgBossTests({ poolMax = 4 }: { poolMax?: number } = {}) {
   let database: TestPostgres | undefined;
   let pool: pg.Pool | undefined;
   let schema = '';
@@ -21,7 +22,7 @@ export function useScheduledPgBoss() {
 
   beforeAll(async () => {
     database = await useTestPostgres();
-    pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    pool = new pg.Pool({ connectionString: database.url, max: poolMax });
     pool.on('error', () => {});
   }, 60_000);
   afterEach(async () => {
