@@ -6,26 +6,19 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../src/cli/command.js';
 import { main } from '../../src/cli/main.js';
 import { FIXED_CONTRACT_EVENTS, UNCONTRACTED_EVENTS } from '../../src/index.js';
+import { CLI, ROOT, runBin, startBin, TSX, type BinRun } from '../helpers/cli-bin.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = join(ROOT, 'src/cli/index.ts');
 /** tsx's loader by path, so the bin runs from a folder that has no node_modules of its own. */
-const TSX = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
 const SECRET = 'Pq4wE7rT0yU3iO6pA9sD2fG5hJ8kL1zX4cV7bN0mQ3wE6rT9yU2iO5pA8sD1fG4h';
 const COMMANDS = ['listen', 'send', 'replay', 'sign', 'verify', 'simulate', 'schema', 'inbox'];
 const withSecret = { SCHOOL_WEBHOOK_SECRET: SECRET };
 const BODY = '{"event":"UserSignedUp","timestamp":"2025-01-01T00:00:00.000Z"}\n';
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = BinRun;
 
 function hmac(body: string | Buffer, secret = SECRET): string {
   return createHmac('sha256', secret).update(body).digest('hex');
@@ -37,9 +30,7 @@ function start(
   env: Record<string, string> = {},
   cwd = ROOT,
 ): ChildProcess {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
-  if (!('SCHOOL_WEBHOOK_SECRET' in env)) delete childEnv.SCHOOL_WEBHOOK_SECRET;
-  return spawn(process.execPath, ['--import', TSX, CLI, ...args], { cwd, env: childEnv });
+  return startBin(args, { env, unset: ['SCHOOL_WEBHOOK_SECRET'], cwd });
 }
 
 /** Run the bin to its end with `input` on stdin. */
@@ -47,16 +38,7 @@ function bin(
   args: readonly string[],
   { input = '', env, cwd }: { input?: string; env?: Record<string, string>; cwd?: string } = {},
 ): Promise<Run> {
-  const child = start(args, env, cwd);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdin?.end(input);
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runBin(args, { env, unset: ['SCHOOL_WEBHOOK_SECRET'], cwd, input });
 }
 
 /** Run the CLI in this process: the same `main` the bin runs, on an I/O the test holds. */

@@ -7,12 +7,9 @@
  * attempt, and disables an endpoint 14 days after its last success.
  */
 
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +20,7 @@ import { redisStore } from '../../src/stores/redis.js';
 import { createDelivery, fixtures } from '../../src/testing/index.js';
 import { createMockSchoolApi, type MockSchoolApi } from '../../src/testing/mock-school-api.js';
 import { createWatchdog } from '../../src/watchdog/index.js';
+import { runBin, SCHOOL_API_VARIABLES, type BinRun } from '../helpers/cli-bin.js';
 import {
   dropTables,
   uniqueTable,
@@ -30,10 +28,6 @@ import {
   type TestPostgres,
 } from '../helpers/postgres.js';
 import { useTestRedis, type TestRedis } from '../helpers/redis.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = join(ROOT, 'src/cli/index.ts');
-const TSX = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
 
 const SECRET = 'whsec_health_cli_7d1f3a5c9e2b4d6f8a0c1e3b5d7f9a1c';
 const API_KEY = 'sk_live_He4lthC1iK3y9b8a7c6d5e4f3a2b1c0d';
@@ -52,11 +46,7 @@ const servers: Server[] = [];
 /** Every output of the bin, searched for the API key at the end. */
 const outputs: string[] = [];
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = BinRun;
 
 /** The API's credentials, as the environment gives them. */
 const credentials = (): Record<string, string> => ({
@@ -66,26 +56,10 @@ const credentials = (): Record<string, string> => ({
 });
 
 /** The bin as a cron job starts it: `node --import tsx src/cli/index.ts health …`. */
-function health(args: readonly string[], env: Record<string, string> = {}): Promise<Run> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
-  for (const name of ['SCHOOL_API_KEY', 'SCHOOL_SELLER_ID', 'SCHOOL_ID', 'SCHOOL_API_URL']) {
-    if (!(name in env)) delete childEnv[name];
-  }
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX, CLI, 'health', ...args], {
-      cwd: ROOT,
-      env: childEnv,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('error', reject);
-    child.once('close', (code) => {
-      outputs.push(stdout, stderr);
-      resolve({ code, stdout, stderr });
-    });
-  });
+async function health(args: readonly string[], env: Record<string, string> = {}): Promise<Run> {
+  const run = await runBin(['health', ...args], { env, unset: SCHOOL_API_VARIABLES });
+  outputs.push(run.stdout, run.stderr);
+  return run;
 }
 
 /**

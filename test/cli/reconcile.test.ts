@@ -4,10 +4,7 @@
  * webhook's handlers record them. Usage errors run in-process (`main`), and once spawned.
  */
 
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +13,7 @@ import { main } from '../../src/cli/main.js';
 import { postgresStore } from '../../src/stores/postgres.js';
 import { redisStore } from '../../src/stores/redis.js';
 import { createMockSchoolApi, type MockSchoolApi } from '../../src/testing/mock-school-api.js';
+import { runBin, SCHOOL_API_VARIABLES, type BinRun } from '../helpers/cli-bin.js';
 import {
   dropTables,
   uniqueTable,
@@ -24,10 +22,6 @@ import {
 } from '../helpers/postgres.js';
 import { useTestRedis, type TestRedis } from '../helpers/redis.js';
 import { recordWebhook } from '../reconcile/helpers.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = join(ROOT, 'src/cli/index.ts');
-const TSX = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
 
 const API_KEY = 'sk_live_Cl1Rec0nc1le7a9c1e3b5d7f9a1c3e5b7';
 const HOUR = 3_600_000;
@@ -42,11 +36,7 @@ let mock: MockSchoolApi;
 const prefix = `test-reconcile-cli-${randomUUID().slice(0, 8)}:`;
 const table = uniqueTable('cli_reconcile');
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = BinRun;
 
 /** The API's credentials, as the environment gives them. */
 const credentials = (): Record<string, string> => ({
@@ -60,22 +50,7 @@ function spawned(
   args: readonly string[],
   env: Record<string, string> = credentials(),
 ): Promise<Run> {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
-  for (const name of ['SCHOOL_API_KEY', 'SCHOOL_SELLER_ID', 'SCHOOL_ID', 'SCHOOL_API_URL']) {
-    if (!(name in env)) delete childEnv[name];
-  }
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX, CLI, 'reconcile', ...args], {
-      cwd: ROOT,
-      env: childEnv,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runBin(['reconcile', ...args], { env, unset: SCHOOL_API_VARIABLES });
 }
 
 /** The command in this process, for the usage errors. */

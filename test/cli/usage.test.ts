@@ -1,23 +1,16 @@
-import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { durationOf, formatDuration } from '../../src/cli/duration.js';
 import type { CliIo } from '../../src/cli/command.js';
 import { COMMANDS, main } from '../../src/cli/main.js';
 import { nearestName } from '../../src/utils/nearest-name.js';
+import { ROOT, runBin, type BinRun } from '../helpers/cli-bin.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = join(ROOT, 'src/cli/index.ts');
 const SECRET = 'usage-test-secret-usage-test-secret-usage-test-secret-usage-tes';
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = BinRun;
 
 type Env = Record<string, string>;
 
@@ -26,21 +19,8 @@ function bin(
   args: readonly string[],
   { input = '', secret = true, vars = {} }: { input?: string; secret?: boolean; vars?: Env } = {},
 ): Promise<Run> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  delete env.SCHOOL_WEBHOOK_SECRET;
-  delete env.REDIS_URL;
-  if (secret) env.SCHOOL_WEBHOOK_SECRET = SECRET;
-  Object.assign(env, vars);
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdin.end(input);
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  const env = { ...(secret ? { SCHOOL_WEBHOOK_SECRET: SECRET } : {}), ...vars };
+  return runBin(args, { env, unset: ['SCHOOL_WEBHOOK_SECRET', 'REDIS_URL'], input });
 }
 
 describe('schoolhooks --version', () => {
