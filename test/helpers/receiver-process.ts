@@ -6,6 +6,7 @@
  */
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { expect } from 'vitest';
 import { createTestDelivery, SECRET } from './deliveries.js';
 import { sleep } from './redis.js';
 
@@ -121,4 +122,36 @@ export async function toldMoreThan(
   const until = Date.now() + withinMs;
   while (receiver.told.length <= count && Date.now() < until) await sleep(50);
   return receiver.told.slice(count);
+}
+
+/** What `onError` is told while a receiver's store is away. */
+export const STORE_UNAVAILABLE = { name: 'StoreUnavailableError', code: 'store_unavailable' };
+
+/**
+ * The story of a store that goes away and comes back, under a receiver process: `stop` takes it
+ * away and onError is told `store_unavailable` (within 5 s, with no delivery sent); a delivery
+ * meanwhile (unless `whileDown` is false) is answered 503, which the platform retries; `start`
+ * brings it back and deliveries are answered 200 again within 15 s, none of them dropped. The
+ * process never exits, and is told nothing but `store_unavailable`.
+ */
+export async function expectStoreComesBack(
+  receiver: ReceiverProcess,
+  {
+    stop,
+    start,
+    whileDown = true,
+  }: { stop: () => Promise<unknown>; start: () => Promise<unknown>; whileDown?: boolean },
+): Promise<void> {
+  const before = receiver.told.length;
+  await stop();
+  const told = await toldMoreThan(receiver, before, 5000);
+  expect(receiver.exit).toBeUndefined();
+  expect(told[0]).toMatchObject(STORE_UNAVAILABLE);
+  if (whileDown) expect(await deliver(receiver)).toBe(503);
+  await start();
+  const answers = await deliverUntil(receiver, 200, 15_000);
+  expect(answers.at(-1)).toBe(200);
+  expect(answers).not.toContain('network');
+  expect(receiver.exit).toBeUndefined();
+  expect(receiver.told.every((error) => error.code === 'store_unavailable')).toBe(true);
 }

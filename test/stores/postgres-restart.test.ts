@@ -17,7 +17,8 @@ import {
 } from '../helpers/postgres.js';
 import {
   deliver,
-  deliverUntil,
+  expectStoreComesBack,
+  STORE_UNAVAILABLE,
   startReceiverProcess,
   toldMoreThan,
   type ReceiverProcess,
@@ -27,7 +28,6 @@ const FIXTURE = fileURLToPath(
   new URL('./fixtures/store-restart-receiver-process.ts', import.meta.url),
 );
 const APPLICATION_NAME = `sh_restart_${randomUUID().slice(0, 8)}`;
-const STORE_UNAVAILABLE = { name: 'StoreUnavailableError', code: 'store_unavailable' };
 
 let cluster: PostgresClusterProcess;
 let script: BundledScript;
@@ -89,18 +89,9 @@ describe('postgresStore when Postgres ends its connections', () => {
 
   it('lives through a full restart of Postgres: 503 while it is down, 200 once it is back', async () => {
     expect(await deliverSeveral()).toEqual([200, 200, 200]);
-    const before = receiver.told.length;
-    await cluster.stop();
-    const told = await toldMoreThan(receiver, before, 5000);
-    expect(receiver.exit).toBeUndefined();
-    expect(told[0]).toMatchObject(STORE_UNAVAILABLE);
-    // Down: the receiver answers, 503 store_unavailable, and the platform will retry.
-    expect(await deliver(receiver)).toBe(503);
-    await cluster.start();
-    const answers = await deliverUntil(receiver, 200, 15_000);
-    expect(answers.at(-1)).toBe(200);
-    expect(answers).not.toContain('network');
-    expect(receiver.exit).toBeUndefined();
-    expect(receiver.told.every((error) => error.code === 'store_unavailable')).toBe(true);
+    await expectStoreComesBack(receiver, {
+      stop: () => cluster.stop(),
+      start: () => cluster.start(),
+    });
   }, 60_000);
 });
