@@ -19,11 +19,10 @@ import { createReconciler } from '../src/reconcile/index.js';
 import { postgresStore } from '../src/stores/postgres.js';
 import { createMockSchoolApi } from '../src/testing/mock-school-api.js';
 import { randomTag } from './bodies.js';
-import { paidInvoicesOverADay } from './paid-invoices.js';
+import { paidInvoicePages, paidInvoicesOverADay } from './paid-invoices.js';
 
 const INVOICES = Number(process.env.INVOICES ?? 5000);
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
-const HOUR = 3_600_000;
 const API_KEY = 'sk_bench_round_trips';
 /** Linux's clock ticks per second, in which /proc/<pid>/stat counts CPU time. */
 const TICKS_PER_SECOND = 100;
@@ -137,23 +136,8 @@ try {
   await measure('by hand, a transaction per invoice', async () => {
     const client = await pool.connect();
     try {
-      const from = new Date(NOW - 9 * 24 * HOUR).toISOString();
-      const to = new Date(NOW - 5 * HOUR).toISOString();
-      for (let skip = 0; ; skip += 1000) {
-        const query = new URLSearchParams({
-          take: '1000',
-          skip: String(skip),
-          'createdAtDateRange[from]': from,
-          'createdAtDateRange[to]': to,
-          'payment[actualStatuses]': 'Completed',
-        });
-        const answer = await fetch(`${mock.url}/saas/v2/invoice/list/raw?${query}`, {
-          headers: { authorization: `Bearer ${API_KEY}`, 'seller-id': '1', 'school-id': '1' },
-        });
-        const { payload } = (await answer.json()) as {
-          payload: { items: { invoiceId: number }[]; isLast: boolean };
-        };
-        for (const { invoiceId } of payload.items) {
+      for await (const items of paidInvoicePages(mock.url, API_KEY, NOW)) {
+        for (const { invoiceId } of items) {
           await client.query('BEGIN');
           const inserted = await client.query(
             `INSERT INTO ${tables.hand} (invoice) VALUES ($1) ON CONFLICT DO NOTHING`,
@@ -166,7 +150,6 @@ try {
           }
           await client.query('COMMIT');
         }
-        if (payload.isLast) break;
       }
     } finally {
       client.release();

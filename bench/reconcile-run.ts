@@ -37,12 +37,11 @@ import { redisStore } from '../src/stores/redis.js';
 import type { IdempotencyStore } from '../src/stores/types.js';
 import { createMockSchoolApi } from '../src/testing/mock-school-api.js';
 import { randomTag } from './bodies.js';
-import { paidInvoicesOverADay } from './paid-invoices.js';
+import { paidInvoicePages, paidInvoicesOverADay } from './paid-invoices.js';
 
 const INVOICES = 10_000;
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const API_KEY = 'sk_bench_reconcile';
-const HOUR = 3_600_000;
 const ROUNDS = Math.max(1, Number(process.env.RECONCILE_BENCH_ROUNDS ?? 1) || 1);
 const STORES = (process.env.RECONCILE_BENCH_STORES ?? 'memory,redis,postgres').split(',');
 
@@ -132,35 +131,12 @@ async function library(
   return rate;
 }
 
-/** Every page of the paid invoices by `skip`, as a hand-written loop reads them. */
-async function* pages(): AsyncGenerator<{ invoiceId: number }[]> {
-  const from = new Date(NOW - 9 * 24 * HOUR).toISOString();
-  const to = new Date(NOW - 5 * HOUR).toISOString();
-  for (let skip = 0; ; skip += 1000) {
-    const query = new URLSearchParams({
-      take: '1000',
-      skip: String(skip),
-      'createdAtDateRange[from]': from,
-      'createdAtDateRange[to]': to,
-      'payment[actualStatuses]': 'Completed',
-    });
-    const answer = await fetch(`${mock.url}/saas/v2/invoice/list/raw?${query}`, {
-      headers: { authorization: `Bearer ${API_KEY}`, 'seller-id': '1', 'school-id': '1' },
-    });
-    const { payload } = (await answer.json()) as {
-      payload: { items: { invoiceId: number }[]; isLast: boolean };
-    };
-    yield payload.items;
-    if (payload.isLast) return;
-  }
-}
-
 /** The recovery written by hand on Postgres: `transactions` per invoice, or none. */
 async function byHand(pool: pg.Pool, records: string, grants: string, transactions: boolean) {
   let granted = 0;
   const client = await pool.connect();
   try {
-    for await (const items of pages()) {
+    for await (const items of paidInvoicePages(mock.url, API_KEY, NOW)) {
       for (const { invoiceId } of items) {
         if (transactions) await client.query('BEGIN');
         const inserted = await client.query(
