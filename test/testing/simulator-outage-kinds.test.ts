@@ -5,17 +5,11 @@
 // is retried 11, 33, 77 and 165 minutes after the failed attempt before it, 5 attempts in all,
 // then never again; a timeout counts as failed once the platform's 15 s wait is over
 // (docs/platform.md#retries and #the-request).
-import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { nodeListener } from '../../src/adapters/node.js';
-import { ConfigError, createReceiver } from '../../src/index.js';
-import {
-  createPlatformSimulator,
-  createVirtualClock,
-  type OutageOptions,
-  type PlatformSimulator,
-} from '../../src/testing/index.js';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/index.js';
+import type { OutageOptions, PlatformSimulator } from '../../src/testing/index.js';
+import { configRefusal } from '../helpers/failure-of.js';
+import { useCountedEndpoint } from './counted-endpoint.js';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -38,43 +32,9 @@ function attempts(
     .map((entry) => [(entry.at - start) / MINUTE, entry.status, entry.outcome]);
 }
 
-/** What `act` threw. */
-function thrownBy(act: () => unknown): unknown {
-  try {
-    act();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('nothing was thrown');
-}
-
 describe('kinds of outage (takeDown with `as`)', () => {
-  let server: Server | undefined;
-  afterEach(
-    () => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())),
-  );
-
   /** A receiver on a real port, the simulator's clock, and a count of what reached the server. */
-  async function setUp() {
-    const clock = createVirtualClock({ start: '2026-03-02T09:00:00Z' });
-    const receiver = createReceiver({ secret: SECRET, now: clock.now, logger: false });
-    const processed: string[] = [];
-    receiver.on('PaymentCompleted', (event) => void processed.push(event.idempotencyKey));
-    const handle = nodeListener(receiver, { path: '/hooks' });
-    const seen = { requests: 0 };
-    const listener: RequestListener = (request, response) => {
-      seen.requests += 1;
-      void handle(request, response);
-    };
-    server = createServer(listener);
-    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
-    const simulator = createPlatformSimulator({
-      clock,
-      endpoints: [{ id: 'shop', url, secret: SECRET, events: ['PaymentCompleted'] }],
-    });
-    return { clock, simulator, seen, processed, start: clock.now() };
-  }
+  const setUp = useCountedEndpoint(SECRET, { logger: false });
 
   describe("as: 'wrong_secret' (a secretKey rotation gone wrong)", () => {
     it('reaches the receiver, which answers 401; the first retry after the window is processed', async () => {
@@ -229,7 +189,7 @@ describe('kinds of outage (takeDown with `as`)', () => {
       { forMs: 0, as: 'timeout' },
     ];
     for (const options of wrong) {
-      const error = thrownBy(() => simulator.takeDown('shop', options as OutageOptions));
+      const error = configRefusal(() => simulator.takeDown('shop', options as OutageOptions));
       expect(error).toBeInstanceOf(ConfigError);
       expect(error).toMatchObject({ code: 'config' });
       expect((error as Error).message).not.toContain(SECRET);

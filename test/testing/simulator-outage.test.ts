@@ -2,17 +2,11 @@
 // node:http server that counts every request it gets: the platform retries 5 times in all, 11, 33,
 // 77 and 165 minutes after each failed attempt (docs/platform.md#retries), and an outage longer
 // than that loses the event.
-import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { nodeListener } from '../../src/adapters/node.js';
-import { ConfigError, createReceiver } from '../../src/index.js';
-import {
-  createPlatformSimulator,
-  createVirtualClock,
-  type PlatformSimulator,
-  type SimulatedEndpoint,
-} from '../../src/testing/index.js';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/index.js';
+import type { PlatformSimulator, SimulatedEndpoint } from '../../src/testing/index.js';
+import { configRefusal } from '../helpers/failure-of.js';
+import { useCountedEndpoint } from './counted-endpoint.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -33,43 +27,9 @@ function attempts(
     .map((entry) => [(entry.at - start) / MINUTE, entry.status]);
 }
 
-/** What `act` threw. */
-function thrownBy(act: () => unknown): unknown {
-  try {
-    act();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('nothing was thrown');
-}
-
 describe('an endpoint that is down (takeDown)', () => {
-  let server: Server | undefined;
-  afterEach(
-    () => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())),
-  );
-
   /** A receiver on a real port, the simulator's clock, and a count of what reached the server. */
-  async function setUp() {
-    const clock = createVirtualClock({ start: '2026-03-02T09:00:00Z' });
-    const receiver = createReceiver({ secret: SECRET, now: clock.now });
-    const processed: string[] = [];
-    receiver.on('PaymentCompleted', (event) => void processed.push(event.idempotencyKey));
-    const handle = nodeListener(receiver, { path: '/hooks' });
-    const seen = { requests: 0 };
-    const listener: RequestListener = (request, response) => {
-      seen.requests += 1;
-      void handle(request, response);
-    };
-    server = createServer(listener);
-    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
-    const simulator = createPlatformSimulator({
-      clock,
-      endpoints: [{ id: 'shop', url, secret: SECRET, events: ['PaymentCompleted'] }],
-    });
-    return { clock, simulator, seen, processed, start: clock.now() };
-  }
+  const setUp = useCountedEndpoint(SECRET);
 
   it('down for 5 h, longer than the retry span: every event fails after 5 attempts and none reaches the server', async () => {
     const { clock, simulator, seen, processed, start } = await setUp();
@@ -204,7 +164,7 @@ describe('an endpoint that is down (takeDown)', () => {
   it('refuses a forMs that is not a positive number, a bad from and an unknown endpoint', async () => {
     const { simulator } = await setUp();
     for (const forMs of [0, -HOUR, Number.NaN, Number.POSITIVE_INFINITY, '5h', undefined]) {
-      const error = thrownBy(() => simulator.takeDown('shop', { forMs } as { forMs: number }));
+      const error = configRefusal(() => simulator.takeDown('shop', { forMs } as { forMs: number }));
       expect(error).toBeInstanceOf(ConfigError);
       expect(error).toMatchObject({
         code: 'config',
@@ -214,7 +174,9 @@ describe('an endpoint that is down (takeDown)', () => {
     expect(() => simulator.takeDown('shop', undefined as unknown as { forMs: number })).toThrow(
       ConfigError,
     );
-    const error = thrownBy(() => simulator.takeDown('shop', { forMs: HOUR, from: Number.NaN }));
+    const error = configRefusal(() =>
+      simulator.takeDown('shop', { forMs: HOUR, from: Number.NaN }),
+    );
     expect(error).toBeInstanceOf(ConfigError);
     expect(error).toMatchObject({
       message: 'endpoint shop: from must be a virtual time in ms since the epoch',
