@@ -5,6 +5,13 @@
  * runs the same ones on the rows it locks; redisStore's Lua script follows them step by step. A
  * tenant's summary is never dropped here (it lives as long as the process; keepSummaryMs is for
  * servers that expire it); its failing deliveries are forgotten past keepMs, as on every store.
+ *
+ * Notes reach a store out of order (each process writes its batch at most once a second, and
+ * after an outage the notes it kept): a failure of a delivery that the store saw succeed at a
+ * later or equal time is a late note, not a new failure. So each tenant also keeps the keys that
+ * succeeded and when (their latest success), forgotten past keepMs like the failing deliveries
+ * (a failure older than that is forgotten anyway) and at most `maxFailing` of them, the latest
+ * successes kept.
  * @module
  */
 
@@ -17,6 +24,8 @@ export interface Kept {
   failingSince: number | undefined;
   /** By key; a delivery whose note changed it is a new object (so a writer can tell what changed). */
   readonly failing: Map<string, FailingDelivery>;
+  /** The latest success of each key that succeeded, by key: a failure at or before it is ignored. */
+  readonly succeeded: Map<string, number>;
 }
 
 /** A tenant of which nothing is kept yet. */
@@ -26,6 +35,7 @@ export function emptyKept(): Kept {
     lastAttemptAt: undefined,
     failingSince: undefined,
     failing: new Map(),
+    succeeded: new Map(),
   };
 }
 
@@ -54,14 +64,18 @@ export class MemoryWatch {
 /**
  * One note kept: the last attempt and success are the latest seen, a success clears its key and
  * the failing time it follows, an answer not 2xx counts an attempt of its key (notes may come out
- * of order: the first attempt is the earliest, the last the latest).
+ * of order: the first attempt is the earliest, the last the latest) unless its key succeeded at
+ * that time or later (a late note of an attempt before the success).
  */
 export function keepNote(kept: Kept, { at, ok, key, event }: AnswerNote): void {
   kept.lastAttemptAt = Math.max(kept.lastAttemptAt ?? at, at);
   if (ok) {
     kept.lastSuccessAt = Math.max(kept.lastSuccessAt ?? at, at);
     if (kept.failingSince !== undefined && kept.failingSince <= at) kept.failingSince = undefined;
-    if (key !== undefined) kept.failing.delete(key);
+    if (key !== undefined) {
+      kept.failing.delete(key);
+      kept.succeeded.set(key, Math.max(kept.succeeded.get(key) ?? at, at));
+    }
     return;
   }
   // Failing since the first answer not 2xx after the last success (notes may come out of order).
@@ -69,6 +83,8 @@ export function keepNote(kept: Kept, { at, ok, key, event }: AnswerNote): void {
     kept.failingSince = Math.min(kept.failingSince ?? at, at);
   }
   if (key === undefined) return;
+  const succeededAt = kept.succeeded.get(key);
+  if (succeededAt !== undefined && succeededAt >= at) return;
   const before = kept.failing.get(key);
   kept.failing.set(key, {
     key,
@@ -79,8 +95,20 @@ export function keepNote(kept: Kept, { at, ok, key, event }: AnswerNote): void {
   });
 }
 
-/** Forget the deliveries first answered before `since`, and the oldest past `maxFailing`. */
+/**
+ * Forget the deliveries first answered before `since`, and the oldest past `maxFailing`; the same
+ * for the keys that succeeded, by their success (the earliest successes past `maxFailing` go).
+ */
 export function pruneKept(kept: Kept, since: number, maxFailing: number): void {
+  for (const [key, at] of kept.succeeded) {
+    if (at < since) kept.succeeded.delete(key);
+  }
+  if (kept.succeeded.size > maxFailing) {
+    const earliest = [...kept.succeeded].sort((a, b) => a[1] - b[1]);
+    for (const [key] of earliest.slice(0, kept.succeeded.size - maxFailing)) {
+      kept.succeeded.delete(key);
+    }
+  }
   for (const [key, failing] of kept.failing) {
     if (failing.firstAttemptAt < since) kept.failing.delete(key);
   }

@@ -9,7 +9,15 @@
  * and keys are their `storageKey` (src/stores/storage-key.ts). A tenant's row expires keepSummaryMs
  * after its last write (longer than the platform's disable span, src/platform/platform-contract.ts: an
  * endpoint that hears nothing for days still knows its last success), a delivery's row keepMs after
- * its last write; the store's sweep deletes what expired. At most `maxFailing` delivery rows a tenant.
+ * its last write; the store's sweep deletes what expired. At most `maxFailing` failing deliveries a
+ * tenant.
+ *
+ * A delivery's row also keeps, in `success_at`, its latest success (memoryStore's `succeeded`): a
+ * late note of an earlier failure must not count it failing again. A row of a delivery that only
+ * succeeded has `first_at`, `seen` and `last_at` NULL; one that failed again after its success has
+ * both. Such rows are forgotten like the failing ones: keepMs after their success, and past
+ * `maxFailing` successes a tenant, the earliest first. No new column: the table needs no migration,
+ * and an earlier version reads such a row as a failure older than keepMs, which it forgets.
  * @module
  */
 
@@ -37,6 +45,8 @@ interface WatchRow {
 interface Loaded {
   readonly kept: Kept;
   readonly before: ReadonlyMap<string, FailingDelivery>;
+  /** The successes of its deliveries' rows as loaded. */
+  readonly beforeSucceeded: ReadonlyMap<string, number>;
   found: boolean;
 }
 
@@ -83,14 +93,22 @@ export class PostgresWatch {
     const at = (tenant: string): Loaded => {
       let one = loaded.get(tenant);
       if (one === undefined)
-        loaded.set(tenant, (one = { kept: emptyKept(), before: new Map(), found: false }));
+        loaded.set(
+          tenant,
+          (one = {
+            kept: emptyKept(),
+            before: new Map(),
+            beforeSucceeded: new Map(),
+            found: false,
+          }),
+        );
       return one;
     };
     for (const note of notes) keepNote(at(storageKey(note.scope)).kept, note);
     const writes = touched.map((tenant) => {
-      const { kept, before } = at(tenant);
-      pruneKept(kept, now - keepMs, maxFailing);
-      return this.#writeBack(tenant, kept, before, batch, literal);
+      const loadedTenant = at(tenant);
+      pruneKept(loadedTenant.kept, now - keepMs, maxFailing);
+      return this.#writeBack(tenant, loadedTenant, batch, literal);
     });
     await client.query(`${writes.join('; ')}; COMMIT`);
     if (readKey === undefined) return undefined;
@@ -112,8 +130,7 @@ export class PostgresWatch {
   /** The statements that write a tenant's rows back: its own, and the deliveries that changed. */
   #writeBack(
     tenant: string,
-    kept: Kept,
-    before: ReadonlyMap<string, FailingDelivery>,
+    { kept, before, beforeSucceeded }: Loaded,
     { keepMs, keepSummaryMs }: WatchBatch,
     literal: (text: string) => string,
   ): string {
@@ -121,8 +138,15 @@ export class PostgresWatch {
     const after = (ms: number) => `clock_timestamp() + ${Math.ceil(ms)} * interval '1 millisecond'`;
     const expires = after(keepMs);
     const scope = literal(tenant);
-    const gone = [...before.keys()].filter((key) => !kept.failing.has(key));
-    const changed = [...kept.failing.values()].filter((one) => before.get(one.key) !== one);
+    const isKept = (key: string) => kept.failing.has(key) || kept.succeeded.has(key);
+    const gone = [...new Set([...before.keys(), ...beforeSucceeded.keys()])].filter(
+      (key) => !isKept(key),
+    );
+    const changed = [...new Set([...kept.failing.keys(), ...kept.succeeded.keys()])].filter(
+      (key) =>
+        before.get(key) !== kept.failing.get(key) ||
+        beforeSucceeded.get(key) !== kept.succeeded.get(key),
+    );
     const statements = [
       `INSERT INTO ${table} (scope, tenant_row, key, success_at, attempt_at, failing_since, expires_at) ` +
         `VALUES (${scope}, true, '', ${numeral(kept.lastSuccessAt)}, ${numeral(kept.lastAttemptAt)}, ` +
@@ -137,17 +161,20 @@ export class PostgresWatch {
       );
     }
     if (changed.length > 0) {
-      const values = changed.map(
-        (one) =>
-          `(${scope}, false, ${literal(storageKey(one.key))}, ` +
-          `${literal(JSON.stringify([one.key, one.event]))}, ${numeral(one.firstAttemptAt)}, ` +
-          `${numeral(one.attemptsSeen)}, ${numeral(one.lastAttemptAt)}, ${expires})`,
-      );
+      const values = changed.map((key) => {
+        const one = kept.failing.get(key);
+        return (
+          `(${scope}, false, ${literal(storageKey(key))}, ` +
+          `${literal(JSON.stringify([key, one?.event ?? '']))}, ${numeral(one?.firstAttemptAt)}, ` +
+          `${numeral(one?.attemptsSeen)}, ${numeral(one?.lastAttemptAt)}, ` +
+          `${numeral(kept.succeeded.get(key))}, ${expires})`
+        );
+      });
       statements.push(
-        `INSERT INTO ${table} (scope, tenant_row, key, sent, first_at, seen, last_at, expires_at) ` +
+        `INSERT INTO ${table} (scope, tenant_row, key, sent, first_at, seen, last_at, success_at, expires_at) ` +
           `VALUES ${values.join(', ')} ON CONFLICT (scope, tenant_row, key) DO UPDATE SET ` +
           'sent = excluded.sent, first_at = excluded.first_at, seen = excluded.seen, ' +
-          'last_at = excluded.last_at, expires_at = excluded.expires_at',
+          'last_at = excluded.last_at, success_at = excluded.success_at, expires_at = excluded.expires_at',
       );
     }
     return statements.join('; ');
@@ -160,7 +187,7 @@ function loadRows(rows: readonly WatchRow[]): Map<string, Loaded> {
   for (const row of rows) {
     let one = loaded.get(row.scope);
     if (one === undefined) {
-      one = { kept: emptyKept(), before: new Map(), found: true };
+      one = { kept: emptyKept(), before: new Map(), beforeSucceeded: new Map(), found: true };
       loaded.set(row.scope, one);
     }
     if (row.tenant_row) {
@@ -170,10 +197,16 @@ function loadRows(rows: readonly WatchRow[]): Map<string, Loaded> {
       continue;
     }
     const [key, event] = JSON.parse(row.sent ?? '[]') as [string, string];
+    if (row.success_at !== null) {
+      one.kept.succeeded.set(key, row.success_at);
+      (one.beforeSucceeded as Map<string, number>).set(key, row.success_at);
+    }
+    // A row of a delivery that only succeeded is no failing delivery.
+    if (row.first_at === null) continue;
     const delivery: FailingDelivery = {
       key,
       event,
-      firstAttemptAt: row.first_at ?? 0,
+      firstAttemptAt: row.first_at,
       attemptsSeen: row.seen ?? 0,
       lastAttemptAt: row.last_at ?? 0,
     };

@@ -196,13 +196,15 @@ export function checkedValue(value: string): string {
 
 /**
  * The watchdog's notes (src/watchdog/types.ts), kept step by step as memoryStore keeps them
- * (src/stores/memory-watch.ts), in one call. KEYS: three a tenant, `…:watch` (a hash: `s` the last
+ * (src/stores/memory-watch.ts), in one call. KEYS: four a tenant, `…:watch` (a hash: `s` the last
  * success, `a` the last attempt, `f` failing since), `…:watch-failing` (a hash: the failing
  * deliveries by storage key, `first|seen|last|<JSON of [key, event]>`) and `…:watch-order` (a
- * sorted set: the same storage keys by first attempt). ARGV[1] the oldest first attempt kept;
- * ARGV[2] the most failing deliveries kept a tenant; ARGV[3] keepMs, after which a tenant's
- * failing and order keys unwritten expire; ARGV[4] keepSummaryMs, after which its `…:watch` hash
- * unwritten expires (longer than the platform's disable span: its last success must outlive it);
+ * sorted set: the same storage keys by first attempt) and `…:watch-succeeded` (a sorted set: the
+ * storage keys that succeeded, by their latest success; a failure of one at or before it is a late
+ * note, ignored for its delivery). ARGV[1] the oldest first attempt (and success) kept; ARGV[2]
+ * the most failing deliveries (and successes) kept a tenant; ARGV[3] keepMs, after which a
+ * tenant's failing, order and succeeded keys unwritten expire; ARGV[4] keepSummaryMs, after which
+ * its `…:watch` hash unwritten expires (longer than the platform's disable span: its last success must outlive it);
  * ARGV[5] the tenant to read (its number among the KEYS' tenants, 0 for none); ARGV[6] the number
  * of notes, then six values a note: its tenant's number, at, ok (`1`/`0`),
  * whether it has a key (`1`/`0`), the key's storage key, the JSON of `[key, event]` (`''` for a
@@ -213,13 +215,13 @@ export function checkedValue(value: string): string {
  */
 export const WATCH = script(`
 local since, maxFailing, keepMs, keepSummaryMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local function keysOf(t) return KEYS[t * 3 - 2], KEYS[t * 3 - 1], KEYS[t * 3] end
+local function keysOf(t) return KEYS[t * 4 - 3], KEYS[t * 4 - 2], KEYS[t * 4 - 1], KEYS[t * 4] end
 local function later(state, field, at, atText)
   local before = redis.call('HGET', state, field)
   if not before or tonumber(before) < at then redis.call('HSET', state, field, atText) end
 end
 local function keep(t, atText, ok, hasKey, id, sent)
-  local state, failing, order = keysOf(t)
+  local state, failing, order, succeeded = keysOf(t)
   local at = tonumber(atText)
   later(state, 'a', at, atText)
   if ok == '1' then
@@ -229,6 +231,8 @@ local function keep(t, atText, ok, hasKey, id, sent)
     if hasKey == '1' then
       redis.call('HDEL', failing, id)
       redis.call('ZREM', order, id)
+      local won = redis.call('ZSCORE', succeeded, id)
+      if not won or tonumber(won) < at then redis.call('ZADD', succeeded, atText, id) end
     end
     return
   end
@@ -238,6 +242,8 @@ local function keep(t, atText, ok, hasKey, id, sent)
     if not fs or at < tonumber(fs) then redis.call('HSET', state, 'f', atText) end
   end
   if hasKey ~= '1' then return end
+  local won = redis.call('ZSCORE', succeeded, id)
+  if won and tonumber(won) >= at then return end
   local first, seen, last = atText, 1, atText
   local before = redis.call('HGET', failing, id)
   if before then
@@ -254,7 +260,10 @@ local function forget(failing, ids)
   for _, id in ipairs(ids) do redis.call('HDEL', failing, id) end
 end
 local function prune(t)
-  local _, failing, order = keysOf(t)
+  local _, failing, order, succeeded = keysOf(t)
+  redis.call('ZREMRANGEBYSCORE', succeeded, '-inf', '(' .. since)
+  local surplus = redis.call('ZCARD', succeeded) - maxFailing
+  if surplus > 0 then redis.call('ZREMRANGEBYRANK', succeeded, 0, surplus - 1) end
   forget(failing, redis.call('ZRANGEBYSCORE', order, '-inf', '(' .. since))
   redis.call('ZREMRANGEBYSCORE', order, '-inf', '(' .. since)
   local over = redis.call('ZCARD', order) - maxFailing
@@ -272,9 +281,9 @@ for i = 0, tonumber(ARGV[6]) - 1 do
 end
 for _, t in ipairs(list) do
   prune(t)
-  local state, failing, order = keysOf(t)
+  local state, failing, order, succeeded = keysOf(t)
   redis.call('PEXPIRE', state, keepSummaryMs)
-  for _, key in ipairs({ failing, order }) do redis.call('PEXPIRE', key, keepMs) end
+  for _, key in ipairs({ failing, order, succeeded }) do redis.call('PEXPIRE', key, keepMs) end
 end
 local read = tonumber(ARGV[5])
 if read == 0 then return 0 end

@@ -2,13 +2,15 @@
  * redisStore's `watch`: the watchdog's notes (src/watchdog/types.ts) as the arguments of the
  * {@link WATCH} script, and its reply as a tenant's state.
  *
- * A tenant's notes are three keys under one hash tag, `watch:` and the tenant (its `storageKey`,
+ * A tenant's notes are four keys under one hash tag, `watch:` and the tenant (its `storageKey`,
  * with `%`, `{` and `}` escaped as the store escapes every key): `${prefix}{watch:<tenant>}:watch`,
- * `…:watch-failing` and `…:watch-order`. No other key of the store ends that way, and two tenants
+ * `…:watch-failing`, `…:watch-order` and `…:watch-succeeded` (the keys that succeeded lately, so a
+ * late note of an earlier failure does not count them failing again). No other key of the store ends that way, and two tenants
  * are two tags whatever their code units. The summary (`…:watch`: last success, last attempt,
  * failing time) expires keepSummaryMs after its tenant's last write, longer than the platform's
  * disable span (src/platform/platform-contract.ts), so an endpoint that hears nothing for days still knows
- * when it is disabled; the failing deliveries (`…:watch-failing`, `…:watch-order`) keepMs after.
+ * when it is disabled; the failing deliveries (`…:watch-failing`, `…:watch-order`) and the
+ * successes (`…:watch-succeeded`) keepMs after.
  * @module
  */
 
@@ -48,7 +50,12 @@ export function watchCalls(
     let readAt = 0;
     tenants.forEach(([tenant, tenantNotes], index) => {
       const base = keyPrefix + hashTag(`watch:${tenant}`);
-      keys.push(`${base}:watch`, `${base}:watch-failing`, `${base}:watch-order`);
+      keys.push(
+        `${base}:watch`,
+        `${base}:watch-failing`,
+        `${base}:watch-order`,
+        `${base}:watch-succeeded`,
+      );
       if (tenant === read) readAt = index + 1;
       for (const note of tenantNotes) noteArgs.push(index + 1, ...noteValues(note));
     });

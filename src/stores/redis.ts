@@ -82,8 +82,9 @@ function hashTag(idempotencyKey: string): string {
  *   claim's token still owns what it took, so a delivery whose lease ran out can neither complete
  *   nor free what another delivery has taken since. `peek` is one `MGET`.
  * - `watch` (the watchdog's notes, docs/watchdog.md) is one script a call: a tenant's notes are
- *   `${prefix}{watch:<tenant>}:watch`, `:watch-failing` and `:watch-order`, at most `maxFailing`
- *   failing deliveries, expiring keepMs after their last write, and the summary (`:watch`)
+ *   `${prefix}{watch:<tenant>}:watch`, `:watch-failing`, `:watch-order` and `:watch-succeeded`, at
+ *   most `maxFailing` failing deliveries (and as many recent successes), expiring keepMs after
+ *   their last write, and the summary (`:watch`)
  *   keepSummaryMs after (src/stores/redis-watch.ts).
  * - Keys are `${prefix}${namespace}:{${key}}` (`${prefix}{${key}}` without a namespace), with `%`,
  *   `{` and `}` of the key escaped as `%25`, `%7B` and `%7D`: the braces are a cluster hash tag. A

@@ -36,7 +36,7 @@ describeWatchContract(
       lifetimes: async (scope) => {
         const base = `${prefix}{watch:${scope}}:`;
         const failing: number[] = [];
-        for (const end of ['watch-failing', 'watch-order']) {
+        for (const end of ['watch-failing', 'watch-order', 'watch-succeeded']) {
           const ttl = await client.pttl(base + end);
           if (ttl !== -2) failing.push(ttl);
         }

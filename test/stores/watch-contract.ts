@@ -1,6 +1,7 @@
 /**
  * The behaviour of every store's `watch` (src/watchdog/types.ts), as one suite each store runs:
- * notes out of order, a success clearing its delivery and the failing time, failing deliveries
+ * notes out of order, a success clearing its delivery and the failing time, a late failure of a
+ * delivery that succeeded since ignored, failing deliveries
  * forgotten past keepMs and past maxFailing, a tenant's summary kept past the platform's disable
  * span (docs/platform.md) while its failing deliveries expire, tenants kept apart whatever their
  * code units.
@@ -142,6 +143,51 @@ export function describeWatchContract(
       expect(again.failing.find((one) => one.key === 'k1')?.attemptsSeen).toBe(1);
     });
 
+    it('ignores a late failure of a key that succeeded at or after it, not a failure after its success', async () => {
+      // Each process writes its batch at most once a second, and after an outage the notes it
+      // kept: a failure answered before a delivery's success may reach the store after it.
+      await write([succeeded('late', T + 2000, 'a')]);
+      await write([failed('late', T + 1000, 'a'), failed('late', T + 2000, 'a')]);
+      const late = await read('a', T + 2000);
+      expect(late.failing).toEqual([]);
+      expect(late.lastSuccessAt).toBe(T + 2000);
+      expect(late.lastAttemptAt).toBe(T + 2000);
+      expect(late.failingSince).toBeUndefined();
+      // In one batch too, whatever the order of its notes.
+      await write([succeeded('same', T + 2000, 'b'), failed('same', T + 1000, 'b')]);
+      expect((await read('b', T + 2000)).failing).toEqual([]);
+      // In order: the success clears the failure before it.
+      await write([failed('cleared', T + 1000, 'c')]);
+      await write([succeeded('cleared', T + 2000, 'c')]);
+      const cleared = await read('c', T + 2000);
+      expect(cleared.failing).toEqual([]);
+      expect(cleared.failingSince).toBeUndefined();
+      // A failure after the success is a new one: failing again, from it.
+      await write([succeeded('again', T + 2000, 'd')]);
+      await write([failed('again', T + 3000, 'd')]);
+      const again = await read('d', T + 3000);
+      expect(again.failing).toEqual([
+        {
+          key: 'again',
+          event: 'PaymentCompleted',
+          firstAttemptAt: T + 3000,
+          attemptsSeen: 1,
+          lastAttemptAt: T + 3000,
+        },
+      ]);
+      expect(again.failingSince).toBe(T + 3000);
+      // And a late failure between the success and the new one is still ignored.
+      await write([failed('again', T + 1500, 'd')]);
+      expect((await read('d', T + 3000)).failing.map((one) => one.attemptsSeen)).toEqual([1]);
+    });
+
+    it('remembers at most maxFailing successes a tenant, the latest ones', async () => {
+      await write([succeeded('k1', T + 1), succeeded('k2', T + 2)], T + 2, 1);
+      // k2's success is remembered, k1's (the earlier) is not: k1's late failure counts.
+      await write([failed('k1', T), failed('k2', T)], T + 2, 1);
+      expect((await read('', T + 2, [], 1)).failing.map((one) => one.key)).toEqual(['k1']);
+    });
+
     it('keeps the last success when an older success arrives later, and a failure before it changes no failing time', async () => {
       await write([succeeded('k1', T + 10 * MINUTE)]);
       await write([succeeded('k0', T), failed('k2', T + 5 * MINUTE)]);
@@ -227,6 +273,15 @@ export function describeWatchContract(
         T + 3 * MINUTE,
         T + 4 * MINUTE,
       ]);
+    });
+
+    it('keeps a delivery forgotten past maxFailing forgotten, when a younger one succeeds', async () => {
+      await write([failed('k0', T), failed('k1', T + MINUTE)], T + MINUTE, 2);
+      // k0 and k1 are forgotten here: two younger ones take their places.
+      await write([failed('k2', T + 2 * MINUTE), failed('k3', T + 3 * MINUTE)], T + 3 * MINUTE, 2);
+      await write([succeeded('k3', T + 4 * MINUTE)], T + 4 * MINUTE, 2);
+      const state = await read('', T + 4 * MINUTE, [], 2);
+      expect(state.failing.map((one) => one.key)).toEqual(['k2']);
     });
 
     it('keeps tenants apart, including tenants that differ only in a lone surrogate or U+0000', async () => {

@@ -72,7 +72,7 @@ describeWatchContract('memoryStore', async () => ({
 async function redisLifetimes(keyPrefix: string, scope: string) {
   const base = `${keyPrefix}{watch:${scope}}:`;
   const failing: number[] = [];
-  for (const end of ['watch-failing', 'watch-order']) {
+  for (const end of ['watch-failing', 'watch-order', 'watch-succeeded']) {
     const ttl = await client.pttl(base + end);
     if (ttl !== -2) failing.push(ttl);
   }
@@ -130,16 +130,23 @@ describeWatchContract(
 const fail = (key: string, at: number, scope = '') => ({ scope, at, ok: false, key, event: 'E' });
 
 describe("redisStore's watch keys", () => {
-  it('are three under the tenant hash tag, the failing ones expiring keepMs after the last write and the summary keepSummaryMs after, with no more than maxFailing', async () => {
+  it('are four under the tenant hash tag, the failing and succeeded ones expiring keepMs after the last write and the summary keepSummaryMs after, with no more than maxFailing', async () => {
     const prefix = `${PREFIX}${randomUUID()}:`;
     const store = redisStore({ client, prefix });
     const keepMs = 60_000;
     const keepSummaryMs = 3_600_000;
     const notes = [0, 1, 2, 3, 4].map((n) => fail(`k${n}`, T + n, 'school-{1}%'));
-    await store.watch!({ notes, keepMs, keepSummaryMs, maxFailing: 2, now: T + 4 });
+    const successes = [5, 6, 7].map((n) => ({ ...fail(`s${n}`, T + n, 'school-{1}%'), ok: true }));
+    await store.watch!({
+      notes: [...notes, ...successes],
+      keepMs,
+      keepSummaryMs,
+      maxFailing: 2,
+      now: T + 7,
+    });
     const keys = (await client.keys(`${prefix}*`)).sort();
     expect(keys).toEqual(
-      ['watch', 'watch-failing', 'watch-order'].map(
+      ['watch', 'watch-failing', 'watch-order', 'watch-succeeded'].map(
         (end) => `${prefix}{watch:school-%7B1%7D%25}:${end}`,
       ),
     );
@@ -154,6 +161,9 @@ describe("redisStore's watch keys", () => {
     }
     expect(await client.hlen(`${prefix}{watch:school-%7B1%7D%25}:watch-failing`)).toBe(2);
     expect(await client.zcard(`${prefix}{watch:school-%7B1%7D%25}:watch-order`)).toBe(2);
+    expect(
+      await client.zrange(`${prefix}{watch:school-%7B1%7D%25}:watch-succeeded`, 0, -1),
+    ).toEqual(['s6', 's7']);
   });
 
   it('take one script call per watch, whatever the tenants', async () => {
