@@ -109,10 +109,8 @@ const ESCAPED_IN_JSON = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /**
  * `~` and the JSON of `[kind, first ?? null, second]`, written directly when neither string has a
- * character JSON escapes: the same string, at a tenth of JSON.stringify's cost (0.7 µs a
- * delivery of a tenant measured, and 2.4 µs of a delivery about an entity, whose record key is
- * one too). The cost of the trick: one more branch; a test checks both paths against
- * JSON.stringify.
+ * character JSON escapes: the same string JSON.stringify gives (a speed trick: docs/decisions.md
+ * says what it saves). A test checks both paths against JSON.stringify.
  */
 function framed(kind: string, first: string | undefined, second: string): string {
   if (ESCAPED_IN_JSON.test(second) || (first !== undefined && ESCAPED_IN_JSON.test(first))) {

@@ -488,10 +488,9 @@ function useRunKey(validated: Validated): Validated {
 }
 
 /**
- * `parsed` with the event its handlers get and the key it claims, written field by field. The
- * cost of the trick: a field added to {@link Parsed} must be added here too. What it saves: with
- * `{ ...parsed, event }` here and in `claim`, `handle()` took 10-15% more CPU per delivery
- * (bench/in-process.ts' deliveries, both versions alternating in one process).
+ * `parsed` with the event its handlers get and the key it claims, written field by field (a
+ * speed trick: docs/decisions.md says what it saves). A field added to {@link Parsed} must be
+ * added here too.
  */
 function validatedOf(parsed: Parsed, event: unknown, key: string): Validated {
   const { body, verifier, fingerprint, envelope, text, timestampMs } = parsed;

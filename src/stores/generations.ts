@@ -14,11 +14,10 @@ export interface Expiring {
  * when that one holds half of `max` (or both hold `max`) the older one is dropped whole. An entry
  * is thus kept for at least the next `max / 2` (rounded down).
  *
- * Two generations rather than a least-recently-used list: a list of 100 000 keys lives in long
- * arrays written at every claim, which Bun's collector rescans whole at each young collection (a
- * delivery on Bun.serve slowed from 33 to 162 µs as the store filled), and a `Map` evicted from
- * its head scans the deleted entries before it. Dropping a whole generation does neither
- * (docs/maintainers/benchmarks.md).
+ * Two generations rather than a least-recently-used list: a list lives in long arrays written at
+ * every claim, which Bun's collector rescans whole at each young collection, and a `Map` evicted
+ * from its head scans the deleted entries before it. Dropping a whole generation does neither
+ * (docs/decisions.md has what it saves).
  */
 export class Generations<E extends Expiring> {
   readonly #max: number;
