@@ -111,7 +111,8 @@ export async function runTenantsScenario(
     await Promise.all(children.map(stop));
     const scenario = { ...scenarioOf(await readEvents(eventsFile)), tookMs };
     expect(events.length).toBeGreaterThan(0);
-    checkScenario(scenario, schools);
+    // pgBossInbox also runs the current tick's job at start; bullmqInbox runs on the multiples only.
+    checkScenario(scenario, schools, env['INBOX'] === 'pg-boss');
     return scenario;
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
@@ -188,6 +189,7 @@ function scenarioOf(events: readonly Event[]): Omit<TenantsScenario, 'tookMs'> {
 function checkScenario(
   { runs, grants }: Omit<TenantsScenario, 'tookMs'>,
   schools: readonly MockSchool[],
+  runsAtStart: boolean,
 ): void {
   const tenants = schools.map((school) => school.tenant);
   // Each missing invoice granted once, under its own school; none of those a webhook recorded.
@@ -216,11 +218,19 @@ function checkScenario(
     );
     expect(turn && grant.to <= turn.to).toBe(true);
   }
-  // One run per tick: no two runs started at one tick. Ticks fall on whole multiples of EVERY_MS;
-  // a run is read as the tick nearest its first turn, since a loaded machine starts a job late,
-  // and a scheduler on Redis's clock may start it a few ms before the process's clock says.
-  const ticks = runs.map((run) => Math.round(run.turns[0]!.from / EVERY_MS));
-  expect(new Set(ticks).size).toBe(ticks.length);
+  // One run per tick: no two runs started at one tick. Scheduled runs fall on whole multiples of
+  // EVERY_MS; a run is read as the tick nearest its first turn, since a loaded machine starts a job
+  // late, and a scheduler on Redis's clock may start it a few ms before the process's clock says.
+  // An inbox that also runs the current tick at start does so at any point of that tick, where the
+  // nearest multiple may be the next one: its first run is left out here (the pg-boss test reads
+  // every run's tick from its job instead).
+  const scheduled = runsAtStart ? runs.slice(1) : runs;
+  const ticks = scheduled.map((run) => Math.round(run.turns[0]!.from / EVERY_MS));
+  const startsInTick = scheduled.map((run) => run.turns[0]!.from % EVERY_MS);
+  expect(
+    new Set(ticks).size,
+    `runs' first turns, ms into their tick: ${startsInTick.join(', ')}`,
+  ).toBe(ticks.length);
 }
 
 /** From the first of a school's handlers (in one process) to the end of its last, by start. */
