@@ -203,8 +203,11 @@ class HandlersDeadline extends Deadline {
   }
 }
 
-/** A handler may return a value or a promise (any thenable): only a promise races handlerTimeoutMs. */
-function returnedPromise(value: unknown): value is PromiseLike<unknown> {
+/**
+ * Whether a user's function (a handler, a timer callback of the virtual clock) returned a promise
+ * (any thenable) rather than a value: only a promise races handlerTimeoutMs, or is work to wait for.
+ */
+export function returnedPromise(value: unknown): value is PromiseLike<unknown> {
   return (
     (typeof value === 'object' || typeof value === 'function') &&
     value !== null &&

@@ -5,6 +5,7 @@
  */
 
 import { ConfigError } from '../errors.js';
+import { returnedPromise } from '../receiving/run-handlers.js';
 
 /** Options of {@link createVirtualClock}. */
 export interface VirtualClockOptions {
@@ -295,13 +296,4 @@ class CallbackErrors {
 
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
-}
-
-/** A timer callback may return a value or a promise: only a promise is work to wait for. */
-function returnedPromise(value: unknown): value is PromiseLike<unknown> {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as PromiseLike<unknown>).then === 'function'
-  );
 }
