@@ -14,8 +14,11 @@
  */
 
 import { parseEnvelope } from '../src/platform/envelope.js';
-import { isFixedContractEvent, type WebhookEvent } from '../src/platform/events/index.js';
-import { validateEventData } from '../src/platform/events/validate.js';
+import {
+  isFixedContractEvent,
+  validateEventData,
+  type WebhookEvent,
+} from '../src/platform/events/index.js';
 import {
   answer,
   checkOptions,

@@ -19,4 +19,4 @@ export {
 } from './receiving/pipeline.js';
 export { checkOptions, type ReceiverSettings } from './receiving/receiver-settings.js';
 export { isTimedOut, runHandlers, type AnyHandler } from './receiving/run-handlers.js';
-export { Stages } from './receiving/run-steps.js';
+export { Stages } from './receiving/pipeline.js';

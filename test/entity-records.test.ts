@@ -12,7 +12,7 @@ import {
   RECORDED_BY_WEBHOOK,
   RECOVERED_BY_RUN,
   recordOf,
-} from '../src/keys/entity-records.js';
+} from '../src/keys/delivery-key.js';
 import { createReceiver } from '../src/index.js';
 import { memoryStore } from '../src/stores/memory.js';
 import type { ClaimRequest, IdempotencyStore } from '../src/stores/types.js';

@@ -5,7 +5,7 @@
  */
 
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { Stages } from '../src/receiving/run-steps.js';
+import { Stages } from '../src/receiving/pipeline.js';
 
 describe('Stages', () => {
   /** What ends a run in these tests. */

@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { ServerResponse } from 'node:http';
 import { ConfigError } from '../errors.js';
 import type { HeadersInput } from '../receiving/request.js';
 import { OUTCOME_STATUS } from '../receiving/outcome.js';
@@ -164,4 +165,22 @@ interface Definition<Output> {
     input: unknown,
     extra: unknown,
   ): Output;
+}
+
+/**
+ * Answer with `status`, `headers` (a fresh object from `answerHeaders`, which this completes with
+ * the length) and `body` as JSON, straight through Node's `writeHead`/`end`: the platform reads
+ * only the status, so a framework's ETag, charset and content negotiation would be work nobody
+ * reads.
+ */
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string | number>,
+  body: object,
+): void {
+  const json = JSON.stringify(body);
+  headers['content-length'] = Buffer.byteLength(json);
+  res.writeHead(status, headers);
+  res.end(json);
 }

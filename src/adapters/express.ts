@@ -4,9 +4,8 @@
  */
 
 import type { Request, RequestHandler, Response } from 'express';
-import { defineAdapter, type AdapterOptions } from './adapter-kit.js';
+import { defineAdapter, sendJson, type AdapterOptions } from './adapter-kit.js';
 import { nodeBodyReader } from '../receiving/request.js';
-import { sendJson } from './node-answer.js';
 import type { Receiver, WebhookRequest } from '../receiving/receiver.js';
 
 /** What body parsers leave on a request; `rawBody` is set by {@link rawBodySaver}. */

@@ -5,9 +5,8 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { answerHeaders, defineAdapter } from './adapter-kit.js';
+import { answerHeaders, defineAdapter, sendJson } from './adapter-kit.js';
 import { nodeBodyReader } from '../receiving/request.js';
-import { sendJson } from './node-answer.js';
 import type { Receiver } from '../receiving/receiver.js';
 
 /** Options of {@link nodeListener}. */

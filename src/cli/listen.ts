@@ -7,8 +7,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { nodeListener } from '../adapters/node.js';
-import { sendJson } from '../adapters/node-answer.js';
-import { answerHeaders } from '../adapters/adapter-kit.js';
+import { answerHeaders, sendJson } from '../adapters/adapter-kit.js';
 import { getHeader } from '../receiving/request.js';
 import { OUTCOMES } from '../receiving/outcome.js';
 import {

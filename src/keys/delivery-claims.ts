@@ -7,14 +7,13 @@
  */
 
 import { DeliveryOutcome } from '../receiving/delivery-outcome.js';
-import { RECORDED_BY_WEBHOOK, RECOVERED_BY_RUN, recordOf } from './entity-records.js';
+import { entityKeyOf, RECORDED_BY_WEBHOOK, recordOf, RECOVERED_BY_RUN } from './delivery-key.js';
 import {
   IdempotencyConflictError,
   StoreUnavailableError,
   withCauses,
   type SchoolhooksError,
 } from '../errors.js';
-import { entityKeyOf } from './delivery-key.js';
 import { entityOf } from '../platform/entity-of.js';
 import type { WebhookEvent } from '../platform/events/index.js';
 import type { Parsed } from '../receiving/pipeline.js';

@@ -1,33 +1,44 @@
 /**
  * The receiver's public API: `createReceiver`, and `on`, `onAny`, `onError`, `handle` and
- * `processStored` on what it returns (docs/receiving.md; with an inbox, docs/inbox.md). Its parts, each in its module: the settings (receiver-settings.ts), the
- * handler registry (handler-registry.ts), the steps of a delivery (pipeline.ts), how failures
- * are told and logged (reporting.ts) and what an outcome is answered with (delivery-outcome.ts).
+ * `processStored` on what it returns (docs/receiving.md; with an inbox, docs/inbox.md). It holds the handler registry
+ * (`HandlerRegistry`, at the end); its other parts, each in its module: the settings
+ * (receiver-settings.ts), the steps of a delivery (pipeline.ts), and what an outcome is answered
+ * with and how failures are told and logged (delivery-outcome.ts).
  * @module
  */
 
-import { answer, DeliveryOutcome, runResultOf, type WebhookResult } from './delivery-outcome.js';
+import {
+  answer,
+  DeliveryOutcome,
+  Reporting,
+  runResultOf,
+  type ErrorHandler,
+  type WebhookResult,
+} from './delivery-outcome.js';
 import { fromBase64 } from '../utils/base64.js';
 import { type BodyReader, getHeader, type HeadersInput } from './request.js';
-import { StoreUnavailableError, withCauses } from '../errors.js';
-import type { EntityEventName } from '../platform/entity-of.js';
-import type { KnownEventName, WebhookEvent } from '../platform/events/index.js';
-import { HandlerRegistry, type HandlerOptions } from './handler-registry.js';
+import { ConfigError, StoreUnavailableError, withCauses } from '../errors.js';
+import { hasEntity, type EntityEventName } from '../platform/entity-of.js';
+import {
+  isKnownEvent,
+  KNOWN_EVENTS,
+  type KnownEventName,
+  type WebhookEvent,
+} from '../platform/events/index.js';
+import { nearestName } from '../utils/nearest-name.js';
 import type { Inbox, StoredDelivery, StoredRunOptions, StoredRunResult } from '../inbox/types.js';
 import { DeliveryPipeline, type Arrival } from './pipeline.js';
 import { checkOptions, type ReceiverOptions } from './receiver-settings.js';
-import { Reporting, type ErrorHandler } from './reporting.js';
 import type { AnyHandler, HandlerContext } from './run-handlers.js';
 import type { RawBody } from '../platform/signature.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import { ANSWER_NOTES, AnswerNotes, type WatchCall } from '../watchdog/answer-notes.js';
-import { isSuccessStatus } from '../platform/platform-contract.js';
+import { OUTCOMES } from './outcome.js';
 import type { DeliveryObservation, TelemetryStart } from '../telemetry/telemetry.js';
 
 export type { WebhookResponseBody, WebhookResult } from './delivery-outcome.js';
 export type { Logger, ReceiverOptions } from './receiver-settings.js';
-export type { ErrorHandler } from './reporting.js';
-export type { HandlerOptions } from './handler-registry.js';
+export type { ErrorHandler } from './delivery-outcome.js';
 
 /** Any event name: the known ones autocomplete, any other string is accepted too. */
 export type EventName = KnownEventName | (string & {});
@@ -203,7 +214,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     }
     reporting.finish(ending, arrival, startedAt, 'delivery');
     const answered = answer(ending.outcome, ending.idempotencyKey);
-    if (notes !== undefined) noteAnswer(notes, settings.now(), arrival, ending, answered.status);
+    if (notes !== undefined) noteAnswer(notes, settings.now(), arrival, ending);
     return answered;
   }
 
@@ -310,11 +321,11 @@ function noteAnswer(
   at: number,
   arrival: Arrival,
   ending: DeliveryOutcome,
-  status: number,
 ): void {
   if (ending.outcome === 'unknown_tenant') return;
   const { idempotencyKey: key, event } = ending;
-  notes.note({ scope: arrival.tenant ?? '', at, ok: isSuccessStatus(status), key, event });
+  // Whether the platform counts the outcome's status as delivered (the outcome table's `success`).
+  notes.note({ scope: arrival.tenant ?? '', at, ok: OUTCOMES[ending.outcome].success, key, event });
 }
 
 /**
@@ -332,4 +343,80 @@ function answerNotesOf(
     const why = withCauses("the store failed to keep the watchdog's notes", cause, secrets);
     reporting.report(new StoreUnavailableError(why, { cause }));
   });
+}
+
+/** Options of one `on()`. */
+export interface HandlerOptions {
+  /**
+   * Run the handlers of this event only for a state newer (by the event's `timestamp`) than the
+   * newest already processed for the same entity (`entityOf`): an older one is answered
+   * `200 superseded`, and two deliveries of one entity never run at once. For the events of the
+   * entity table only.
+   */
+  latestOnly?: boolean;
+}
+
+/** The handlers of a receiver: `on()`'s by event name, and `onAny()`'s for every event. */
+export class HandlerRegistry {
+  readonly #named = new Map<string, AnyHandler[]>();
+  readonly #any: AnyHandler[] = [];
+  /** The events one of whose handlers asked for `latestOnly`. */
+  readonly #latestOnly = new Set<string>();
+
+  /**
+   * Register `handler` for each of `names`, every name checked before any is registered: a
+   * misspelt name would answer every real event `200 ignored`, which the platform never sends
+   * again; `latestOnly` for an event of no entity would guard nothing.
+   */
+  on(names: readonly unknown[], handler: AnyHandler, options?: HandlerOptions | null): void {
+    names.forEach(assertKnownEvent);
+    const latestOnly = options?.latestOnly === true;
+    if (latestOnly) this.#assertGuardable(names as readonly string[]);
+    for (const name of names as readonly string[]) {
+      const list = this.#named.get(name) ?? [];
+      list.push(handler);
+      this.#named.set(name, list);
+      if (latestOnly) this.#latestOnly.add(name);
+    }
+  }
+
+  /**
+   * Whether the handlers of an event run for its newest state only: when one of them asked
+   * for it, every handler of the event (`onAny`'s too) is guarded.
+   */
+  latestOnly = (event: string): boolean =>
+    this.#latestOnly.size !== 0 && this.#latestOnly.has(event);
+
+  /** Refuse `latestOnly` where it would guard nothing: an event of no entity. */
+  #assertGuardable(names: readonly string[]): void {
+    const without = names.find((name) => !hasEntity(name));
+    if (without !== undefined) {
+      throw new ConfigError(
+        `latestOnly needs an event about an entity (entityOf); ${without} is about none, so no state of it is newer than another`,
+      );
+    }
+  }
+
+  /** Register `handler` for every event, known or not. */
+  onAny(handler: AnyHandler): void {
+    this.#any.push(handler);
+  }
+
+  /** The handlers of an event name, `onAny`'s included; empty when there are none. */
+  handlersOf = (event: string): readonly AnyHandler[] => {
+    const handlers = this.#named.get(event);
+    if (handlers === undefined) return this.#any;
+    return this.#any.length === 0 ? handlers : [...handlers, ...this.#any];
+  };
+}
+
+/** Refuse a name this version does not know, naming the nearest known one. */
+function assertKnownEvent(name: unknown): void {
+  if (typeof name === 'string' && isKnownEvent(name)) return;
+  const text = typeof name === 'string' ? `'${name.slice(0, 100)}'` : typeof name;
+  const near = typeof name === 'string' ? nearestName(name, KNOWN_EVENTS) : undefined;
+  throw new ConfigError(
+    `unknown event ${text}${near === undefined ? '.' : `; did you mean '${near}'?`} ` +
+      'Events this version does not know reach onAny',
+  );
 }

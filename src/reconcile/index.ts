@@ -46,4 +46,4 @@ export {
   SchoolApiError,
 } from '../api/errors.js';
 // What a record's fingerprint says: which of a webhook and a run handled the entity.
-export { RECORDED_BY_WEBHOOK, RECOVERED_BY_RUN } from '../keys/entity-records.js';
+export { RECORDED_BY_WEBHOOK, RECOVERED_BY_RUN } from '../keys/delivery-key.js';

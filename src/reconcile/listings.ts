@@ -5,8 +5,7 @@
  */
 
 import type { InvalidListItem } from '../api/errors.js';
-import { recordKeyOf } from '../keys/delivery-key.js';
-import { enrollmentRecordOf } from '../keys/entity-records.js';
+import { enrollmentRecordOf, recordKeyOf } from '../keys/delivery-key.js';
 import { entityKeyFor } from '../platform/entity-of.js';
 import type { ReconcileApi, ReconcileItems, ReconcileKind } from './types.js';
 import type { ReconcileWindow } from './window.js';

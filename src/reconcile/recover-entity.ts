@@ -6,7 +6,7 @@
  */
 
 import type { RunResult } from '../utils/run-result.js';
-import { RECOVERED_BY_RUN } from '../keys/entity-records.js';
+import { RECOVERED_BY_RUN } from '../keys/delivery-key.js';
 import type { ClaimRequest, HeldClaim, IdempotencyStore } from '../stores/types.js';
 import { RECONCILE_DEFAULTS } from '../defaults.js';
 import type { ListedEntity } from './listings.js';

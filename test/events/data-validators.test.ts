@@ -19,9 +19,9 @@ import { DATA_VALIDATORS } from '../../src/platform/events/data-validators.gener
 import {
   eventDataSchemas,
   FIXED_CONTRACT_EVENTS,
+  validateEventData,
   type FixedEventName,
 } from '../../src/platform/events/index.js';
-import { validateEventData } from '../../src/platform/events/validate.js';
 import { FIXTURES, mutatedData, RUNS } from '../properties/arbitraries.js';
 
 const root = new URL('../../', import.meta.url);
@@ -128,7 +128,7 @@ describe('validateEventData', () => {
   it('validates where code cannot be generated from strings', () => {
     // A child process: the flag must be set before anything runs.
     const script = `
-      const { validateEventData } = await import('./src/platform/events/validate.ts');
+      const { validateEventData } = await import('./src/platform/events/index.ts');
       const data = JSON.parse(await (await import('node:fs/promises')).readFile('fixtures/UserSignedUp.json', 'utf8')).data;
       const broken = { ...data, user: { ...data.user, id: 'seven' } };
       console.log(JSON.stringify({

@@ -5,8 +5,7 @@
  */
 
 import { createSchoolApi, type SchoolApi } from '../../src/api/index.js';
-import { recordKeyOf } from '../../src/keys/delivery-key.js';
-import { RECORDED_BY_WEBHOOK } from '../../src/keys/entity-records.js';
+import { RECORDED_BY_WEBHOOK, recordKeyOf } from '../../src/keys/delivery-key.js';
 import type { MockInvoice, MockListItems } from '../../src/testing/mock-lists.js';
 import { createMockSchoolApi, type MockSchoolApi } from '../../src/testing/mock-school-api.js';
 import type { IdempotencyStore } from '../../src/stores/types.js';

@@ -8,9 +8,13 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AuthenticationError, type SchoolApi } from '../../src/api/index.js';
-import { recordKeyOf } from '../../src/keys/delivery-key.js';
+import {
+  RECORDED_BY_WEBHOOK,
+  recordKeyOf,
+  recordOf,
+  RECOVERED_BY_RUN,
+} from '../../src/keys/delivery-key.js';
 import { entityOf } from '../../src/platform/entity-of.js';
-import { recordOf, RECORDED_BY_WEBHOOK, RECOVERED_BY_RUN } from '../../src/keys/entity-records.js';
 import { createReceiver } from '../../src/receiving/receiver.js';
 import {
   ConfigError,

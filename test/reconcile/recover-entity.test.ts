@@ -7,8 +7,7 @@
  */
 
 import { describe, expect, it, vi } from 'vitest';
-import { recordKeyOf } from '../../src/keys/delivery-key.js';
-import { RECORDED_BY_WEBHOOK, RECOVERED_BY_RUN } from '../../src/keys/entity-records.js';
+import { RECORDED_BY_WEBHOOK, recordKeyOf, RECOVERED_BY_RUN } from '../../src/keys/delivery-key.js';
 import type { ListedEntity } from '../../src/reconcile/listings.js';
 import type { RecoveryConfig } from '../../src/reconcile/recover-entity.js';
 import { memoryStore } from '../../src/stores/memory.js';

@@ -14,8 +14,10 @@
  */
 
 import { z } from 'zod';
+import type { PayloadIssue } from '../../errors.js';
 import { TIMESTAMP_PATTERN, timestampMsOf } from '../envelope.js';
 import type { KnownOutput } from './known-output.js';
+import { DATA_VALIDATORS } from './data-validators.generated.js';
 import { certificateIssuedDataSchema } from './certificate-issued.js';
 import { courseCompletedDataSchema } from './course-completed.js';
 import { courseLessonPracticeCompletedDataSchema } from './course-lesson-practice-completed.js';
@@ -228,3 +230,30 @@ export type { UserAcquaintedData } from './user-acquainted.js';
 export type { UserCreatedViaLmsData } from './user-created-via-lms.js';
 export type { UserSignedUpData } from './user-signed-up.js';
 export type { UserTgConnectedData } from './user-tg-connected.js';
+
+// Validating the `data` of a fixed-contract event on the hot path: the validator generated from
+// the bundled schema first (`data-validators.generated.ts`), Zod for the issues of a payload
+// that fails it, and Zod alone for a schema a receiver's `schemas` option put in its place.
+
+/** The data to hand to handlers, or the Zod issues that reject it. */
+export type DataValidation =
+  { ok: true; data: Record<string, unknown> } | { ok: false; issues: PayloadIssue[] };
+
+/**
+ * Validate `data` against the schema of `name`. A payload that passes is handed on as parsed:
+ * every event schema is a loose object without defaults or transforms, so Zod's output would
+ * be a copy equal to it. One that fails is parsed by Zod, which has the last word.
+ */
+export function validateEventData(
+  name: FixedEventName,
+  data: Record<string, unknown>,
+  schema: z.ZodType = eventDataSchemas[name],
+): DataValidation {
+  if (schema === eventDataSchemas[name] && DATA_VALIDATORS[name](data)) return { ok: true, data };
+  const result = schema.safeParse(data);
+  if (result.success) return { ok: true, data: result.data as Record<string, unknown> };
+  return {
+    ok: false,
+    issues: result.error.issues.map(({ path, code, message }) => ({ path, code, message })),
+  };
+}
