@@ -20,12 +20,12 @@ const critical = [
   'src/receiving/request.ts',
   'src/platform/envelope.ts',
   'src/receiving/pipeline.ts',
-  // Which entities a webhook or a reconcile run handled (a bug recovers one twice or never).
-  'src/keys/entity-records.ts',
+  // Every kind of key, and which entities a webhook or a reconcile run handled (a bug merges two
+  // keys, or recovers an entity twice or never).
+  'src/keys/delivery-key.ts',
   'src/reconcile/*.ts',
-  // The runner of the steps (a bug skips one), the one table of what each outcome answers, and
-  // the start-up rules (dedupTtlMs >= maxEventAgeMs).
-  'src/receiving/run-steps.ts',
+  // The one table of what each outcome answers, and the start-up rules (dedupTtlMs >=
+  // maxEventAgeMs); the runner of the steps is in pipeline.ts.
   'src/receiving/outcome.ts',
   'src/receiving/receiver-settings.ts',
   'src/receiving/run-handlers.ts',
