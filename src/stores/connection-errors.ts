@@ -49,7 +49,7 @@ export class ConnectionErrors {
     this.#emitter = emitter;
     this.#log = new BurstLog(logEveryMs);
     // A pool-like wrapper that is no event emitter has no 'error' event to hear.
-    if (listens(emitter)) emitter.on('error', this.#heard);
+    if (listens(emitter)) sharedListenerOf(emitter).add(this.#heard);
   }
 
   /** Tell `listener` of every connection error from now on; returns what stops it. */
@@ -66,7 +66,7 @@ export class ConnectionErrors {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    if (listens(this.#emitter)) this.#emitter.off('error', this.#heard);
+    if (listens(this.#emitter)) sharedListenerOf(this.#emitter).delete(this.#heard);
     this.#listeners.clear();
     this.#log.end();
   }
@@ -86,6 +86,48 @@ export class ConnectionErrors {
       }
     }
   };
+}
+
+/**
+ * The stores on one client, heard through one `'error'` listener: a process with many stores on
+ * one pool or client (a store per school, a reconciler's beside a receiver's) would otherwise add
+ * a listener per store, and Node warns of a leak past ten (`MaxListenersExceededWarning`). The listener is added with the first store
+ * and taken off the client with the last one's `close()`.
+ */
+class SharedListener {
+  readonly #emitter: ErrorEmitter;
+  readonly #stores = new Set<(cause: unknown) => void>();
+
+  constructor(emitter: ErrorEmitter) {
+    this.#emitter = emitter;
+  }
+
+  add(heard: (cause: unknown) => void): void {
+    if (this.#stores.size === 0) this.#emitter.on('error', this.#tell);
+    this.#stores.add(heard);
+  }
+
+  delete(heard: (cause: unknown) => void): void {
+    if (!this.#stores.delete(heard) || this.#stores.size !== 0) return;
+    this.#emitter.off('error', this.#tell);
+    SHARED.delete(this.#emitter);
+  }
+
+  #tell = (cause: unknown): void => {
+    for (const heard of this.#stores) heard(cause);
+  };
+}
+
+/** Each client's shared listener, while a store listens to it. */
+const SHARED = new WeakMap<ErrorEmitter, SharedListener>();
+
+function sharedListenerOf(emitter: ErrorEmitter): SharedListener {
+  let shared = SHARED.get(emitter);
+  if (shared === undefined) {
+    shared = new SharedListener(emitter);
+    SHARED.set(emitter, shared);
+  }
+  return shared;
 }
 
 /** Whether `emitter` really has `on` and `off` (a caller in plain JavaScript may pass anything). */

@@ -117,6 +117,50 @@ describe('postgresStore with no receiver (a reconciler, the CLI)', () => {
   });
 });
 
+describe('many stores on one client', () => {
+  it('hear it through one listener: no leak warning, every store told, the last close() takes it off', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => {
+      warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    const client = new Redis(process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379', {
+      lazyConnect: true,
+    });
+    const poolBefore = pool.listenerCount('error');
+    const clientBefore = client.listenerCount('error');
+    // Past Node's default of ten listeners an event, where a listener each would warn of a leak.
+    const stores = Array.from({ length: 12 }, (_, i) => [
+      postgresStore({ pool, table: uniqueTable('sh_many') }),
+      redisStore({ client, prefix: `sh-many-${randomUUID()}-${i}:` }),
+    ]).flat();
+    const told = stores.map(() => 0);
+    stores.forEach((store, i) => store.onError?.(() => told[i]!++));
+    try {
+      expect(pool.listenerCount('error')).toBe(poolBefore + 1);
+      expect(client.listenerCount('error')).toBe(clientBefore + 1);
+      pool.emit('error', new Error('idle connection ended'));
+      client.emit('error', new Error('connection reset'));
+      // Each store hears its own client's error, and only its own.
+      expect(told).toEqual(stores.map(() => 1));
+      await stores[0]!.close?.();
+      await stores[1]!.close?.();
+      expect(pool.listenerCount('error')).toBe(poolBefore + 1);
+      expect(client.listenerCount('error')).toBe(clientBefore + 1);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      await Promise.all(stores.map((store) => store.close?.()));
+      process.off('warning', onWarning);
+      expect(pool.listenerCount('error')).toBe(poolBefore);
+      expect(client.listenerCount('error')).toBe(clientBefore);
+      client.disconnect();
+      await pool.end();
+    }
+  });
+});
+
 describe('redisStore with no receiver', () => {
   let redis: RedisServerProcess;
   beforeAll(async () => {
