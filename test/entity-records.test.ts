@@ -1,5 +1,5 @@
 /**
- * Reconciliation's records (src/keys/entity-records.ts): which deliveries take a record in their claim
+ * Reconciliation's records (`recordOf` in src/keys/delivery-key.ts): which deliveries take a record in their claim
  * (those about an entity the platform lists, and an enrollment without `access` under its user
  * and product), how it is named, what it is completed with, and what a delivery answers when a
  * run recovered its entity or another delivery holds it.

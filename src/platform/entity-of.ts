@@ -132,7 +132,7 @@ export function entityKeyFor(
 
 /**
  * The key an enrollment without `access` is recorded under, for reconciliation
- * (src/keys/entity-records.ts): `enrollment:<user>:<product>`, its ids escaped as every entity's are;
+ * (`recordOf` in src/keys/delivery-key.ts): `enrollment:<user>:<product>`, its ids escaped as every entity's are;
  * undefined when either id is unusable.
  */
 export function enrollmentKeyOf(userId: unknown, productId: unknown): string | undefined {

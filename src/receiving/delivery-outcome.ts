@@ -60,7 +60,7 @@ export class DeliveryOutcome {
     return new DeliveryOutcome(outcome, undefined, of.event, of.idempotencyKey);
   }
 
-  /** True for an ending (what ends a run of steps: see `Stages` in run-steps.ts). */
+  /** True for an ending (what ends a run of steps: see `Stages` in pipeline.ts). */
   static is(value: unknown): value is DeliveryOutcome {
     return value instanceof DeliveryOutcome;
   }

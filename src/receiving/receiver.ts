@@ -125,7 +125,7 @@ export interface Receiver {
   onAny(handler: EventHandler): Receiver;
   /**
    * Be told of every failure, with a typed error. The default console logger then prints none
-   * of them: one line per failure, the handler's (reporting.ts says the rule).
+   * of them: one line per failure, the handler's (`Reporting` in delivery-outcome.ts says the rule).
    */
   onError(handler: ErrorHandler): Receiver;
   /** Run one delivery through the pipeline. Never throws for anything a request contains. */

@@ -54,7 +54,7 @@ const LISTINGS: { readonly [K in ReconcileKind]: Listing<K> } = {
     list: (api, { from, to }, options) =>
       api.productAccesses({ createdAt: { from: at(from), to: at(to) }, ...options }),
     idOf: (access) => access.accessId,
-    // An enrollment webhook without `access` recorded its user and product (entity-records.ts).
+    // An enrollment webhook without `access` recorded its user and product (`recordOf` in delivery-key.ts).
     alsoRecordedAs: (access, tenant) =>
       enrollmentRecordOf(access.user.id, access.productId, tenant),
   },

@@ -1,5 +1,5 @@
 /**
- * An in-process idempotency store on two generations of `Map`s (generations.ts).
+ * An in-process idempotency store on two generations of `Map`s (`Generations`, below).
  * @module
  */
 
