@@ -188,6 +188,13 @@ export function describeWatchContract(
       expect((await read('', T + 2, [], 1)).failing.map((one) => one.key)).toEqual(['k1']);
     });
 
+    it('forgets the earliest successes past maxFailing also when they came in out of order', async () => {
+      await write([succeeded('k2', T + 2), succeeded('k1', T + 1)], T + 2, 1);
+      // k2's success is the latest, kept though written first: k1's late failure counts, k2's not.
+      await write([failed('k1', T), failed('k2', T)], T + 2, 1);
+      expect((await read('', T + 2, [], 1)).failing.map((one) => one.key)).toEqual(['k1']);
+    });
+
     it('keeps the last success when an older success arrives later, and a failure before it changes no failing time', async () => {
       await write([succeeded('k1', T + 10 * MINUTE)]);
       await write([succeeded('k0', T), failed('k2', T + 5 * MINUTE)]);
