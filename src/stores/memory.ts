@@ -100,7 +100,7 @@ class MemoryStore {
   claim(request: ClaimRequest): Claim {
     const { key, version } = request;
     const now = performance.now();
-    const entry = this.#keys.find(key);
+    const entry = this.#keys.find(key, now);
     if (entry !== undefined) {
       return typeof entry.value === 'string'
         ? { state: 'done', fingerprint: entry.value }
@@ -109,7 +109,7 @@ class MemoryStore {
     const asked = request.records;
     const records: RecordClaim[] = asked === undefined ? NO_RECORDS : [];
     for (let i = 0; asked !== undefined && i < asked.length; i++) {
-      const held = this.#keys.find(asked[i]!);
+      const held = this.#keys.find(asked[i]!, now);
       if (held === undefined) records.push(HELD);
       else if (typeof held.value === 'string') {
         records.push({ state: 'done', fingerprint: held.value });
@@ -118,7 +118,7 @@ class MemoryStore {
     let superseded = false;
     let entity: EntityEntry | undefined;
     if (version !== undefined) {
-      entity = this.#entities.find(version.entity);
+      entity = this.#entities.find(version.entity, now);
       const leased = entity?.lease !== undefined && entity.leaseExpires > now;
       // While a claim holds the entity, what counts is what was applied before it.
       const newest = leased ? entity!.before : entity;
@@ -187,7 +187,7 @@ class MemoryStore {
     ttlMs: number,
     now: number,
   ): void {
-    const entry = this.#keys.find(key);
+    const entry = this.#keys.find(key, now);
     if (typeof entry?.value !== 'number' || String(entry.value) !== token) return;
     if (how === 'release') this.#keys.drop(key);
     else {
@@ -198,7 +198,7 @@ class MemoryStore {
 
   /** Frees the entity a claim holds, keeping its version (`complete`) or the one before (`release`). */
   #endEntity(name: string, token: string, how: Settlement, now: number): void {
-    const entity = this.#entities.find(name);
+    const entity = this.#entities.find(name, now);
     if (entity?.lease === undefined || entity.leaseExpires <= now) return;
     if (String(entity.lease) !== token) return;
     entity.lease = undefined;
@@ -210,7 +210,7 @@ class MemoryStore {
 
   /** What `key` holds now. */
   peek(key: string): KeyState {
-    const entry = this.#keys.find(key);
+    const entry = this.#keys.find(key, performance.now());
     if (entry === undefined) return FREE;
     return typeof entry.value === 'string'
       ? { state: 'done', fingerprint: entry.value }
@@ -264,18 +264,21 @@ class Generations<E extends Expiring> {
     this.#recent.set(key, entry);
   }
 
-  /** The entry of `key` if it has not expired, in the newer generation from now on. */
-  find(key: string): E | undefined {
+  /**
+   * The entry of `key` if it has not expired at `now` (the caller's `performance.now()`, read once
+   * per store call), in the newer generation from now on.
+   */
+  find(key: string, now: number): E | undefined {
     const current = this.#recent.get(key);
     if (current !== undefined) {
-      if (current.expires > performance.now()) return current;
+      if (current.expires > now) return current;
       this.#recent.delete(key);
       return undefined;
     }
     const old = this.#older.get(key);
     if (old === undefined) return undefined;
     this.#older.delete(key);
-    if (old.expires <= performance.now()) return undefined;
+    if (old.expires <= now) return undefined;
     this.keep(key, old);
     return old;
   }
