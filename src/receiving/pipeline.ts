@@ -43,7 +43,13 @@ import {
   type WebhookEvent,
 } from '../platform/events/index.js';
 import type { Inbox, StoredDelivery } from '../inbox/types.js';
-import { runHandlers, type AnyHandler, isTimedOut, type HandlersResult } from './run-handlers.js';
+import {
+  runHandlers,
+  returnedPromise,
+  type AnyHandler,
+  isTimedOut,
+  type HandlersResult,
+} from './run-handlers.js';
 import { DeliveryClaims, type Claimed } from '../keys/delivery-claims.js';
 import type { SecretSource } from './secret-source.js';
 import type { Fingerprint, RawBody, Verifier } from '../platform/signature.js';
@@ -114,11 +120,12 @@ export type { Claimed } from '../keys/delivery-claims.js';
 
 // The runs' machinery: a delivery's steps as a typed list. `Stages.then` adds a step that takes
 // what the step before it gives, so a step that does not is a compile error, and `Stages.run`
-// runs them in order, awaiting each one, until one gives the run's end or the last one has run.
-// A step that throws or rejects rejects the run: the receiver answers that as a faulty store's
-// failure (receiver.ts), so every failure a step can name, it ends the delivery with instead.
-// A synchronous step (checkRequest, parse) is awaited as an `async` one (readBody, claim) is:
-// one turn of the microtask queue per step.
+// runs them in order, awaiting each promise one gives, until one gives the run's end or the last
+// one has run. A step that throws or rejects rejects the run: the receiver answers that as a
+// faulty store's failure (receiver.ts), so every failure a step can name, it ends the delivery
+// with instead. A step is a plain function (checkRequest, parse) or an `async` one (readBody,
+// claim); only a promise (any thenable) is awaited, so a plain step's value goes on in the same
+// turn (docs/decisions.md says what that saves).
 
 /**
  * One step of a run: it takes what the step before it gave (and the facts of the run, the same
@@ -164,11 +171,12 @@ export class Stages<In, Out, End, Facts> {
     return new Stages<In, Gives<S, End>, End, Facts>([...this.#steps, next], this.#isEnd);
   }
 
-  /** Run the steps over `input`: the first end, or what the last step gave. */
+  /** Run the steps over `input`: the first end, or what the last step gave (each promise awaited). */
   async run(input: In, facts: Facts): Promise<Out | End> {
     let value: unknown = input;
     for (const step of this.#steps) {
-      value = await (step as (input: unknown, facts: Facts) => unknown)(value, facts);
+      const given = (step as (input: unknown, facts: Facts) => unknown)(value, facts);
+      value = returnedPromise(given) ? await given : given;
       if (this.#isEnd(value)) return value;
     }
     return value as Out;
