@@ -6,10 +6,10 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { recordKeyOf } from '../src/keys/delivery-key.js';
 import {
   enrollmentRecordOf,
   RECORDED_BY_WEBHOOK,
+  recordKeyOf,
   RECOVERED_BY_RUN,
   recordOf,
 } from '../src/keys/delivery-key.js';
@@ -139,8 +139,15 @@ describe('a record as the receiver names it', () => {
     expect(enrollmentRecordOf('1:2', 3, undefined)).not.toBe(
       enrollmentRecordOf(1, '2:3', undefined),
     );
-    // Another event without an entity has no record.
+    // Another event without an entity has no record, even one that names a user and a product:
+    // only an enrollment is about the pair.
     expect(recordOf({ event: 'UserAcquainted', data: { user: { id: 7 } } }, 't')).toBeUndefined();
+    expect(
+      recordOf({ event: 'UserAcquainted', data: { user: { id: 7 }, product: { id: 31 } } }, 't'),
+    ).toBeUndefined();
+    // An access list item without its user or its product has no second record.
+    expect(enrollmentRecordOf(undefined, 31, 't')).toBeUndefined();
+    expect(enrollmentRecordOf(7, null, 't')).toBeUndefined();
   });
 });
 
