@@ -6,7 +6,7 @@
  */
 
 import { inspect } from 'node:util';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   ApiValidationError,
   AuthenticationError,
@@ -346,13 +346,16 @@ describe('what every user operation shares', () => {
   it("stops at the caller's signal with its reason", async () => {
     mock.delayNext(1_000);
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 50);
-
-    const outcome = await api()
+    const pending = api()
       .upsertUser(ADA, { signal: controller.signal })
       .catch((error: unknown) => error);
+    // Aborted once the request is at the server, not after a fixed time a slow machine outlasts.
+    await vi.waitFor(() => expect(mock.requests).toHaveLength(1));
+    controller.abort();
+    const outcome = await pending;
 
     expect((outcome as DOMException).name).toBe('AbortError');
+    // Not sent again: the caller's abort is no failure to retry.
     expect(mock.requests).toHaveLength(1);
   });
 });
