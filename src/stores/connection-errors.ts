@@ -91,8 +91,8 @@ export class ConnectionErrors {
 /**
  * The stores on one client, heard through one `'error'` listener: a process with many stores on
  * one pool or client (a store per school, a reconciler's beside a receiver's) would otherwise add
- * a listener per store, and Node warns of a leak past ten (`MaxListenersExceededWarning`). The listener is added with the first store
- * and taken off the client with the last one's `close()`.
+ * a listener per store, and Node warns of a leak past ten (`MaxListenersExceededWarning`). The
+ * listener is added with the first store and taken off the client with the last one's `close()`.
  */
 class SharedListener {
   readonly #emitter: ErrorEmitter;
