@@ -248,6 +248,23 @@ describe('runHandlers, handlerTimeoutMs', () => {
     expect(await single.stillRunning).toEqual({ ok: false, error: boom });
   });
 
+  it('gives a handler that first reads its signal after the deadline an aborted one, the same for every handler', async () => {
+    const queue = new DeadlineQueue(20);
+    const contexts: HandlerContext[] = [];
+    let finish!: () => void;
+    const late: AnyHandler = (_event, context) => {
+      contexts.push(context);
+      return new Promise<void>((resolve) => (finish = resolve));
+    };
+    const first = (await runHandlers([late, late], event, queue)) as HandlersTimedOut;
+    expect(isTimedOut(first)).toBe(true);
+    const [one, two] = contexts;
+    expect(one!.signal.aborted).toBe(true);
+    expect((one!.signal.reason as Error).message).toBe('handler timeout');
+    expect(two!.signal).toBe(one!.signal);
+    finish();
+  });
+
   it('does not abort the signal of handlers that ended within the deadline', async () => {
     const queue = new DeadlineQueue(20);
     let signal!: AbortSignal;

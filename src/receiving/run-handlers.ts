@@ -65,15 +65,31 @@ export function isTimedOut(outcome: HandlersEnded): outcome is HandlersTimedOut 
 
 const SUCCEEDED: HandlersResult = Object.freeze({ ok: true });
 
-/** The context of one delivery; its signal is aborted when handlerTimeoutMs elapses. */
-class DeliveryContext extends LazySignal implements HandlerContext {
+/**
+ * The context of one delivery; its signal is aborted when handlerTimeoutMs elapses. The signal's
+ * holder is made only when a handler reads `signal` or the deadline passes: most deliveries do
+ * neither, and then cost no more than these four fields.
+ */
+class DeliveryContext implements HandlerContext {
+  #abort: LazySignal | undefined;
+
   constructor(
     readonly idempotencyKey: string,
     readonly attempt: number,
     readonly tenant: string | undefined,
     readonly transaction: HandlerTransaction | undefined,
-  ) {
-    super();
+  ) {}
+
+  get signal(): AbortSignal {
+    return (this.#abort ??= new LazySignal()).signal;
+  }
+
+  /**
+   * Abort `context`'s signal (now, or when a handler first reads it). Static, so that the object
+   * handed to handlers carries no `abort` of its own.
+   */
+  static abort(context: DeliveryContext, reason: unknown): void {
+    LazySignal.abort((context.#abort ??= new LazySignal()), reason);
   }
 }
 
@@ -198,7 +214,7 @@ class HandlersDeadline extends Deadline {
   }
 
   expire(): void {
-    LazySignal.abort(this.#context, new Error('handler timeout'));
+    DeliveryContext.abort(this.#context, new Error('handler timeout'));
     this.#timedOut();
   }
 }
