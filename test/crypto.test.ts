@@ -1,13 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  fromHex,
-  importHmacKey,
-  nodeCrypto,
-  randomToken,
-  toHex,
-  webSubtle,
-} from '../src/utils/crypto.js';
+import { fromHex } from '../src/platform/signature.js';
+import { importHmacKey, nodeCrypto, randomToken, toHex, webSubtle } from '../src/utils/crypto.js';
 import { importWithoutNodeCrypto } from './helpers/web-crypto-only.js';
 
 describe('the crypto chosen when the module loads', () => {
@@ -55,7 +49,8 @@ const hexDecoders = [
   ['beside node:crypto (Buffer)', async () => fromHex],
   [
     'without node:crypto (its own loop)',
-    async () => (await importWithoutNodeCrypto(() => import('../src/utils/crypto.js'))).fromHex,
+    async () =>
+      (await importWithoutNodeCrypto(() => import('../src/platform/signature.js'))).fromHex,
   ],
 ] as const;
 

@@ -40,11 +40,6 @@ function isNodeCrypto(mod: unknown): mod is NodeCryptoModule {
  */
 export const nodeCrypto: NodeCryptoModule | undefined = loadNodeCrypto();
 
-/** Node's Buffer where node:crypto is (Node, Bun): its hex decoder is native. */
-const nodeBuffer = nodeCrypto
-  ? (globalThis as { Buffer?: { from(text: string, encoding: 'hex'): Uint8Array } }).Buffer
-  : undefined;
-
 function subtle(): SubtleCrypto {
   const c = (globalThis as { crypto?: Crypto }).crypto;
   if (!c?.subtle) throw new Error('neither node:crypto nor Web Crypto is available');
@@ -58,33 +53,6 @@ export function toHex(bytes: Uint8Array): string {
   let out = '';
   for (const byte of bytes) out += HEX[byte];
   return out;
-}
-
-/** Bytes of a hex string of even length, or undefined if it is not hex. */
-export function fromHex(hex: string): Uint8Array | undefined {
-  if (hex.length % 2 !== 0) return undefined;
-  if (nodeBuffer) {
-    // Buffer decodes up to the first pair that is not hex: fewer bytes than pairs is not hex.
-    const bytes = nodeBuffer.from(hex, 'hex');
-    return bytes.length === hex.length / 2 ? bytes : undefined;
-  }
-  const out = new Uint8Array(hex.length / 2);
-  // One pass that checks and decodes: this runs on every signature header.
-  for (let i = 0; i < out.length; i++) {
-    const high = nibble(hex.charCodeAt(2 * i));
-    const low = nibble(hex.charCodeAt(2 * i + 1));
-    if ((high | low) < 0) return undefined;
-    out[i] = (high << 4) | low;
-  }
-  return out;
-}
-
-/** The value of one hex digit, or -1. */
-function nibble(code: number): number {
-  if (code >= 48 && code <= 57) return code - 48; // 0-9
-  const lower = code | 0x20;
-  if (lower >= 97 && lower <= 102) return lower - 87; // a-f, A-F
-  return -1;
 }
 
 /**
