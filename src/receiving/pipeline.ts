@@ -18,7 +18,6 @@ import { deliveryKeyOf, isTenantName, MAX_TENANT_LENGTH, runKeyOf } from '../key
 import { DeadlineQueue } from '../utils/deadlines.js';
 import { RECEIVER_DEFAULTS } from '../defaults.js';
 import { DeliveryOutcome } from './delivery-outcome.js';
-import { parseEnvelope } from '../platform/envelope.js';
 import {
   ConfigError,
   HandlerError,
@@ -41,6 +40,7 @@ import {
   type Envelope,
   type FixedEventName,
   type WebhookEvent,
+  parseEnvelope,
 } from '../platform/events/index.js';
 import type { Inbox, StoredDelivery } from '../inbox/types.js';
 import {
@@ -331,9 +331,11 @@ export class DeliveryPipeline {
       const why = `is not a tenant name (empty, over ${MAX_TENANT_LENGTH} characters, or with U+0000 or a lone surrogate)`;
       return DeliveryOutcome.beforeEvent('unknown_tenant', new UnknownTenantError(tenant, why));
     }
+    const source = this.#config.secretSource;
+    if (!source.perTenant) return { body, verifier: source.verifier };
     let verifier: Verifier | undefined;
     try {
-      verifier = await this.#config.secretSource.verifierOf(tenant);
+      verifier = await source.verifierOf(tenant);
     } catch (cause) {
       return DeliveryOutcome.beforeEvent('secret_unavailable', secretUnavailable(cause, tenant));
     }

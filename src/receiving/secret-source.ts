@@ -36,24 +36,24 @@ export type SecretLookup = (
 ) => SecretLookupAnswer | PromiseLike<SecretLookupAnswer>;
 
 /**
- * The secrets of a delivery: its verifier, `undefined` for a tenant that has none, or an error
- * (thrown, or the promise rejected) when they cannot be had now.
+ * Where a delivery's secrets come from: the receiver's own ({@link FixedSecrets}, nothing to wait
+ * for), or each tenant's from the seller's lookup ({@link TenantSecrets}).
  */
-export interface SecretSource {
-  /** True when the secrets are looked up per tenant, so each request must name its tenant. */
-  readonly perTenant: boolean;
-  /** The verifier of `tenant`'s secrets (known, cached, or looked up); rejects when they cannot be had. */
-  verifierOf(tenant: string | undefined): Promise<Verifier | undefined>;
-  /**
-   * Forget what is known of `tenant`'s secrets (of every tenant's, without one), so that its next
-   * delivery looks them up again. Nothing to forget for the receiver's own secrets.
-   */
+export type SecretSource = FixedSecrets | TenantSecrets;
+
+/** The receiver's own secrets (`secret` a string or a list), whatever the tenant. */
+export interface FixedSecrets {
+  /** False: a request need not name a tenant. */
+  readonly perTenant: false;
+  /** The verifier of the secrets, their keys prepared once. */
+  readonly verifier: Verifier;
+  /** Nothing to forget: the secrets are the receiver's options. */
   forget(tenant?: string): void;
 }
 
 /** The receiver's own secrets, whatever the tenant. */
-export function staticSecrets(verifier: Verifier): SecretSource {
-  return { perTenant: false, verifierOf: async () => verifier, forget: () => {} };
+export function staticSecrets(verifier: Verifier): FixedSecrets {
+  return { perTenant: false, verifier, forget: () => {} };
 }
 
 /** How {@link TenantSecrets} caches and bounds its lookups. */
@@ -98,7 +98,8 @@ interface Lookup {
  * `ConfigError`, cached like an answer, so it is reported, not looped on. `forget` drops a
  * tenant's answer (every answer), and a lookup under way then is not cached.
  */
-export class TenantSecrets implements SecretSource {
+export class TenantSecrets {
+  /** True: each request must name its tenant. */
   readonly perTenant = true;
   readonly #lookup: SecretLookup;
   readonly #options: TenantSecretsOptions;
@@ -114,6 +115,11 @@ export class TenantSecrets implements SecretSource {
     this.#options = options;
   }
 
+  /**
+   * The verifier of `tenant`'s secrets (cached, or looked up), `undefined` for a tenant that has
+   * none; rejects when they cannot be had now (the lookup failed, outlasted its bound, or gave an
+   * unusable secret).
+   */
   async verifierOf(tenant: string | undefined): Promise<Verifier | undefined> {
     if (tenant === undefined || tenant === '') return undefined;
     const known = this.#known.get(tenant);
@@ -139,6 +145,10 @@ export class TenantSecrets implements SecretSource {
     return lookup.answer;
   }
 
+  /**
+   * Forget what is known of `tenant`'s secrets (of every tenant's, without one), so that its next
+   * delivery looks them up again.
+   */
   forget(tenant?: string): void {
     if (tenant === undefined) {
       for (const lookup of this.#inFlight.values()) lookup.forgotten.value = true;
