@@ -18,7 +18,7 @@ const critical = [
   'src/platform/signature.ts',
   'src/utils/crypto.ts',
   'src/receiving/request.ts',
-  'src/platform/envelope.ts',
+  'src/platform/events/index.ts',
   'src/receiving/pipeline.ts',
   // Every kind of key, and which entities a webhook or a reconcile run handled (a bug merges two
   // keys, or recovers an entity twice or never).

@@ -9,11 +9,11 @@
 
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import stableStringify from 'fast-json-stable-stringify';
-import { parseEnvelope } from '../src/platform/envelope.js';
 import {
   eventDataSchemas,
   isFixedContractEvent,
   validateEventData,
+  parseEnvelope,
 } from '../src/platform/events/index.js';
 import { createReceiver } from '../src/receiving/receiver.js';
 import { createVerifier } from '../src/platform/signature.js';

@@ -13,11 +13,11 @@
  * @module
  */
 
-import { parseEnvelope } from '../src/platform/envelope.js';
 import {
   isFixedContractEvent,
   validateEventData,
   type WebhookEvent,
+  parseEnvelope,
 } from '../src/platform/events/index.js';
 import {
   answer,

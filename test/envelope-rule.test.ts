@@ -15,8 +15,8 @@ import {
   parseEnvelope,
   TIMESTAMP_PATTERN,
   timestampMsOf,
-} from '../src/platform/envelope.js';
-import { envelopeSchema } from '../src/platform/events/index.js';
+  envelopeSchema,
+} from '../src/platform/events/index.js';
 
 const ajv = new Ajv2020({ allowUnionTypes: true });
 addFormats.default(ajv);

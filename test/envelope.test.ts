@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseEnvelope } from '../src/platform/envelope.js';
+import { parseEnvelope } from '../src/platform/events/index.js';
 
 const valid = {
   event: 'UserSignedUp',

@@ -3,8 +3,7 @@
  * @module
  */
 
-import { timestampMsOf } from '../platform/envelope.js';
-import { FIXED_CONTRACT_EVENTS } from '../platform/events/index.js';
+import { FIXED_CONTRACT_EVENTS, timestampMsOf } from '../platform/events/index.js';
 import { defineCommand, EXIT, requireHttpUrl, UsageError, type CliIo } from './command.js';
 import { fileBody, fixtureBody, type DeliveryBody } from './delivery-body.js';
 import { checkEventOption, isEventName } from './event-names.js';
