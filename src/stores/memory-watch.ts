@@ -11,7 +11,10 @@
  * later or equal time is a late note, not a new failure. So each tenant also keeps the keys that
  * succeeded and when (their latest success), forgotten past keepMs like the failing deliveries
  * (a failure older than that is forgotten anyway) and at most `maxFailing` of them, the latest
- * successes kept.
+ * successes kept. The other way round, a late success clears only what came at or before it: a
+ * delivery whose last attempt came after it stays failing as it is, and the failing time moves to
+ * the tenant's last attempt when that came after it (while a tenant fails, its last attempt is a
+ * failure: a success at or after the failing time clears or moves it), so no field is added.
  * @module
  */
 
@@ -63,17 +66,23 @@ export class MemoryWatch {
 
 /**
  * One note kept: the last attempt and success are the latest seen, a success clears its key and
- * the failing time it follows, an answer not 2xx counts an attempt of its key (notes may come out
- * of order: the first attempt is the earliest, the last the latest) unless its key succeeded at
- * that time or later (a late note of an attempt before the success).
+ * the failing time it follows (unless an attempt came after it: a late note of a success before a
+ * failure), an answer not 2xx counts an attempt of its key (notes may come out of order: the first
+ * attempt is the earliest, the last the latest) unless its key succeeded at that time or later (a
+ * late note of an attempt before the success).
  */
 export function keepNote(kept: Kept, { at, ok, key, event }: AnswerNote): void {
-  kept.lastAttemptAt = Math.max(kept.lastAttemptAt ?? at, at);
+  const lastAttemptAt = Math.max(kept.lastAttemptAt ?? at, at);
+  kept.lastAttemptAt = lastAttemptAt;
   if (ok) {
     kept.lastSuccessAt = Math.max(kept.lastSuccessAt ?? at, at);
-    if (kept.failingSince !== undefined && kept.failingSince <= at) kept.failingSince = undefined;
+    if (kept.failingSince !== undefined && kept.failingSince <= at) {
+      // While failing, every attempt since failingSince failed: one after `at` fails from then.
+      kept.failingSince = lastAttemptAt > at ? lastAttemptAt : undefined;
+    }
     if (key !== undefined) {
-      kept.failing.delete(key);
+      // A failure after this success (its note came first) keeps the delivery failing.
+      if ((kept.failing.get(key)?.lastAttemptAt ?? at) <= at) kept.failing.delete(key);
       kept.succeeded.set(key, Math.max(kept.succeeded.get(key) ?? at, at));
     }
     return;

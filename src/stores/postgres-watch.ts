@@ -14,10 +14,12 @@
  *
  * A delivery's row also keeps, in `success_at`, its latest success (memoryStore's `succeeded`): a
  * late note of an earlier failure must not count it failing again. A row of a delivery that only
- * succeeded has `first_at`, `seen` and `last_at` NULL; one that failed again after its success has
- * both. Such rows are forgotten like the failing ones: keepMs after their success, and past
- * `maxFailing` successes a tenant, the earliest first. No new column: the table needs no migration,
- * and an earlier version reads such a row as a failure older than keepMs, which it forgets.
+ * succeeded has `first_at`, `seen` and `last_at` NULL; one that failed after its success (whichever
+ * note came first) has both. Such rows are forgotten like the failing ones: keepMs after their
+ * success, and past `maxFailing` successes a tenant, the earliest first. No new column: the table
+ * needs no migration, and an earlier version reads such a row as a failure older than keepMs, which
+ * it forgets. The tenant's row needs none either: a late success moves the failing time to the last
+ * attempt (src/stores/memory-watch.ts), which it keeps already.
  * @module
  */
 

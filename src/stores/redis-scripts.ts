@@ -201,8 +201,10 @@ export function checkedValue(value: string): string {
  * deliveries by storage key, `first|seen|last|<JSON of [key, event]>`) and `…:watch-order` (a
  * sorted set: the same storage keys by first attempt) and `…:watch-succeeded` (a sorted set: the
  * storage keys that succeeded, by their latest success; a failure of one at or before it is a late
- * note, ignored for its delivery). ARGV[1] the oldest first attempt (and success) kept; ARGV[2]
- * the most failing deliveries (and successes) kept a tenant; ARGV[3] keepMs, after which a
+ * note, ignored for its delivery; a success clears only a delivery last attempted at or before it,
+ * and moves the failing time to the last attempt when that came after it). ARGV[1] the oldest
+ * first attempt (and success) kept; ARGV[2] the most failing deliveries (and successes) kept a
+ * tenant; ARGV[3] keepMs, after which a
  * tenant's failing, order and succeeded keys unwritten expire; ARGV[4] keepSummaryMs, after which
  * its `…:watch` hash unwritten expires (longer than the platform's disable span: its last success must outlive it);
  * ARGV[5] the tenant to read (its number among the KEYS' tenants, 0 for none); ARGV[6] the number
@@ -220,6 +222,10 @@ local function later(state, field, at, atText)
   local before = redis.call('HGET', state, field)
   if not before or tonumber(before) < at then redis.call('HSET', state, field, atText) end
 end
+local function failedAfter(failing, id, at)
+  local line = redis.call('HGET', failing, id)
+  return line and tonumber(string.match(line, '^[^|]*|[^|]*|([^|]*)|')) > at
+end
 local function keep(t, atText, ok, hasKey, id, sent)
   local state, failing, order, succeeded = keysOf(t)
   local at = tonumber(atText)
@@ -227,10 +233,16 @@ local function keep(t, atText, ok, hasKey, id, sent)
   if ok == '1' then
     later(state, 's', at, atText)
     local fs = redis.call('HGET', state, 'f')
-    if fs and tonumber(fs) <= at then redis.call('HDEL', state, 'f') end
-    if hasKey == '1' then
+    if fs and tonumber(fs) <= at then
+      local last = redis.call('HGET', state, 'a')
+      if tonumber(last) > at then redis.call('HSET', state, 'f', last)
+      else redis.call('HDEL', state, 'f') end
+    end
+    if hasKey == '1' and not failedAfter(failing, id, at) then
       redis.call('HDEL', failing, id)
       redis.call('ZREM', order, id)
+    end
+    if hasKey == '1' then
       local won = redis.call('ZSCORE', succeeded, id)
       if not won or tonumber(won) < at then redis.call('ZADD', succeeded, atText, id) end
     end

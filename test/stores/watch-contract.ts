@@ -1,7 +1,8 @@
 /**
  * The behaviour of every store's `watch` (src/watchdog/types.ts), as one suite each store runs:
  * notes out of order, a success clearing its delivery and the failing time, a late failure of a
- * delivery that succeeded since ignored, failing deliveries
+ * delivery that succeeded since ignored, a late success clearing neither a delivery nor the
+ * failing time of a failure after it, failing deliveries
  * forgotten past keepMs and past maxFailing, a tenant's summary kept past the platform's disable
  * span (docs/platform.md) while its failing deliveries expire, tenants kept apart whatever their
  * code units.
@@ -179,6 +180,73 @@ export function describeWatchContract(
       // And a late failure between the success and the new one is still ignored.
       await write([failed('again', T + 1500, 'd')]);
       expect((await read('d', T + 3000)).failing.map((one) => one.attemptsSeen)).toEqual([1]);
+    });
+
+    /** Key k1 answered non-2xx at T + 2000, as kept. */
+    const failureAt2000 = {
+      key: 'k1',
+      event: 'PaymentCompleted',
+      firstAttemptAt: T + 2000,
+      attemptsSeen: 1,
+      lastAttemptAt: T + 2000,
+    };
+
+    it('keeps a key failing when a late success of it comes in a batch after a later failure', async () => {
+      // A 409 `conflict` at T + 2000 for another body under a key that succeeded at T + 1000,
+      // whose success note reaches the store in a later batch: the failure still stands.
+      await write([failed('k1', T + 2000)]);
+      await write([succeeded('k1', T + 1000)]);
+      const late = await read('', T + 2000);
+      expect(late.failing).toEqual([failureAt2000]);
+      expect(late.failingSince).toBe(T + 2000);
+      expect(late.lastSuccessAt).toBe(T + 1000);
+      expect(late.lastAttemptAt).toBe(T + 2000);
+    });
+
+    it('keeps a key failing when one batch has its failure before an earlier success', async () => {
+      await write([failed('k1', T + 2000), succeeded('k1', T + 1000)]);
+      const late = await read('', T + 2000);
+      expect(late.failing).toEqual([failureAt2000]);
+      expect(late.failingSince).toBe(T + 2000);
+    });
+
+    it('clears a key with a success at or after its last failure, also after a late success', async () => {
+      await write([failed('k1', T + 2000, 'a')]);
+      await write([succeeded('k1', T + 1000, 'a')]);
+      await write([succeeded('k1', T + 3000, 'a')]);
+      const cleared = await read('a', T + 3000);
+      expect(cleared.failing).toEqual([]);
+      expect(cleared.failingSince).toBeUndefined();
+      expect(cleared.lastSuccessAt).toBe(T + 3000);
+      // A failure at the success's own time is before it: the success clears it.
+      await write([failed('k1', T + 1000, 'b')]);
+      await write([succeeded('k1', T + 1000, 'b')]);
+      const same = await read('b', T + 1000);
+      expect(same.failing).toEqual([]);
+      expect(same.failingSince).toBeUndefined();
+    });
+
+    it('keeps the failing time after a late success when a failure came after it', async () => {
+      // Failures at T and T + 2000 (of other keys), then the note of a success at T + 1000: the
+      // tenant fails from T + 2000 on, not since T (before its last success) nor not at all.
+      await write([failed('k0', T), failed('k2', T + 2000)]);
+      await write([succeeded('k1', T + 1000)]);
+      const late = await read('', T + 2000);
+      expect(late.failingSince).toBe(T + 2000);
+      expect(late.lastSuccessAt).toBe(T + 1000);
+      expect(late.lastAttemptAt).toBe(T + 2000);
+      // A failure between the success and that one, noted later, is the first after the success.
+      await write([failed('k3', T + 1500)]);
+      expect((await read('', T + 2000)).failingSince).toBe(T + 1500);
+      // An answer without a key counts the same way; and a success after the last failure clears.
+      await write([
+        { scope: 'b', at: T, ok: false },
+        { scope: 'b', at: T + 2000, ok: false },
+      ]);
+      await write([succeeded('k1', T + 1000, 'b')]);
+      expect((await read('b', T + 2000)).failingSince).toBe(T + 2000);
+      await write([succeeded('k1', T + 2000, 'b')]);
+      expect((await read('b', T + 2000)).failingSince).toBeUndefined();
     });
 
     it('remembers at most maxFailing successes a tenant, the latest ones', async () => {
