@@ -11,6 +11,19 @@
  * is therefore the next multiple: the first job is due then, and every later one `every` after,
  * on the multiples. A scheduler that is not on them (set by an earlier version, or one whose
  * upsert reached Redis after the multiple it was meant for) is removed and set again.
+ *
+ * The scheduler's first job is the tick after the current one, so each process also adds one job
+ * for the current tick, under the id the scheduler gives its job of that tick
+ * (`repeat:<schedulerId>:<tick>`, BullMQ's JobScheduler.getSchedulerNextJobId): BullMQ ignores an
+ * add whose id is there already, so the processes starting in one tick add one job between them,
+ * and none is added while the scheduler's own job of that tick is kept (it ran, or it waits to).
+ * None is added either when the scheduler's next job is already due: one left from before every
+ * process stopped, which BullMQ runs at once, and which is the run at start. What this costs: a
+ * tick's job whose record was removed by age (`keepCompletedMs`, `keepFailedMs`, or past the last
+ * {@link KEEP_RUNS}) is not seen, so a process started in that tick runs it again; and two
+ * processes started together after all were stopped may run that left job and the current tick's
+ * one after the other. Both are harmless for reconcile and watch, each run a read and recoveries
+ * a second run finds done.
  * @module
  */
 
@@ -115,7 +128,7 @@ async function scheduled(
   { keepCompletedMs, keepFailedMs, logger }: BullmqScheduleSettings,
   signal: AbortSignal,
 ): Promise<void> {
-  const template = {
+  const template: Required<JobTemplate> = {
     name: kind,
     data: {},
     opts: {
@@ -127,7 +140,9 @@ async function scheduled(
   while (!signal.aborted) {
     try {
       await queue.setGlobalConcurrency(1);
-      await alignedScheduler(queue, schedulerIdOf(kind), everyMs, template);
+      const id = schedulerIdOf(kind);
+      const next = await alignedScheduler(queue, id, everyMs, template);
+      await runThisTick(queue, id, everyMs, next, template);
       return;
     } catch (error) {
       if (signal.aborted) return;
@@ -148,20 +163,42 @@ async function scheduled(
   }
 }
 
+/** What a task's scheduler makes of each job: its name, data and options. */
+type JobTemplate = NonNullable<Parameters<Queue['upsertJobScheduler']>[2]>;
+
+/**
+ * Add the current tick's job, unless the scheduler's next one is already due (see the module
+ * comment); an add whose id is there already (another process's, or the scheduler's own job of
+ * this tick) does nothing.
+ */
+async function runThisTick(
+  queue: Queue,
+  id: string,
+  everyMs: number,
+  next: number | undefined,
+  { name, data, opts }: Required<JobTemplate>,
+): Promise<void> {
+  const now = Date.now();
+  if (next !== undefined && next <= now) return;
+  const tick = now - (now % everyMs);
+  await queue.add(name, data, { ...opts, jobId: `repeat:${id}:${tick}` });
+}
+
 /** How many times a scheduler found off the multiples of `every` is set again, at the most. */
 const REALIGNS = 3;
 
 /**
  * Upsert the scheduler so that its jobs fall on whole multiples of `everyMs` (see the module
  * comment); one found off them is removed and set again, a few times at the most (a BullMQ that
- * keeps no `startDate` for `every` then runs it `every` apart, as before).
+ * keeps no `startDate` for `every` then runs it `every` apart, as before). Resolves to when its
+ * next job is due (undefined on a BullMQ that does not say).
  */
 async function alignedScheduler(
   queue: Queue,
   id: string,
   everyMs: number,
-  template: Parameters<Queue['upsertJobScheduler']>[2],
-): Promise<void> {
+  template: JobTemplate,
+): Promise<number | undefined> {
   for (let tries = 0; ; tries++) {
     const now = Date.now();
     // Other processes upsert the same scheduler: one already set keeps its next job (a
@@ -171,15 +208,16 @@ async function alignedScheduler(
       { every: everyMs, startDate: now + untilNextTick(now, everyMs) },
       template,
     );
-    if (tries >= REALIGNS || (await onTheMultiples(queue, id, everyMs))) return;
+    const next = await nextDue(queue, id);
+    if (tries >= REALIGNS || next === undefined || next % everyMs === 0) return next;
     await queue.removeJobScheduler(id);
   }
 }
 
-/** False for a scheduler whose next job is due off the multiples of `everyMs`. */
-async function onTheMultiples(queue: Queue, id: string, everyMs: number): Promise<boolean> {
+/** When the scheduler's next job is due; undefined when BullMQ does not say. */
+async function nextDue(queue: Queue, id: string): Promise<number | undefined> {
   // A BullMQ without getJobScheduler gives nothing to check with.
-  if (typeof (queue as Partial<Queue>).getJobScheduler !== 'function') return true;
+  if (typeof (queue as Partial<Queue>).getJobScheduler !== 'function') return undefined;
   const next = (await queue.getJobScheduler(id))?.next;
-  return typeof next !== 'number' || next % everyMs === 0;
+  return typeof next === 'number' ? next : undefined;
 }

@@ -6,10 +6,10 @@
 
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { useScheduledBullmq } from './bullmq-scheduled.js';
 import { describeReconcileContract } from './reconcile-contract.js';
-import { fakeReconciler, recordingLogger } from './reconcile-fake.js';
+import { fakeReconciler, recordingLogger, sleep } from './reconcile-fake.js';
 
 const { inboxes, taskQueue: reconcileQueue, cleanups } = useScheduledBullmq('reconcile');
 
@@ -81,7 +81,7 @@ async function intoTick(everyMs: number, at: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, wait));
 }
 
-it('runs on whole multiples of `every` (docs/inbox.md), the first one too, when started mid-tick', async () => {
+it('runs once at start, in the tick it starts in, then on whole multiples of `every` (docs/inbox.md)', async () => {
   const every = 1000;
   const [inbox] = inboxes(1);
   const reconciler = fakeReconciler();
@@ -101,8 +101,12 @@ it('runs on whole multiples of `every` (docs/inbox.md), the first one too, when 
   await worker.close();
   const due = done.map((job) => dueAt(job.id)).sort((a, b) => a - b);
   for (const at of due) expect(at % every).toBe(0);
-  // None before the first multiple after the start, one a tick, each run no sooner than due.
-  expect(due[0]).toBe(Math.ceil(startedAt / every) * every);
+  // The start's run is the current tick's, then the multiples after; one a tick, each run no
+  // sooner than due.
+  expect(due.slice(0, 2)).toEqual([
+    Math.floor(startedAt / every) * every,
+    Math.ceil(startedAt / every) * every,
+  ]);
   expect(new Set(due).size).toBe(due.length);
   for (const job of done) expect(job.processedOn).toBeGreaterThanOrEqual(dueAt(job.id));
   const scheduler = await queue.getJobScheduler('schoolhooks-reconcile');
@@ -131,11 +135,101 @@ it('puts a scheduler an earlier version set mid-tick back on the multiples of `e
   await worker.close();
   const scheduler = await queue.getJobScheduler('schoolhooks-reconcile');
   expect(scheduler!.next! % every).toBe(0);
-  // The job the old scheduler had made at once may have run; every later one is on a multiple.
-  const due = (await queue.getJobs(['completed'], 0, -1, true))
-    .map((job) => dueAt(job.id))
-    .sort((a, b) => a - b);
-  expect(due.slice(1).every((at) => at % every === 0)).toBe(true);
+  // The job the old scheduler had made at once may have run; every other one is on a multiple.
+  const due = (await queue.getJobs(['completed'], 0, -1, true)).map((job) => dueAt(job.id));
+  expect(due.filter((at) => at % every !== 0).length).toBeLessThanOrEqual(1);
+});
+
+describe('the run at start (docs/inbox.md)', () => {
+  const tickOf = (at: number, every: number) => at - (at % every);
+
+  /** Once `queue` has `count` completed jobs: a run is recorded before its job completes. */
+  async function completed(queue: Queue, count: number): Promise<void> {
+    await vi.waitFor(async () => expect(await queue.getJobCountByTypes('completed')).toBe(count), {
+      timeout: 4000,
+      interval: 10,
+    });
+  }
+
+  it('runs at start, not an `every` later', async () => {
+    const [inbox] = inboxes(1);
+    const reconciler = fakeReconciler();
+    const startedAt = Date.now();
+    const worker = inbox!.reconcile(reconciler, { every: '1h', since: '48h' });
+    const queue = reconcileQueue(inbox!.queue.name);
+    const [done] = await vi.waitFor(
+      async () => {
+        const jobs = await queue.getJobs(['completed'], 0, -1, true);
+        expect(jobs).toHaveLength(1);
+        return jobs;
+      },
+      { timeout: 4000, interval: 20 },
+    );
+    await worker.close();
+    expect(reconciler.calls).toHaveLength(1);
+    // Under the id the scheduler gives its job of that tick, which is the next one's.
+    expect(dueAt(done!.id)).toBe(tickOf(startedAt, 3_600_000));
+    expect(done!.name).toBe('reconcile');
+    expect((await queue.getJobScheduler('schoolhooks-reconcile'))?.next).toBe(
+      tickOf(startedAt, 3_600_000) + 3_600_000,
+    );
+  });
+
+  it('two processes started in one tick run it once between them', async () => {
+    const [a, b] = inboxes(2);
+    const reconciler = fakeReconciler();
+    a!.reconcile(reconciler, { every: '1h', since: '48h' });
+    b!.reconcile(reconciler, { every: '1h', since: '48h' });
+    await vi.waitFor(() => expect(reconciler.calls).toHaveLength(1), {
+      timeout: 4000,
+      interval: 20,
+    });
+    await sleep(500);
+    expect(reconciler.calls).toHaveLength(1);
+    expect(
+      await reconcileQueue(a!.queue.name).getJobCountByTypes('completed', 'active', 'wait'),
+    ).toBe(1);
+  });
+
+  it('a process started again in the tick whose run it made runs none', async () => {
+    const [a, b] = inboxes(2);
+    const reconciler = fakeReconciler();
+    const queue = reconcileQueue(a!.queue.name);
+    const first = a!.reconcile(reconciler, { every: '1h', since: '48h' });
+    await completed(queue, 1);
+    await first.close();
+    // The same inbox's queue, as the process would be after a restart.
+    const again = b!.reconcile(reconciler, { every: '1h', since: '48h' });
+    await vi.waitFor(async () => expect(await queue.getJobSchedulersCount()).toBe(1));
+    await sleep(500);
+    await again.close();
+    expect(reconciler.calls).toHaveLength(1);
+  });
+
+  it('after every process was stopped past a tick, runs the job left due, and no second one', async () => {
+    const every = 1000;
+    const [a, b] = inboxes(2);
+    const reconciler = fakeReconciler();
+    await intoTick(every, 100);
+    const queue = reconcileQueue(a!.queue.name);
+    const first = a!.reconcile(reconciler, { every, since: '48h' });
+    await completed(queue, 1);
+    await first.close();
+    const stoppedIn = tickOf(Date.now(), every);
+    // The scheduler's job of the next tick stays, delayed; two ticks go by without a worker.
+    await sleep(stoppedIn + 2 * every + 300 - Date.now());
+    const restartedIn = tickOf(Date.now(), every);
+    expect(restartedIn).toBe(stoppedIn + 2 * every);
+    const again = b!.reconcile(reconciler, { every, since: '48h' });
+    // Before the next multiple: that left job alone, not the current tick's besides.
+    await intoTick(every, 900);
+    await again.close();
+    expect(reconciler.calls).toHaveLength(2);
+    const due = (await queue.getJobs(['completed', 'failed'], 0, -1, true))
+      .map((job) => dueAt(job.id))
+      .sort((x, y) => x - y);
+    expect(due).toEqual([stoppedIn, stoppedIn + every]);
+  });
 });
 
 it("fails a run's job with the run's error, and the next tick runs again", async () => {
@@ -207,7 +301,6 @@ it('says why a run stopped at close(), and tells connection errors of its queue 
   const logger = recordingLogger();
   const [inbox] = inboxes(1, logger);
   const reconciler = fakeReconciler({ holdMs: 60_000 });
-  // Its first run comes at the first multiple of `every`: a short one, not to wait for it.
   const worker = inbox!.reconcile(reconciler, { every: 200, since: '48h' });
   await vi.waitFor(() => expect(reconciler.running()).toBe(1), { timeout: 4000, interval: 20 });
   // The inbox's connection fails: every queue on it, the reconcile queue too, says so.

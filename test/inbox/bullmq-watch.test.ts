@@ -72,7 +72,7 @@ it('watches and reconciles on one inbox, each on its own queue', async () => {
   const [inbox] = inboxes(1);
   const watched = watchedReceiver();
   const reconciler = fakeReconciler({ holdMs: 60_000 });
-  // Each first runs at the first multiple of its `every`; the reconciler's run holds its queue.
+  // Each runs at start; the reconciler's run holds its queue.
   const reconciling = inbox!.reconcile(reconciler, { every: 200, since: '48h' });
   const watching = inbox!.watch(watched.watchdog, { every: 150, onAlert: () => {} });
   await vi.waitFor(() => expect(watched.state.checks).toBeGreaterThanOrEqual(2), {
@@ -83,4 +83,12 @@ it('watches and reconciles on one inbox, each on its own queue', async () => {
   await watching.close();
   await reconciling.close();
   expect(reconciler.calls).toHaveLength(1);
+});
+
+it('checks at start, not an `every` later', async () => {
+  const [inbox] = inboxes(1);
+  const watched = watchedReceiver();
+  const worker = inbox!.watch(watched.watchdog, { every: '1h', onAlert: () => {} });
+  await vi.waitFor(() => expect(watched.state.checks).toBe(1), { timeout: 4000, interval: 20 });
+  await worker.close();
 });

@@ -1,6 +1,6 @@
 /**
- * What every inbox's `reconcile` does, on the inbox a suite makes: runs at once (bullmqInbox: at
- * the first multiple of `every`, a short one here) and then every `every`, one at a time (across two inboxes on one queue: two processes), stops on close(),
+ * What every inbox's `reconcile` does, on the inbox a suite makes: runs at once and then every
+ * `every`, one at a time (across two inboxes on one queue: two processes), stops on close(),
  * logs a run that throws and runs again at the next tick.
  */
 
