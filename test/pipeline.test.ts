@@ -22,6 +22,12 @@ import {
 } from '../src/index.js';
 import type { HandlersRecord } from '../src/telemetry/telemetry.js';
 import { deferred, SECRET, signedRaw, signedRequest } from './helpers/signed.js';
+import { fixtureData } from '../src/testing/fixtures.js';
+
+/** The PaymentCompleted fixture's data, which the bundled schema accepts. */
+function paymentCompleted(): Record<string, unknown> {
+  return fixtureData('PaymentCompleted') as unknown as Record<string, unknown>;
+}
 
 function setup(options: Partial<ReceiverOptions> = {}) {
   const errors: SchoolhooksError[] = [];
@@ -221,6 +227,26 @@ describe('step 6, validate', () => {
     const request = signedRequest({ event: 'PaymentCompleted', data: { amount: 1 } });
     expect((await receiver.handle(request)).outcome).toBe('processed');
     expect(seen).toEqual([{ replaced: true }]);
+  });
+
+  it("runs the receiver's own schema also on data the bundled schema accepts", async () => {
+    const schema = z.record(z.string(), z.unknown()).transform(() => ({ replaced: true }));
+    const { receiver } = setup({ schemas: { PaymentCompleted: schema } });
+    const seen: unknown[] = [];
+    receiver.on('PaymentCompleted', (event) => {
+      seen.push(event.data);
+    });
+    // The fixture: a PaymentCompleted as the platform documents it, which the bundled schema takes.
+    const request = signedRequest({ event: 'PaymentCompleted', data: paymentCompleted() });
+    expect((await receiver.handle(request)).outcome).toBe('processed');
+    expect(seen).toEqual([{ replaced: true }]);
+  });
+
+  it("refuses with the receiver's own schema a payload the bundled schema accepts", async () => {
+    const strict = z.looseObject({ payment: z.looseObject({ id: z.string() }) });
+    const { receiver } = setup({ schemas: { PaymentCompleted: strict } });
+    const request = signedRequest({ event: 'PaymentCompleted', data: paymentCompleted() });
+    expect((await receiver.handle(request)).outcome).toBe('invalid_payload');
   });
 });
 

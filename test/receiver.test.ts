@@ -253,7 +253,12 @@ describe('receiver.handle: the status table', () => {
     expect(result.outcome).toBe('invalid_payload');
     const error = errors[0];
     expect(error).toBeInstanceOf(PayloadValidationError);
-    expect((error as PayloadValidationError).issues.length).toBeGreaterThan(0);
+    // Each issue says where and what: the field the payload got wrong is among them.
+    expect((error as PayloadValidationError).issues).toContainEqual({
+      path: ['payment', 'id'],
+      code: 'invalid_type',
+      message: expect.any(String) as string,
+    });
   });
 
   it('answers 200 processed and runs the handler with the event', async () => {
