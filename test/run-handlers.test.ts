@@ -41,6 +41,24 @@ describe('runHandlers, no handler returns a promise', () => {
     expect(runHandlers([], event, far())).toEqual({ ok: true });
     const values: AnyHandler[] = [ok, () => 42, () => ({ then: 'not a function' })];
     expect(runHandlers(values, event, far())).toEqual({ ok: true });
+    // null, a function, an empty string: values a handler may return that are no promise.
+    const others: AnyHandler[] = [() => null, () => () => undefined, () => ''];
+    expect(runHandlers(others, event, far())).toEqual({ ok: true });
+  });
+
+  it('waits for a thenable a handler returns, even one that is a function', async () => {
+    let settle!: () => void;
+    const thenable = Object.assign(() => undefined, {
+      then: (resolve: () => void) => {
+        settle = resolve;
+      },
+    });
+    const running = runHandlers([() => thenable], event, far());
+    expect(isPromise(running)).toBe(true);
+    // Promise.resolve calls `then` a microtask later.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    settle();
+    expect(await running).toEqual({ ok: true });
   });
 
   it('answers a failure at once with exactly what the one failing handler threw', () => {
