@@ -37,3 +37,14 @@ describe('the test-only entry src/internal.ts', () => {
     expect(benchImporters.sort()).toEqual(['bench/fetch-steps.ts', 'bench/same-work.ts']);
   });
 });
+
+describe("the receiver's own envelope parse", () => {
+  it('is no export of the package, though it shares a module with the events it exports', async () => {
+    const api: Record<string, unknown> = await import('../../src/index.js');
+    for (const name of ['parseEnvelope', 'timestampMsOf', 'commonFormMsOf', 'TIMESTAMP_PATTERN']) {
+      expect(api, name).not.toHaveProperty(name);
+    }
+    expect(api).toHaveProperty('envelopeSchema');
+    expect(api).toHaveProperty('validateEventData');
+  });
+});
