@@ -24,7 +24,7 @@ import { heldOf, requestFor } from './stores/contract.js';
 import { listen, post, type Answer } from './adapters/suite.js';
 import { deferred, fixtureDelivery, SECRET, type Delivery } from './helpers/deliveries.js';
 import { usePostgresPool } from './helpers/postgres.js';
-import { useTestRedis, type TestRedis } from './helpers/redis.js';
+import { keysMatching, useTestRedis, type TestRedis } from './helpers/redis.js';
 
 const postgres = usePostgresPool('sh_records');
 let redis: TestRedis;
@@ -42,7 +42,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  const keys = await client.keys(`records-http-${run}*`);
+  const keys = await keysMatching(client, `records-http-${run}*`);
   if (keys.length > 0) await client.del(...keys);
   client.disconnect();
   await redis?.close();

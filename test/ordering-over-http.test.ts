@@ -23,7 +23,7 @@ import { createTestDelivery, SECRET, type Delivery } from './helpers/deliveries.
 import { deferred } from './helpers/signed.js';
 import { dropTables, uniqueTable, useTestPostgres, type TestPostgres } from './helpers/postgres.js';
 import { seededRandom } from './helpers/seeded-random.js';
-import { useTestRedis, type TestRedis } from './helpers/redis.js';
+import { keysMatching, useTestRedis, type TestRedis } from './helpers/redis.js';
 
 let redis: TestRedis;
 let clients: Redis[] = [];
@@ -50,7 +50,7 @@ afterEach(async () => {
 afterAll(async () => {
   const [first] = clients;
   if (first) {
-    const keys = await first.keys(`ordering-http-${run}*`);
+    const keys = await keysMatching(first, `ordering-http-${run}*`);
     if (keys.length > 0) await first.del(...keys);
   }
   for (const client of clients) client.disconnect();

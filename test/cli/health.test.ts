@@ -27,7 +27,7 @@ import {
   useTestPostgres,
   type TestPostgres,
 } from '../helpers/postgres.js';
-import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { useTestRedis, type TestRedis, keysMatching } from '../helpers/redis.js';
 
 const SECRET = 'whsec_health_cli_7d1f3a5c9e2b4d6f8a0c1e3b5d7f9a1c';
 const API_KEY = 'sk_live_He4lthC1iK3y9b8a7c6d5e4f3a2b1c0d';
@@ -132,7 +132,7 @@ afterAll(async () => {
   await mock?.close();
   if (client) {
     for (const prefix of prefixes) {
-      const keys = await client.keys(`${prefix}*`);
+      const keys = await keysMatching(client, `${prefix}*`);
       if (keys.length > 0) await client.del(...keys);
     }
     client.disconnect();

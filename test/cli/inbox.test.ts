@@ -16,7 +16,7 @@ import {
   SECRET,
   type Delivery,
 } from '../helpers/deliveries.js';
-import { freePort, useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { freePort, useTestRedis, type TestRedis, keysMatching } from '../helpers/redis.js';
 
 interface Run {
   code: number;
@@ -219,8 +219,8 @@ describe('schoolhooks inbox: a queue that is not there', () => {
   /** Every key of the test's prefix, and any key anywhere that names `name`. */
   async function keysOf(name: string): Promise<{ prefixed: string[]; named: string[] }> {
     return {
-      prefixed: (await client.keys(`${prefix}:*`)).sort(),
-      named: await client.keys(`*${name}*`),
+      prefixed: (await keysMatching(client, `${prefix}:*`)).sort(),
+      named: await keysMatching(client, `*${name}*`),
     };
   }
 
@@ -248,7 +248,7 @@ describe('schoolhooks inbox: a queue that is not there', () => {
       `no queue 'schoolhooks' under the prefix '${empty}' in this Redis, nor any other queue ` +
         '(check --redis and --prefix)',
     );
-    expect(await client.keys(`${empty}:*`)).toEqual([]);
+    expect(await keysMatching(client, `${empty}:*`)).toEqual([]);
   });
 
   it('finds a queue by its jobs when its meta key is gone', async () => {

@@ -20,7 +20,7 @@ import {
   useTestPostgres,
   type TestPostgres,
 } from '../helpers/postgres.js';
-import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { useTestRedis, type TestRedis, keysMatching } from '../helpers/redis.js';
 import { recordWebhook } from '../reconcile/helpers.js';
 
 const API_KEY = 'sk_live_Cl1Rec0nc1le7a9c1e3b5d7f9a1c3e5b7';
@@ -133,7 +133,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await mock?.close();
   if (client) {
-    const keys = await client.keys(`${prefix}*`);
+    const keys = await keysMatching(client, `${prefix}*`);
     if (keys.length > 0) await client.del(...keys);
     client.disconnect();
   }

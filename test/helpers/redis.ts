@@ -381,3 +381,16 @@ function run(command: string, args: readonly string[]): Promise<void> {
 function redactUrl(url: string): string {
   return url.replace(/\/\/[^/@\s]*@/, '//***@');
 }
+
+/**
+ * The keys matching `pattern`, read with SCAN rather than KEYS: the suites share one server, and
+ * KEYS holds it for as long as it walks every key (about a second at a million keys), so the
+ * other suites' calls time out meanwhile. SCAN may give a key twice; each is listed once.
+ */
+export async function keysMatching(client: Redis, pattern: string): Promise<string[]> {
+  const keys = new Set<string>();
+  for await (const batch of client.scanStream({ match: pattern, count: 1000 })) {
+    for (const key of batch as string[]) keys.add(key);
+  }
+  return [...keys];
+}

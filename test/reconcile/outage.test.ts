@@ -28,7 +28,7 @@ import { createPlatformSimulator } from '../../src/testing/platform-simulator.js
 import { createVirtualClock } from '../../src/testing/virtual-clock.js';
 import { listen } from '../adapters/suite.js';
 import { usePostgresPool } from '../helpers/postgres.js';
-import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { keysMatching, useTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const SECRET = 'outage-endpoint-secret-2f6c9a41d7e3b805';
 const HOUR = 3_600_000;
@@ -50,7 +50,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   const [first] = clients;
-  const keys = first ? await first.keys(`outage-${run}*`) : [];
+  const keys = first ? await keysMatching(first, `outage-${run}*`) : [];
   if (keys.length > 0) await first!.del(...keys);
   for (const client of clients) client.disconnect();
   await redis?.close();

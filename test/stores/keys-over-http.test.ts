@@ -39,7 +39,7 @@ import {
   useTestPostgres,
   type TestPostgres,
 } from '../helpers/postgres.js';
-import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { useTestRedis, type TestRedis, keysMatching } from '../helpers/redis.js';
 import {
   lookupIn,
   tenantDelivery,
@@ -73,7 +73,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   if (client) {
-    const keys = await client.keys(`keys-http-${run}*`);
+    const keys = await keysMatching(client, `keys-http-${run}*`);
     if (keys.length > 0) await client.del(...keys);
     client.disconnect();
   }

@@ -34,7 +34,7 @@ import {
   useTestPostgres,
   type TestPostgres,
 } from '../helpers/postgres.js';
-import { sleep, useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { sleep, useTestRedis, type TestRedis, keysMatching } from '../helpers/redis.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 import {
   countBy,
@@ -436,7 +436,7 @@ describe('the ordering guard on redisStore, receivers killed mid-handler', () =>
 
   afterAll(async () => {
     if (client) {
-      const keys = await client.keys(`${prefix}*`);
+      const keys = await keysMatching(client, `${prefix}*`);
       for (let i = 0; i < keys.length; i += 500) await client.del(...keys.slice(i, i + 500));
       client.disconnect();
     }

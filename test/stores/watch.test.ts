@@ -24,7 +24,7 @@ import {
   useTestPostgres,
   type TestPostgres,
 } from '../helpers/postgres.js';
-import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { useTestRedis, type TestRedis, keysMatching } from '../helpers/redis.js';
 import { heldOf, requestFor } from './contract.js';
 import { describeWatchContract } from './watch-contract.js';
 
@@ -52,7 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (client) {
-    const keys = await client.keys(`${PREFIX}*`);
+    const keys = await keysMatching(client, `${PREFIX}*`);
     if (keys.length > 0) await client.del(...keys);
     client.disconnect();
   }
@@ -144,7 +144,7 @@ describe("redisStore's watch keys", () => {
       maxFailing: 2,
       now: T + 7,
     });
-    const keys = (await client.keys(`${prefix}*`)).sort();
+    const keys = (await keysMatching(client, `${prefix}*`)).sort();
     expect(keys).toEqual(
       ['watch', 'watch-failing', 'watch-order', 'watch-succeeded'].map(
         (end) => `${prefix}{watch:school-%7B1%7D%25}:${end}`,

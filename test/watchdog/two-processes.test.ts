@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisStore } from '../../src/stores/redis.js';
 import { createWatchdog, type Health } from '../../src/watchdog/index.js';
-import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { useTestRedis, type TestRedis, keysMatching } from '../helpers/redis.js';
 
 const SECRET = 'whsec_two_processes_0123456789abcdef0123';
 const FIXTURE = fileURLToPath(new URL('./fixtures/watch-receiver-process.ts', import.meta.url));
@@ -37,7 +37,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const { child } of receivers) child.kill('SIGTERM');
   if (client) {
-    const keys = await client.keys(`${PREFIX}*`);
+    const keys = await keysMatching(client, `${PREFIX}*`);
     if (keys.length > 0) await client.del(...keys);
     client.disconnect();
   }

@@ -25,7 +25,7 @@ import {
   useTestPostgres,
   type TestPostgres,
 } from '../helpers/postgres.js';
-import { useTestRedis, type TestRedis } from '../helpers/redis.js';
+import { useTestRedis, type TestRedis, keysMatching } from '../helpers/redis.js';
 
 const SECRET = 'whsec_watchdog_test_0123456789abcdef0123';
 const MINUTE = 60_000;
@@ -52,7 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (client) {
-    const keys = await client.keys(`${PREFIX}*`);
+    const keys = await keysMatching(client, `${PREFIX}*`);
     if (keys.length > 0) await client.del(...keys);
     client.disconnect();
   }
