@@ -204,13 +204,12 @@ export function checkedValue(value: string): string {
  * note, ignored for its delivery; a success clears only a delivery last attempted at or before it,
  * and moves the failing time to the last attempt when that came after it). ARGV[1] the oldest
  * first attempt (and success) kept; ARGV[2] the most failing deliveries (and successes) kept a
- * tenant; ARGV[3] keepMs, after which a
- * tenant's failing, order and succeeded keys unwritten expire; ARGV[4] keepSummaryMs, after which
- * its `…:watch` hash unwritten expires (longer than the platform's disable span: its last success must outlive it);
- * ARGV[5] the tenant to read (its number among the KEYS' tenants, 0 for none); ARGV[6] the number
- * of notes, then six values a note: its tenant's number, at, ok (`1`/`0`),
- * whether it has a key (`1`/`0`), the key's storage key, the JSON of `[key, event]` (`''` for a
- * 2xx answer, which needs only the storage key).
+ * tenant; ARGV[3] keepMs, after which a tenant's failing, order and succeeded keys unwritten
+ * expire; ARGV[4] keepSummaryMs, after which its `…:watch` hash unwritten expires (longer than the
+ * platform's disable span: its last success must outlive it); ARGV[5] the tenant to read (its
+ * number among the KEYS' tenants, 0 for none); ARGV[6] the number of notes, then six values a
+ * note: its tenant's number, at, ok (`1`/`0`), whether it has a key (`1`/`0`), the key's storage
+ * key, the JSON of `[key, event]` (`''` for a 2xx answer, which needs only the storage key).
  *
  * Replies 0 without a read, or `{ s, a, f, failing… }` (`''` for none), the failing deliveries
  * oldest first attempt first.
