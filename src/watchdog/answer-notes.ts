@@ -1,6 +1,10 @@
 /**
- * The answers one receiver process gave, kept in memory and written to its store in one call at
- * most once a second (`store.watch`): the watchdog's bookkeeping costs a delivery no round trip.
+ * The answers one receiver process gave, kept in memory and written to its store in one call
+ * (`store.watch`) once a second, or at once when `writeAtNotes` wait: the watchdog's bookkeeping
+ * costs a delivery no round trip, and a busy process (or one whose deliveries never leave the
+ * microtask queue, on `memoryStore`) loses none of them to the bound below. Only while the store
+ * cannot take them are more than `maxPending` held: then the oldest go, and the next write tells
+ * `failed` how many.
  * @module
  */
 
@@ -22,6 +26,12 @@ export class AnswerNotes {
   readonly #now: () => number;
   readonly #failed: (cause: unknown) => void;
   #pending: AnswerNote[] = [];
+  /** Answers dropped since the last write, past `maxPending`: told with the next write. */
+  #dropped = 0;
+  /** Whether a write that takes the pending notes is already on its way (in progress or next). */
+  #queued = false;
+  /** Whether the last write failed: until one succeeds, only the timer writes (no early writes). */
+  #failing = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** The write in progress: writes go one after the other. */
   #writing: Promise<unknown> = Promise.resolve();
@@ -36,12 +46,22 @@ export class AnswerNotes {
     this.#failed = failed;
   }
 
-  /** Keep `note`; the next write, within `flushEveryMs`, takes it to the store. */
+  /**
+   * Keep `note`; the next write takes it to the store: within `flushEveryMs`, or now when
+   * `writeAtNotes` are waiting, no write is already on its way to take them and the last one did
+   * not fail (while the store fails, one write a `flushEveryMs`).
+   */
   note(note: AnswerNote): void {
     const pending = this.#pending;
     pending.push(note);
-    if (pending.length > WATCHDOG_DEFAULTS.maxPending) pending.shift();
-    if (this.#timer === undefined) {
+    if (pending.length > WATCHDOG_DEFAULTS.maxPending) {
+      pending.shift();
+      this.#dropped++;
+    }
+    if (pending.length >= WATCHDOG_DEFAULTS.writeAtNotes && !this.#queued && !this.#failing) {
+      this.#queued = true;
+      void this.write().catch(() => {});
+    } else if (this.#timer === undefined) {
       this.#timer = setTimeout(
         () => void this.write().catch(() => {}),
         WATCHDOG_DEFAULTS.flushEveryMs,
@@ -63,11 +83,15 @@ export class AnswerNotes {
   async #writeNow(read: string | undefined): Promise<WatchState | undefined> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#queued = false;
     const notes = this.#pending;
     this.#pending = [];
+    const dropped = this.#dropped;
+    this.#dropped = 0;
+    if (dropped > 0) this.#failed(new Error(droppedWhy(dropped)));
     const { keepFailingMs, keepSummaryMs, maxFailing } = WATCHDOG_DEFAULTS;
     try {
-      return await this.#watch({
+      const state = await this.#watch({
         notes,
         keepMs: keepFailingMs,
         keepSummaryMs,
@@ -75,9 +99,15 @@ export class AnswerNotes {
         now: this.#now(),
         read,
       });
+      this.#failing = false;
+      return state;
     } catch (cause) {
+      this.#failing = true;
       // Kept for the next write (the oldest dropped past the bound), tried again in a while.
-      this.#pending = [...notes, ...this.#pending].slice(-WATCHDOG_DEFAULTS.maxPending);
+      const kept = [...notes, ...this.#pending];
+      const over = kept.length - WATCHDOG_DEFAULTS.maxPending;
+      if (over > 0) this.#dropped += over;
+      this.#pending = over > 0 ? kept.slice(over) : kept;
       this.#timer ??= setTimeout(
         () => void this.write().catch(() => {}),
         WATCHDOG_DEFAULTS.flushEveryMs,
@@ -87,4 +117,12 @@ export class AnswerNotes {
       throw cause;
     }
   }
+}
+
+/** Why answers were dropped, for the next write's `failed`. */
+function droppedWhy(dropped: number): string {
+  return (
+    `${dropped} answer${dropped === 1 ? ' was' : 's were'} not kept for the watchdog: ` +
+    `${WATCHDOG_DEFAULTS.maxPending} were already waiting for the store to take them`
+  );
 }

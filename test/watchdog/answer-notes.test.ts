@@ -1,0 +1,116 @@
+/**
+ * The answers a receiver keeps for the watchdog under load: a process that answers more than
+ * `maxPending` (10 000) deliveries between two timer ticks still takes every one to its store (it
+ * writes as soon as `writeAtNotes` wait), and the answers it must drop while its store cannot take
+ * them are counted and told to `onError`, never lost in silence.
+ */
+
+import { describe, expect, it } from 'vitest';
+import { createReceiver, type IdempotencyStore, type SchoolhooksError } from '../../src/index.js';
+import { memoryStore } from '../../src/stores/memory.js';
+import { createDelivery } from '../../src/testing/index.js';
+import { createWatchdog } from '../../src/watchdog/index.js';
+import type { WatchBatch } from '../../src/watchdog/types.js';
+
+const SECRET = 'whsec_answer_notes_test_0123456789abcdef';
+const FAILING_KEY = '0b9f7d1e-6c3a-4f58-9e21-7a4d5c8b3f60';
+
+/** `count` deliveries of UserSignedUp, signed, each with its own key. */
+function deliveries(count: number) {
+  return Array.from({ length: count }, () =>
+    createDelivery('UserSignedUp', undefined, { secret: SECRET }),
+  );
+}
+
+describe('answers kept for the watchdog under load', () => {
+  it('keeps a failing delivery at risk after 12 000 answers handled in one run of microtasks', async () => {
+    // memoryStore answers at once, so a loop of handle() calls never lets a timer fire: before,
+    // only the last 10 000 answers were still held when the first write came, and the failure
+    // (the oldest) was gone.
+    const receiver = createReceiver({ secret: SECRET, store: memoryStore() });
+    receiver.on('UserSignedUp', (event) => {
+      if (event.idempotencyKey === FAILING_KEY) throw new Error('the CRM is down');
+    });
+    receiver.onError(() => {});
+    const failing = createDelivery('UserSignedUp', undefined, {
+      secret: SECRET,
+      idempotencyKey: FAILING_KEY,
+    });
+    expect((await receiver.handle(failing)).status).toBe(500);
+    for (const delivery of deliveries(12_000)) {
+      expect((await receiver.handle(delivery)).status).toBe(200);
+    }
+
+    const health = await createWatchdog({ receiver }).check();
+
+    expect(health.status).toBe('at_risk');
+    expect(health.atRisk.map((delivery) => delivery.idempotencyKey)).toEqual([FAILING_KEY]);
+  });
+
+  it('counts what it drops while the store cannot take its answers, and tells onError', async () => {
+    const inner = memoryStore();
+    let written = 0;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // A store whose first write hangs until the test opens the gate (a stalled server).
+    const store: IdempotencyStore = {
+      ...inner,
+      async watch(batch: WatchBatch) {
+        await gate;
+        written += batch.notes.length;
+        return inner.watch!(batch);
+      },
+    };
+    const errors: SchoolhooksError[] = [];
+    const receiver = createReceiver({ secret: SECRET, store }).onError((e) => errors.push(e));
+    receiver.on('UserSignedUp', () => {});
+    const sent = 11_500;
+    for (const delivery of deliveries(sent)) await receiver.handle(delivery);
+    expect(errors).toEqual([]);
+
+    open();
+    await createWatchdog({ receiver }).check();
+
+    // Every answer is either in the store or counted among the dropped, and only past 10 000.
+    expect(errors).toHaveLength(1);
+    const [error] = errors;
+    expect(error!.code).toBe('store_unavailable');
+    const dropped = Number(
+      /(\d+) answers were not kept for the watchdog/.exec(error!.message)?.[1],
+    );
+    expect(dropped).toBeGreaterThan(0);
+    expect(written + dropped).toBe(sent);
+    expect(written).toBeGreaterThanOrEqual(10_000);
+  });
+
+  it('writes once, not once an answer, while the store refuses, and counts what it drops', async () => {
+    const inner = memoryStore();
+    let down = true;
+    let written = 0;
+    const store: IdempotencyStore = {
+      ...inner,
+      async watch(batch: WatchBatch) {
+        if (down) throw new Error('connect ECONNREFUSED 127.0.0.1:6379');
+        written += batch.notes.length;
+        return inner.watch!(batch);
+      },
+    };
+    const errors: SchoolhooksError[] = [];
+    const receiver = createReceiver({ secret: SECRET, store }).onError((e) => errors.push(e));
+    receiver.on('UserSignedUp', () => {});
+    const sent = 11_500;
+    for (const delivery of deliveries(sent)) await receiver.handle(delivery);
+
+    // One early write (at 1 000 answers) failed; the answers after it waited for the timer.
+    expect(errors.map((e) => e.message)).toEqual([expect.stringContaining('ECONNREFUSED')]);
+    down = false;
+    await createWatchdog({ receiver }).check();
+
+    expect(errors).toHaveLength(2);
+    const dropped = Number(
+      /(\d+) answers were not kept for the watchdog/.exec(errors[1]!.message)?.[1],
+    );
+    expect(written).toBe(10_000);
+    expect(dropped).toBe(sent - written);
+  });
+});
