@@ -26,9 +26,12 @@ const responses: Promise<string>[] = [];
 const streamed: string[] = [];
 const pageErrors: string[] = [];
 const snapshots: string[] = [];
+/** Every signature sent: none may ever be in the page. */
+const signaturesSent: string[] = [];
 
 /** POST `body` to the receiver with the real curl binary; resolves to the answer's JSON. */
 async function curl(body: string, signature: string): Promise<{ outcome: string }> {
+  signaturesSent.push(signature);
   const { stdout } = await run('curl', [
     '-sS',
     '-X',
@@ -149,6 +152,11 @@ describe('schoolhooks listen --ui in Chromium', () => {
       .locator('xpath=following-sibling::dd[1]')
       .textContent();
     expect(signature).toMatch(/^[0-9a-f]{8}…[0-9a-f]{4}$/);
+    // Nor is it whole anywhere in the page, the curl command included (it signs in the shell).
+    await page.locator('details.curl-box').evaluate((box) => box.setAttribute('open', ''));
+    const html = await page.content();
+    expect(html).toContain('schoolhooks sign');
+    for (const sent of signaturesSent) expect(html).not.toContain(sent);
     // Objects fold: closing the payment hides its fields.
     const payment = page.locator('details.json-node', {
       has: page.locator('> summary', { hasText: '"payment":' }),
@@ -264,15 +272,20 @@ describe('schoolhooks listen --ui in Chromium', () => {
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
-  it('never shows the secret: not in a page, a response or a streamed message', async () => {
+  it('never shows the secret nor a whole signature: not in a page, a response or a streamed message', async () => {
     await snapshot();
     const bodies = await Promise.all(responses);
     // The checks below saw real traffic: the page, its assets, the API and the stream.
     expect(bodies.length).toBeGreaterThan(8);
     expect(streamed.length).toBeGreaterThan(5);
     expect(snapshots.length).toBeGreaterThan(4);
-    for (const text of [...snapshots, ...bodies, ...streamed]) expect(text).not.toContain(SECRET);
+    expect(signaturesSent.length).toBeGreaterThan(3);
+    for (const text of [...snapshots, ...bodies, ...streamed]) {
+      expect(text).not.toContain(SECRET);
+      for (const sent of signaturesSent) expect(text).not.toContain(sent);
+    }
     expect(output).not.toContain(SECRET);
+    for (const sent of signaturesSent) expect(output).not.toContain(sent);
     expect(pageErrors).toEqual([]);
   });
 });

@@ -1,10 +1,12 @@
 // The inspector's HTTP side without a browser: `listen --ui` run in this process, its endpoints
 // called with fetch and raw node:http requests (a browser would not send a forged Host).
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createHmac } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../src/cli/command.js';
@@ -126,7 +128,15 @@ describe('listen --ui, over HTTP', () => {
     expect(deliveries[0]?.outcomeClass).toBe('processed');
   });
 
-  it('shows one delivery with its signature shortened, and a curl command that sends it again', async () => {
+  /** How many deliveries the inspector has seen (its numbers count up from 1). */
+  async function deliveryCount(): Promise<number> {
+    const { deliveries } = (await (await fetch(`${api}/deliveries`)).json()) as {
+      deliveries: { id: number }[];
+    };
+    return deliveries[0]?.id ?? 0;
+  }
+
+  it('shows one delivery with its signature shortened, and a curl command that signs and sends it again', async () => {
     const [latest] = (
       (await (await fetch(`${api}/deliveries`)).json()) as {
         deliveries: { id: number }[];
@@ -141,14 +151,48 @@ describe('listen --ui, over HTTP', () => {
       .signature;
     expect(view.headers.signature).toMatch(/^[0-9a-f]{8}…[0-9a-f]{4}$/);
     expect(shortenSignature(signature)).toHaveLength(13);
-    expect(view.curl).not.toContain(SECRET);
-    // The command, run by a shell, sends the same bytes with the same signature: a duplicate.
-    const { stdout } = await run('sh', ['-c', view.curl]);
-    expect(JSON.parse(stdout)).toEqual({
-      ok: true,
-      outcome: 'duplicate',
-      idempotencyKey: 'keep-4',
+    // A signature is a credential for its body: neither it nor the secret is in the view.
+    const sent = createHmac('sha256', SECRET).update(view.body).digest('hex');
+    expect(view.headers.signature).toBe(shortenSignature(sent));
+    expect(JSON.stringify(view)).not.toContain(sent);
+    expect(JSON.stringify(view)).not.toContain(SECRET);
+    // Run by a shell in a project where schoolhooks is installed, with the secret in the
+    // environment, the command signs the same bytes and sends them: a duplicate.
+    const project = await mkdtemp(join(tmpdir(), 'schoolhooks-curl-'));
+    const bin = join(project, 'node_modules', '.bin');
+    await mkdir(bin, { recursive: true });
+    const cli = fileURLToPath(new URL('../../src/cli/index.ts', import.meta.url));
+    const tsx = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+    await writeFile(join(bin, 'schoolhooks'), `#!/bin/sh\nexec ${tsx} ${cli} "$@"\n`, {
+      mode: 0o755,
     });
+    const { SCHOOL_WEBHOOK_SECRET: _, ...withoutSecret } = process.env;
+    try {
+      const { stdout } = await run('sh', ['-c', view.curl], {
+        cwd: project,
+        env: { ...withoutSecret, SCHOOL_WEBHOOK_SECRET: SECRET },
+      });
+      expect(JSON.parse(stdout)).toEqual({
+        ok: true,
+        outcome: 'duplicate',
+        idempotencyKey: 'keep-4',
+      });
+      // Without the secret it sends nothing (an unsigned request would only be refused) and
+      // `sign` says what is missing.
+      const before = await deliveryCount();
+      const unsigned = await run('sh', ['-c', view.curl], {
+        cwd: project,
+        env: withoutSecret,
+      }).then(
+        () => undefined,
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect(unsigned?.code).toBe(2);
+      expect(unsigned?.stderr).toContain('SCHOOL_WEBHOOK_SECRET');
+      expect(await deliveryCount()).toBe(before);
+    } finally {
+      await rm(project, { recursive: true, force: true });
+    }
   });
 
   it('refuses replay and send without the page’s header, from another origin or site', async () => {

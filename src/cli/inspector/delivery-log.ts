@@ -1,7 +1,7 @@
 /**
  * The inspector's memory: the last `keep` deliveries, in memory only, and what the page is told
  * about each one. Nothing here ever holds a secret; a delivery's signature is kept whole (replay
- * and "copy as curl" need it) but only shown shortened.
+ * needs it) but only shown shortened.
  * @module
  */
 

@@ -1,8 +1,9 @@
 /**
  * One delivery as the inspector's page shows it: the raw body as text, the headers with the
  * signature shortened, the payload's issues, the likely causes of a 401, and a curl command that
- * sends the same bytes again. A secret is never part of it: the curl command carries the
- * signature the request came with, which the secret made, not the secret.
+ * sends the same bytes again. Neither a secret nor a signature is ever part of it: the curl
+ * command signs the body in the user's shell, with `schoolhooks sign` and the secret in
+ * `SCHOOL_WEBHOOK_SECRET` (a signature is a credential for its body: docs/security.md).
  * @module
  */
 
@@ -33,20 +34,24 @@ export function shellQuote(value: string): string {
 }
 
 /**
- * A curl command that sends `delivery`'s exact bytes and signature to `origin` + its path. It is
- * a single line, so it pastes in any shell; `--data-binary` keeps every byte (no newline added).
+ * A curl command that sends `delivery`'s exact bytes to `origin` + its path, signed in the shell
+ * that runs it: `schoolhooks sign` reads the secret from `SCHOOL_WEBHOOK_SECRET`, so the command
+ * (and the page that shows it) holds no signature, and curl runs only once signing succeeded
+ * (without the secret, `sign` says why). It is a single line for a POSIX shell; the body is kept in
+ * a variable and sent with `--data-binary` (no newline added), the bytes signed.
  */
 export function curlCommand(delivery: RecordedDelivery, origin: string): string {
   const parts = ['curl', '-sS', '-X', delivery.method, shellQuote(`${origin}${delivery.path}`)];
   const type = delivery.headers['content-type'];
   if (type !== undefined) parts.push('-H', shellQuote(`content-type: ${type}`));
-  const signature = delivery.headers.signature;
-  if (signature !== undefined) parts.push('-H', shellQuote(`signature: ${signature}`));
-  if (delivery.body !== undefined) {
-    parts.push('--data-binary', shellQuote(new TextDecoder().decode(delivery.body)));
-  }
-  return parts.join(' ');
+  if (delivery.body === undefined) return parts.join(' ');
+  parts.push('-H', '"signature: $signature"', '--data-binary', '"$body"');
+  const body = shellQuote(new TextDecoder().decode(delivery.body));
+  return `body=${body}; signature=$(${SIGN_BODY}) && ${parts.join(' ')}`;
 }
+
+/** The shell's signature of `$body`, with the secret in `SCHOOL_WEBHOOK_SECRET`. */
+const SIGN_BODY = `printf '%s' "$body" | npx schoolhooks sign`;
 
 /** The page's view of `delivery`; `origin` is where the page was loaded from, for the curl command. */
 export function viewOf(delivery: RecordedDelivery, origin: string): DeliveryView {

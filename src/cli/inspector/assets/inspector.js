@@ -456,7 +456,7 @@
       try {
         await navigator.clipboard.writeText(view.curl);
         status.textContent =
-          'The curl command is on the clipboard (body and signature, no secret).';
+          'The curl command is on the clipboard: it signs the body with $SCHOOL_WEBHOOK_SECRET.';
       } catch {
         curl.open = true;
         getSelection()?.selectAllChildren(curlText);
