@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { redisStore } from '../../src/stores/redis.js';
 import { useTestRedis, type TestRedis } from '../helpers/redis.js';
-import { runTenantsScenario, SCHOOLS } from './tenants-reconcile.js';
+import { EVERY_MS, runTenantsScenario, SCHOOLS } from './tenants-reconcile.js';
 
 const run = randomUUID().slice(0, 8);
 const names = {
@@ -59,6 +59,11 @@ it(`runs a reconciler of ${SCHOOLS} schools on one bullmqInbox in two processes:
     const done = await queue.getJobs(['completed'], 0, -1, true);
     const ended = scenario.runs.filter((r) => r.summary !== undefined);
     expect(done).toHaveLength(ended.length);
+    // One job a tick: each job's id names its tick (`repeat:<scheduler>:<tick in ms>`), the
+    // scheduler's and a start-up run's alike, and no tick has two.
+    const ticks = done.map((job) => Number(/^repeat:[^:]+:(\d+)$/.exec(job.id ?? '')?.[1]));
+    for (const tick of ticks) expect(tick % EVERY_MS).toBe(0);
+    expect(new Set(ticks).size).toBe(ticks.length);
     const summaries = done.map((job) => job.returnvalue as Record<string, unknown>);
     for (const summary of summaries) {
       expect(summary).toMatchObject({
