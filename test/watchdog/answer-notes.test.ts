@@ -48,69 +48,68 @@ describe('answers kept for the watchdog under load', () => {
   });
 
   it('counts what it drops while the store cannot take its answers, and tells onError', async () => {
-    const inner = memoryStore();
-    let written = 0;
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     // A store whose first write hangs until the test opens the gate (a stalled server).
-    const store: IdempotencyStore = {
-      ...inner,
-      async watch(batch: WatchBatch) {
-        await gate;
-        written += batch.notes.length;
-        return inner.watch!(batch);
-      },
-    };
-    const errors: SchoolhooksError[] = [];
-    const receiver = createReceiver({ secret: SECRET, store }).onError((e) => errors.push(e));
-    receiver.on('UserSignedUp', () => {});
-    const sent = 11_500;
-    for (const delivery of deliveries(sent)) await receiver.handle(delivery);
-    expect(errors).toEqual([]);
+    const watched = receiverWhoseWatch(() => gate);
+    for (const delivery of deliveries(SENT)) await watched.receiver.handle(delivery);
+    expect(watched.errors).toEqual([]);
 
     open();
-    await createWatchdog({ receiver }).check();
+    await createWatchdog({ receiver: watched.receiver }).check();
 
     // Every answer is either in the store or counted among the dropped, and only past 10 000.
-    expect(errors).toHaveLength(1);
-    const [error] = errors;
-    expect(error!.code).toBe('store_unavailable');
-    const dropped = Number(
-      /(\d+) answers were not kept for the watchdog/.exec(error!.message)?.[1],
-    );
+    expect(watched.errors).toHaveLength(1);
+    expect(watched.errors[0]!.code).toBe('store_unavailable');
+    const dropped = droppedIn(watched.errors[0]!);
     expect(dropped).toBeGreaterThan(0);
-    expect(written + dropped).toBe(sent);
-    expect(written).toBeGreaterThanOrEqual(10_000);
+    expect(watched.written() + dropped).toBe(SENT);
+    expect(watched.written()).toBeGreaterThanOrEqual(10_000);
   });
 
   it('writes once, not once an answer, while the store refuses, and counts what it drops', async () => {
-    const inner = memoryStore();
     let down = true;
-    let written = 0;
-    const store: IdempotencyStore = {
-      ...inner,
-      async watch(batch: WatchBatch) {
-        if (down) throw new Error('connect ECONNREFUSED 127.0.0.1:6379');
-        written += batch.notes.length;
-        return inner.watch!(batch);
-      },
-    };
-    const errors: SchoolhooksError[] = [];
-    const receiver = createReceiver({ secret: SECRET, store }).onError((e) => errors.push(e));
-    receiver.on('UserSignedUp', () => {});
-    const sent = 11_500;
-    for (const delivery of deliveries(sent)) await receiver.handle(delivery);
+    const watched = receiverWhoseWatch(async () => {
+      if (down) throw new Error('connect ECONNREFUSED 127.0.0.1:6379');
+    });
+    for (const delivery of deliveries(SENT)) await watched.receiver.handle(delivery);
 
     // One early write (at 1 000 answers) failed; the answers after it waited for the timer.
-    expect(errors.map((e) => e.message)).toEqual([expect.stringContaining('ECONNREFUSED')]);
+    expect(watched.errors.map((e) => e.message)).toEqual([expect.stringContaining('ECONNREFUSED')]);
     down = false;
-    await createWatchdog({ receiver }).check();
+    await createWatchdog({ receiver: watched.receiver }).check();
 
-    expect(errors).toHaveLength(2);
-    const dropped = Number(
-      /(\d+) answers were not kept for the watchdog/.exec(errors[1]!.message)?.[1],
-    );
-    expect(written).toBe(10_000);
-    expect(dropped).toBe(sent - written);
+    expect(watched.errors).toHaveLength(2);
+    expect(watched.written()).toBe(10_000);
+    expect(droppedIn(watched.errors[1]!)).toBe(SENT - watched.written());
   });
 });
+
+/** Answers the tests past the bound send: 1 500 more than a process holds. */
+const SENT = 11_500;
+
+/**
+ * A receiver on a memoryStore whose `watch` first awaits `before` (a stalled or refusing server),
+ * with the errors it reported and how many notes reached the store.
+ */
+function receiverWhoseWatch(before: () => Promise<void>) {
+  const inner = memoryStore();
+  let written = 0;
+  const store: IdempotencyStore = {
+    ...inner,
+    async watch(batch: WatchBatch) {
+      await before();
+      written += batch.notes.length;
+      return inner.watch!(batch);
+    },
+  };
+  const errors: SchoolhooksError[] = [];
+  const receiver = createReceiver({ secret: SECRET, store }).onError((e) => errors.push(e));
+  receiver.on('UserSignedUp', () => {});
+  return { receiver, errors, written: () => written };
+}
+
+/** How many answers `error` says were dropped. */
+function droppedIn(error: SchoolhooksError): number {
+  return Number(/(\d+) answers were not kept for the watchdog/.exec(error.message)?.[1]);
+}
