@@ -38,7 +38,8 @@ export class AnswerNotes {
 
   /**
    * @param watch the store's `watch`.
-   * @param failed told when a write fails (the notes stay, up to `maxPending`, for the next one).
+   * @param failed told when a write fails (the notes stay, up to `maxPending`, for the next one),
+   * and, with the next write, how many answers were dropped past `maxPending`.
    */
   constructor(watch: WatchCall, now: () => number, failed: (cause: unknown) => void) {
     this.#watch = watch;
