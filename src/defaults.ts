@@ -187,7 +187,7 @@ export const WATCHDOG_DEFAULTS = /* @__PURE__ */ constants(
       silentAfterMs: 30 * MINUTE,
       /** How far back the lists are read for silence. */
       silentWindowMs: DAY,
-      /** A receiver writes its answers to its store this often (one call for all of them), or sooner at writeAtNotes. */
+      /** A receiver writes its answers to its store this often (one call), or at writeAtNotes. */
       flushEveryMs: SECOND,
       /**
        * How long a delivery answered non-2xx is kept: the platform's retry span (its last attempt
@@ -202,9 +202,9 @@ export const WATCHDOG_DEFAULTS = /* @__PURE__ */ constants(
       keepSummaryMs: PLATFORM_LIMITS.autoDisableAfterMs + DAY,
       /** The most deliveries answered non-2xx kept per tenant. */
       maxFailing: 1000,
-      /** A receiver writes its answers at once when this many wait, not waiting for flushEveryMs. */
+      /** A receiver writes its answers at once when this many wait, before flushEveryMs. */
       writeAtNotes: 1000,
-      /** The most answers a process holds while its store cannot take them (the oldest go first). */
+      /** The most answers a process holds while its store cannot take them (oldest go first). */
       maxPending: 10_000,
     }) as const,
 );

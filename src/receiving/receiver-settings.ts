@@ -98,8 +98,8 @@ export interface ReceiverOptions {
    * Keep, in the store, what the watchdog reads (`schoolhooks/watchdog`): the last success, the
    * last attempt, and each delivery answered non-2xx, for every process. Written in one store call
    * once a second per process, as soon as 1 000 wait, and when a watchdog given the receiver
-   * checks; never one a delivery. Default true when the store keeps them (`memoryStore`, `redisStore` and
-   * `postgresStore` do).
+   * checks; never one a delivery. Default true when the store keeps them (`memoryStore`,
+   * `redisStore` and `postgresStore` do).
    */
   watch?: boolean;
 }

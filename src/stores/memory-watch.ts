@@ -6,13 +6,13 @@
  * tenant's summary is never dropped here (it lives as long as the process; keepSummaryMs is for
  * servers that expire it); its failing deliveries are forgotten past keepMs, as on every store.
  *
- * Notes reach a store out of order (each process writes its own batches, once a second or each
- * 1 000 answers, and after an outage the notes it kept): a failure of a delivery that the store saw succeed at a
- * later or equal time is a late note, not a new failure. So each tenant also keeps the keys that
- * succeeded and when (their latest success), forgotten past keepMs like the failing deliveries
- * (a failure older than that is forgotten anyway) and at most `maxFailing` of them, the latest
- * successes kept. The other way round, a late success clears only what came at or before it: a
- * delivery whose last attempt came after it stays failing as it is, and the failing time moves to
+ * Notes reach a store out of order (each process writes its own batches, once a second or every
+ * 1 000 answers, and after an outage the notes it kept): a failure of a delivery that the store saw
+ * succeed at a later or equal time is a late note, not a new failure. So each tenant also keeps the
+ * keys that succeeded and when (their latest success), forgotten past keepMs like the failing
+ * deliveries (a failure older than that is forgotten anyway) and at most `maxFailing` of them, the
+ * latest successes kept. The other way round, a late success clears only what came at or before it:
+ * a delivery whose last attempt came after it stays failing as it is, and the failing time moves to
  * the tenant's last attempt when that came after it (while a tenant fails, its last attempt is a
  * failure: a success at or after the failing time clears or moves it), so no field is added.
  * @module

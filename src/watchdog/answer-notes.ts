@@ -55,10 +55,7 @@ export class AnswerNotes {
   note(note: AnswerNote): void {
     const pending = this.#pending;
     pending.push(note);
-    if (pending.length > WATCHDOG_DEFAULTS.maxPending) {
-      pending.shift();
-      this.#dropped++;
-    }
+    this.#keepAtMostMaxPending();
     if (pending.length >= WATCHDOG_DEFAULTS.writeAtNotes && !this.#queued && !this.#failing) {
       this.#queued = true;
       void this.write().catch(() => {});
@@ -79,6 +76,14 @@ export class AnswerNotes {
     const done = this.#writing.then(() => this.#writeNow(read));
     this.#writing = done.catch(() => {});
     return done;
+  }
+
+  /** The bound: at most `maxPending` answers held, the oldest dropped (and counted) first. */
+  #keepAtMostMaxPending(): void {
+    const over = this.#pending.length - WATCHDOG_DEFAULTS.maxPending;
+    if (over <= 0) return;
+    this.#pending.splice(0, over);
+    this.#dropped += over;
   }
 
   async #writeNow(read: string | undefined): Promise<WatchState | undefined> {
@@ -105,10 +110,8 @@ export class AnswerNotes {
     } catch (cause) {
       this.#failing = true;
       // Kept for the next write (the oldest dropped past the bound), tried again in a while.
-      const kept = [...notes, ...this.#pending];
-      const over = kept.length - WATCHDOG_DEFAULTS.maxPending;
-      if (over > 0) this.#dropped += over;
-      this.#pending = over > 0 ? kept.slice(over) : kept;
+      this.#pending = [...notes, ...this.#pending];
+      this.#keepAtMostMaxPending();
       this.#timer ??= setTimeout(
         () => void this.write().catch(() => {}),
         WATCHDOG_DEFAULTS.flushEveryMs,

@@ -56,7 +56,7 @@ export interface DeliveryView extends DeliverySummary {
   causes: string[];
   /** Whether the stored bytes can go through the receiver again (not a cut-off 413 body). */
   canReplay: boolean;
-  /** A shell command that sends the same bytes to `origin`, signed in the shell (`schoolhooks sign`). */
+  /** A shell command that sends the same bytes to `origin`, signed in the shell that runs it. */
   curl: string;
 }
 
