@@ -213,44 +213,60 @@ export function checkedValue(value: string): string {
  *
  * Replies 0 without a read, or `{ s, a, f, failing… }` (`''` for none), the failing deliveries
  * oldest first attempt first.
+ *
+ * A note is one or two commands, not a dozen: a tenant's summary is read once a call (with the
+ * number of its failing deliveries, counted up as failures come and not down, so a success looks
+ * for its key among them only when there may be some), kept in Lua as the notes go, and written
+ * once; a success's key is added to `…:succeeded`
+ * with `NX`, read back only when it was there already. The script blocks Redis while it runs, and
+ * it runs with up to 1 000 notes (src/watchdog/answer-notes.ts).
  */
 export const WATCH = script(`
 local since, maxFailing, keepMs, keepSummaryMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local function keysOf(t) return KEYS[t * 4 - 3], KEYS[t * 4 - 2], KEYS[t * 4 - 1], KEYS[t * 4] end
-local function later(state, field, at, atText)
-  local before = redis.call('HGET', state, field)
-  if not before or tonumber(before) < at then redis.call('HSET', state, field, atText) end
+local summaries = {}
+local function summaryOf(t)
+  local summary = summaries[t]
+  if summary then return summary end
+  local state, failing = keysOf(t)
+  local fields = redis.call('HMGET', state, 's', 'a', 'f')
+  summary = { s = fields[1] or nil, a = fields[2] or nil, f = fields[3] or nil,
+    failingCount = redis.call('HLEN', failing) }
+  summary.hadF = summary.f ~= nil
+  summaries[t] = summary
+  return summary
 end
-local function failedAfter(failing, id, at)
-  local line = redis.call('HGET', failing, id)
-  return line and tonumber(string.match(line, '^[^|]*|[^|]*|([^|]*)|')) > at
+local function later(summary, field, at, atText)
+  local before = summary[field]
+  if not before or tonumber(before) < at then summary[field] = atText end
 end
 local function keep(t, atText, ok, hasKey, id, sent)
-  local state, failing, order, succeeded = keysOf(t)
+  local _, failing, order, succeeded = keysOf(t)
+  local summary = summaryOf(t)
   local at = tonumber(atText)
-  later(state, 'a', at, atText)
+  later(summary, 'a', at, atText)
   if ok == '1' then
-    later(state, 's', at, atText)
-    local fs = redis.call('HGET', state, 'f')
-    if fs and tonumber(fs) <= at then
-      local last = redis.call('HGET', state, 'a')
-      if tonumber(last) > at then redis.call('HSET', state, 'f', last)
-      else redis.call('HDEL', state, 'f') end
+    later(summary, 's', at, atText)
+    if summary.f and tonumber(summary.f) <= at then
+      summary.f = tonumber(summary.a) > at and summary.a or nil
     end
-    if hasKey == '1' and not failedAfter(failing, id, at) then
-      redis.call('HDEL', failing, id)
-      redis.call('ZREM', order, id)
+    if hasKey ~= '1' then return end
+    if summary.failingCount > 0 then
+      local line = redis.call('HGET', failing, id)
+      if line and tonumber(string.match(line, '^[^|]*|[^|]*|([^|]*)|')) <= at then
+        redis.call('HDEL', failing, id)
+        redis.call('ZREM', order, id)
+      end
     end
-    if hasKey == '1' then
-      local won = redis.call('ZSCORE', succeeded, id)
-      if not won or tonumber(won) < at then redis.call('ZADD', succeeded, atText, id) end
+    if redis.call('ZADD', succeeded, 'NX', atText, id) == 0 then
+      if tonumber(redis.call('ZSCORE', succeeded, id)) < at then
+        redis.call('ZADD', succeeded, atText, id)
+      end
     end
     return
   end
-  local ls = redis.call('HGET', state, 's')
-  if not ls or at > tonumber(ls) then
-    local fs = redis.call('HGET', state, 'f')
-    if not fs or at < tonumber(fs) then redis.call('HSET', state, 'f', atText) end
+  if not summary.s or at > tonumber(summary.s) then
+    if not summary.f or at < tonumber(summary.f) then summary.f = atText end
   end
   if hasKey ~= '1' then return end
   local won = redis.call('ZSCORE', succeeded, id)
@@ -263,9 +279,24 @@ local function keep(t, atText, ok, hasKey, id, sent)
     seen = tonumber(n) + 1
     if tonumber(l) >= at then last = l end
     sent = s
+  else
+    summary.failingCount = summary.failingCount + 1
   end
   redis.call('HSET', failing, id, first .. '|' .. seen .. '|' .. last .. '|' .. sent)
   redis.call('ZADD', order, first, id)
+end
+local function writeSummary(t)
+  local summary = summaries[t]
+  local fields = {}
+  for _, field in ipairs({ 's', 'a', 'f' }) do
+    if summary[field] then
+      fields[#fields + 1] = field
+      fields[#fields + 1] = summary[field]
+    end
+  end
+  local state = keysOf(t)
+  if #fields > 0 then redis.call('HSET', state, unpack(fields)) end
+  if summary.hadF and not summary.f then redis.call('HDEL', state, 'f') end
 end
 local function forget(failing, ids)
   for _, id in ipairs(ids) do redis.call('HDEL', failing, id) end
@@ -291,6 +322,7 @@ for i = 0, tonumber(ARGV[6]) - 1 do
   if not touched[t] then touched[t] = true; list[#list + 1] = t end
 end
 for _, t in ipairs(list) do
+  writeSummary(t)
   prune(t)
   local state, failing, order, succeeded = keysOf(t)
   redis.call('PEXPIRE', state, keepSummaryMs)

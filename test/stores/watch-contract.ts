@@ -5,11 +5,14 @@
  * failing time of a failure after it, failing deliveries
  * forgotten past keepMs and past maxFailing, a tenant's summary kept past the platform's disable
  * span (docs/platform.md) while its failing deliveries expire, tenants kept apart whatever their
- * code units.
+ * code units; and, for any notes in any batches, what the reference steps of
+ * src/stores/memory-watch.ts keep.
  * @module
  */
 
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MemoryWatch } from '../../src/stores/memory-watch.js';
 import type { IdempotencyStore } from '../../src/stores/types.js';
 import { WATCHDOG_DEFAULTS } from '../../src/defaults.js';
 import type { AnswerNote, WatchBatch, WatchState } from '../../src/watchdog/types.js';
@@ -190,6 +193,26 @@ export function describeWatchContract(
       attemptsSeen: 1,
       lastAttemptAt: T + 2000,
     };
+
+    it('clears a key whose failure and later success come in one batch', async () => {
+      // A retry answered 2xx within the same second (or the same 1 000 answers) as its failure.
+      await write([failed('k1', T), succeeded('k1', T + 1)]);
+      const state = await read('', T + 1);
+      expect(state.failing).toEqual([]);
+      expect(state.failingSince).toBeUndefined();
+    });
+
+    it('remembers the latest of two successes of a key, whichever came first', async () => {
+      // A late failure between them is ignored for its delivery: the key succeeded after it.
+      for (const [key, order] of [
+        ['k1', [T + 10 * MINUTE, T + MINUTE]],
+        ['k2', [T + MINUTE, T + 10 * MINUTE]],
+      ] as const) {
+        for (const at of order) await write([succeeded(key, at)]);
+        await write([failed(key, T + 5 * MINUTE)]);
+      }
+      expect((await read('', T + 10 * MINUTE)).failing).toEqual([]);
+    });
 
     it('keeps a key failing when a late success of it comes in a batch after a later failure', async () => {
       // A 409 `conflict` at T + 2000 for another body under a key that succeeded at T + 1000,
@@ -395,5 +418,71 @@ export function describeWatchContract(
       const after = await read('', T + 10);
       expect(after.failing.map((one) => one.key)).toEqual(keys.slice(1));
     });
+
+    it('keeps, for any notes in any batches, what the reference steps keep', async () => {
+      await fc.assert(
+        fc.asyncProperty(batchesOfNotes, async ({ batches, maxFailing }) => {
+          const reference = new MemoryWatch();
+          const under = await makeStore();
+          try {
+            for (const { notes, now } of batches) {
+              const batch = { notes, keepMs: HOUR, keepSummaryMs, maxFailing, now };
+              reference.watch(batch);
+              await under.store.watch!(batch);
+              for (const scope of SCOPES) {
+                const reading = { ...batch, notes: [], read: scope };
+                expect(await under.store.watch!(reading)).toEqual(reference.watch(reading));
+              }
+            }
+          } finally {
+            await under.cleanup();
+          }
+        }),
+        { numRuns: 40 },
+      );
+    });
   });
 }
+
+/** The tenants of {@link batchesOfNotes}. */
+const SCOPES = ['', 'school-2'];
+
+/**
+ * Batches of notes of a few keys in two tenants, each note at a time of its own (so no order
+ * between two of one time is left to a store), out of order within and across batches, over
+ * more than keepMs; and a maxFailing some batches exceed.
+ */
+const batchesOfNotes = fc
+  .record({
+    times: fc.uniqueArray(fc.integer({ min: 0, max: 2 * HOUR }), { minLength: 1, maxLength: 40 }),
+    maxFailing: fc.integer({ min: 1, max: 6 }),
+  })
+  .chain(({ times, maxFailing }) =>
+    fc.record({
+      maxFailing: fc.constant(maxFailing),
+      notes: fc.tuple(
+        ...times.map((offset) =>
+          fc.record({
+            scope: fc.constantFrom(...SCOPES),
+            at: fc.constant(T + offset),
+            ok: fc.boolean(),
+            key: fc.option(fc.constantFrom('k1', 'k2', 'k3', 'k4', 'k5'), { nil: undefined }),
+            event: fc.constant('PaymentCompleted'),
+          }),
+        ),
+      ),
+      cuts: fc.array(fc.integer({ min: 1, max: times.length }), { maxLength: 5 }),
+    }),
+  )
+  .map(({ maxFailing, notes, cuts }) => {
+    const ends = [...new Set([...cuts, notes.length])].sort((a, b) => a - b);
+    let from = 0;
+    let now = T;
+    const batches = ends.map((to) => {
+      const slice: AnswerNote[] = notes.slice(from, to);
+      from = to;
+      now = Math.max(now, ...slice.map((note) => note.at));
+      return { notes: slice, now };
+    });
+    return { batches, maxFailing };
+  });
