@@ -1,8 +1,10 @@
 /**
- * The two measures every bench process shares: CPU time, and the median.
+ * The measures the bench processes share: CPU time (this process's, and the Postgres server's
+ * when it runs on this machine), and the median.
  * @module
  */
 
+import { readdirSync, readFileSync } from 'node:fs';
 import process from 'node:process';
 
 /**
@@ -20,4 +22,31 @@ export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Linux's clock ticks per second, in which /proc/<pid>/stat counts CPU time. */
+const TICKS_PER_SECOND = 100;
+
+/** The CPU time of every `postgres` process of this machine so far, in ms (0 off Linux). */
+export function postgresCpuMs(): number {
+  let ms = 0;
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return 0;
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      if (!name.startsWith('postgres')) continue;
+      // utime and stime: the 14th and 15th fields, the 12th and 13th after the name.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ms += ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+    } catch {
+      // A process that ended meanwhile.
+    }
+  }
+  return ms;
 }

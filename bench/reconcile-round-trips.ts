@@ -11,7 +11,6 @@
  * @module
  */
 
-import { readdirSync, readFileSync } from 'node:fs';
 import process from 'node:process';
 import pg from 'pg';
 import { createSchoolApi } from '../src/api/index.js';
@@ -19,38 +18,12 @@ import { createReconciler } from '../src/reconcile/index.js';
 import { postgresStore } from '../src/stores/postgres.js';
 import { createMockSchoolApi } from '../src/testing/mock-school-api.js';
 import { randomTag } from './bodies.js';
+import { postgresCpuMs } from './measure.js';
 import { paidInvoicePages, paidInvoicesOverADay } from './paid-invoices.js';
 
 const INVOICES = Number(process.env.INVOICES ?? 5000);
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const API_KEY = 'sk_bench_round_trips';
-/** Linux's clock ticks per second, in which /proc/<pid>/stat counts CPU time. */
-const TICKS_PER_SECOND = 100;
-
-/** The CPU time of every `postgres` process of this machine so far, in ms (0 off Linux). */
-function postgresCpuMs(): number {
-  let ms = 0;
-  let pids: string[];
-  try {
-    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
-  } catch {
-    return 0;
-  }
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      if (!name.startsWith('postgres')) continue;
-      // utime and stime: the 14th and 15th fields, the 12th and 13th after the name.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ms += ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-    } catch {
-      // A process that ended meanwhile.
-    }
-  }
-  return ms;
-}
-
 /** A query's kind: its first words, or `claim` for the store's claim (it opens with BEGIN ISOLATION). */
 function kindOf(text: string): string {
   if (text.startsWith('BEGIN ISOLATION')) return 'claim (BEGIN; locks; state)';

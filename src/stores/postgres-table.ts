@@ -97,8 +97,9 @@ function besideTableOf(name: string, suffix: string): string {
 /**
  * The statements that create the keys' table and the entities' and the watchdog's beside it,
  * with their expiry indexes, `IF NOT EXISTS`. The watchdog's has a row a tenant (`tenant_row`,
- * `key` '') and one a delivery answered non-2xx or lately 2xx (`key` its storage key, `sent` the
- * JSON of its key and event as they came, `success_at` its latest success).
+ * `key` '', `sent` the JSON of the deliveries that only succeeded lately) and one a delivery
+ * answered non-2xx (`key` its storage key, `sent` the JSON of its key and event as they came,
+ * `success_at` its latest success).
  */
 export function tableDdl({ quoted, index, entities, watch }: StoreTables): string {
   return (

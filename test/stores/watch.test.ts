@@ -15,7 +15,7 @@ import { postgresStore, postgresStoreSql } from '../../src/stores/postgres.js';
 import { watchTableOf } from '../../src/stores/postgres-table.js';
 import { redisStore } from '../../src/stores/redis.js';
 import type { IdempotencyStore } from '../../src/stores/types.js';
-import type { WatchBatch } from '../../src/watchdog/types.js';
+import type { AnswerNote, WatchBatch } from '../../src/watchdog/types.js';
 import { createWatchdog } from '../../src/watchdog/index.js';
 import { fixtureDelivery, SECRET } from '../helpers/deliveries.js';
 import {
@@ -128,6 +128,24 @@ describeWatchContract(
 );
 
 const fail = (key: string, at: number, scope = '') => ({ scope, at, ok: false, key, event: 'E' });
+const ok = (key: string, at: number, scope = ''): AnswerNote => ({
+  scope,
+  at,
+  ok: true,
+  key,
+  event: 'E',
+});
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/** The live rows of postgresStore table `name`'s watchdog table, the tenants' first. */
+async function watchRows(name: string) {
+  const { rows } = await pool.query<{ key: string; tenant_row: boolean }>(
+    `SELECT key, tenant_row FROM "${watchTableOf(name)}" WHERE expires_at > clock_timestamp() ` +
+      'ORDER BY tenant_row DESC, key',
+  );
+  return rows;
+}
 
 describe("redisStore's watch keys", () => {
   it('are four under the tenant hash tag, the failing and succeeded ones expiring keepMs after the last write and the summary keepSummaryMs after, with no more than maxFailing', async () => {
@@ -269,6 +287,79 @@ describe("postgresStore's watch table", () => {
     });
     expect(state?.failing.map((one) => one.key)).toEqual(['k']);
     expect(await exists()).toBe(watchTableOf(name));
+  });
+
+  it('keeps the deliveries that only succeeded in the tenant row, not a row each', async () => {
+    const name = table();
+    const store = postgresStore({ pool, table: name });
+    const batch = (notes: AnswerNote[], read?: string) =>
+      store.watch!({
+        notes,
+        keepMs: HOUR_MS,
+        keepSummaryMs: DAY_MS,
+        maxFailing: 1000,
+        now: T + 3000,
+        read,
+      });
+    await batch(Array.from({ length: 3000 }, (_, i) => ok(`key-${i}`, T + i)));
+    await batch([fail('failed-once', T + 1), ok('failed-once', T + 2)]);
+    const rows = await watchRows(name);
+    // Before, each success was a row inserted and deleted 1 000 successes later.
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.tenant_row).toBe(true);
+    // The latest 1 000 successes are remembered: a late failure of one of them is ignored,
+    // one of an earlier success (forgotten past maxFailing) is not.
+    const state = await batch([fail('key-2999', T + 10), fail('key-0', T - 1)], '');
+    expect(state?.failing.map((one) => one.key)).toEqual(['key-0']);
+  });
+
+  it('reads a success row of the layout before, and moves it into the tenant row', async () => {
+    const name = table();
+    const store = postgresStore({ pool, table: name });
+    const write = (notes: AnswerNote[], read?: string) =>
+      store.watch!({
+        notes,
+        keepMs: HOUR_MS,
+        keepSummaryMs: DAY_MS,
+        maxFailing: 5,
+        now: T + 60_000,
+        read,
+      });
+    await write([ok('other', T)]);
+    // A delivery that only succeeded, as the layout before this one kept it: a row of its own.
+    await pool.query(
+      `INSERT INTO "${watchTableOf(name)}" (scope, tenant_row, key, sent, success_at, expires_at) ` +
+        `VALUES ('', false, 'k', $1, $2, clock_timestamp() + interval '1 hour')`,
+      [JSON.stringify(['k', '']), T + 10],
+    );
+    // Its late failure is ignored, and its success is kept in the tenant row from then on.
+    const state = await write([fail('k', T + 5)], '');
+    expect(state?.failing).toEqual([]);
+    expect((await watchRows(name)).map((row) => row.key)).toEqual(['']);
+    expect((await write([fail('k', T + 9)], ''))?.failing).toEqual([]);
+    expect((await write([fail('k', T + 11)], ''))?.failing.map((one) => one.key)).toEqual(['k']);
+  });
+
+  it("writes on when a tenant row's successes were changed by hand, forgetting them", async () => {
+    const name = table();
+    const store = postgresStore({ pool, table: name });
+    const write = (notes: AnswerNote[], read?: string) =>
+      store.watch!({
+        notes,
+        keepMs: HOUR_MS,
+        keepSummaryMs: DAY_MS,
+        maxFailing: 5,
+        now: T + 60_000,
+        read,
+      });
+    await write([ok('k', T + 10)]);
+    for (const sent of ['not json', '{"k": 1}', '[["k"]]']) {
+      await pool.query(`UPDATE "${watchTableOf(name)}" SET sent = $1 WHERE tenant_row`, [sent]);
+      const state = await write([fail(`late-${sent}`, T + 5)], '');
+      expect(state?.lastSuccessAt).toBe(T + 10);
+    }
+    const state = await write([fail('k', T + 5)], '');
+    expect(state?.failing.map((one) => one.key)).toContain('k');
   });
 
   it('keeps two processes writing one tenant at once from losing an attempt', async () => {
