@@ -1,5 +1,5 @@
 import { inspect } from 'node:util';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   AdminUserError,
   ApiValidationError,
@@ -479,11 +479,17 @@ describe('retries', () => {
   it("stops at the caller's abort signal, during a backoff too, with the signal's reason", async () => {
     mock.failNext(503);
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 50);
-
-    const outcome = await api()
+    const call = api()
       .createSessionToken({ userId: STUDENT, signal: controller.signal })
       .catch((error: unknown) => error);
+    // Aborted once the first attempt has reached the API (answered 503), within the 250 ms
+    // backoff before the retry: a timer started with the call fired before the request arrived
+    // on a loaded machine, and the test then saw no request at all.
+    await vi.waitFor(() => expect(mock.requests).toHaveLength(1), { interval: 5 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    controller.abort();
+
+    const outcome = await call;
 
     expect(outcome).toBeInstanceOf(DOMException);
     expect((outcome as DOMException).name).toBe('AbortError');
