@@ -532,6 +532,13 @@ function targets(cells: readonly Cell[], inProcess: InProcessResult): Target[] {
     "node adapter + redisStore / the baseline build's",
     1,
   );
+  // The same guarantees as the build before the records: what the rest of the change costs.
+  compare('node-lean', 'node-baseline', "node adapter, no records or notes / the baseline build's");
+  compare(
+    'node-redis-lean',
+    'node-redis-baseline',
+    "node adapter + redisStore, no records or notes / the baseline build's",
+  );
   // Like for like: octokit's own Fetch middleware on the same server as the Fetch and Hono adapters.
   for (const id of ['hono', 'fetch'] as const) {
     compare(id, 'octokit-web', `${id} adapter / (d) octokit's Fetch middleware, same server`, 1);

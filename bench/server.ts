@@ -201,11 +201,18 @@ async function octokitWebServer(): Promise<Server> {
 // schoolhooks: the core with a handler for both events (so each is validated, claimed, run and
 // completed), behind each adapter.
 
+/**
+ * The guarantees a row may switch off (both on by default, as for users): the watchdog's notes,
+ * and the entities' records for reconciliation. Both off, a receiver does what one of the build
+ * before the records (`ab05fea`) did.
+ */
+type Guarantees = Pick<ReceiverOptions, 'watch' | 'recordEntities'>;
+
 async function schoolhooksReceiver(
   store: StoreKind,
   telemetry = false,
   secret: ReceiverOptions['secret'] = BENCH_RECEIVER_OPTIONS.secret,
-  watch = true,
+  guarantees: Guarantees = {},
 ) {
   const { createReceiver } = await import('../src/index.js');
   let storeOption = {};
@@ -230,7 +237,7 @@ async function schoolhooksReceiver(
   const receiver = createReceiver({
     ...BENCH_RECEIVER_OPTIONS,
     secret,
-    watch,
+    ...guarantees,
     ...storeOption,
     ...telemetryOption,
   });
@@ -303,9 +310,13 @@ async function countedPgBoss() {
   };
 }
 
-async function nodeAdapter(store: StoreKind, telemetry = false, watch = true): Promise<Server> {
+async function nodeAdapter(
+  store: StoreKind,
+  telemetry = false,
+  guarantees: Guarantees = {},
+): Promise<Server> {
   const { nodeListener } = await import('../src/adapters/node.js');
-  const receiver = await schoolhooksReceiver(store, telemetry, undefined, watch);
+  const receiver = await schoolhooksReceiver(store, telemetry, undefined, guarantees);
   return createServer(nodeListener(receiver, { path: BENCH_PATH }));
 }
 
@@ -430,11 +441,16 @@ async function honoServer(
   return createAdaptorServer({ fetch }) as Server;
 }
 
+/** The guarantees of the build before the records: no records, no notes for the watchdog. */
+const LEAN: Guarantees = { watch: false, recordEntities: false };
+
 const factories: Record<NodeServerId, () => Promise<Server>> = {
   minimal: minimalServer,
   'minimal-same': minimalSameWork,
   node: () => nodeAdapter('memory'),
-  'node-unwatched': () => nodeAdapter('memory', false, false),
+  'node-unwatched': () => nodeAdapter('memory', false, { watch: false }),
+  'node-lean': () => nodeAdapter('memory', false, LEAN),
+  'node-redis-lean': () => nodeAdapter('redis', false, LEAN),
   'node-tenant': nodeTenantAdapter,
   express: expressAdapter,
   fastify: fastifyAdapter,

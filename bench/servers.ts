@@ -45,9 +45,17 @@ export const SERVER_IDS = [
  * body reading around `receiver.handle()`, to tell the core's cost from an adapter's;
  * `node-baseline` and `node-redis-baseline` are the node adapter of another build
  * (`BENCH_BASELINE`, see bench/README.md) on memoryStore and on redisStore, measured in the same
- * rounds as this one's, to tell whether a change lost speed.
+ * rounds as this one's, to tell whether a change lost speed; `node-lean` and `node-redis-lean` are
+ * this build's with `recordEntities: false, watch: false`, the guarantees of the build before the
+ * records, to tell what those two cost from what the rest of a change does.
  */
-export const DIAGNOSTIC_IDS = ['core', 'node-baseline', 'node-redis-baseline'] as const;
+export const DIAGNOSTIC_IDS = [
+  'core',
+  'node-baseline',
+  'node-redis-baseline',
+  'node-lean',
+  'node-redis-lean',
+] as const;
 export type ServerId = (typeof SERVER_IDS)[number] | (typeof DIAGNOSTIC_IDS)[number];
 /** The rows served by bench/server-web.ts (see {@link ServerSpec.web}); every other is bench/server.ts's. */
 export type WebServerId =
@@ -65,6 +73,8 @@ const MEASURED_AFTER: Partial<Record<ServerId, ServerId>> = {
   core: 'minimal',
   'node-baseline': 'node',
   'node-redis-baseline': 'node-redis',
+  'node-lean': 'node-baseline',
+  'node-redis-lean': 'node-redis-baseline',
   'node-unwatched': 'node',
   'node-tenant': 'node-unwatched',
   octokit: 'node-tenant',
@@ -196,6 +206,14 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
   },
   'node-redis-baseline': {
     label: '(c) the node adapter + redisStore of the baseline build (BENCH_BASELINE)',
+    style: 'schoolhooks',
+  },
+  'node-lean': {
+    label: '(b) node adapter + memoryStore, recordEntities: false, watch: false',
+    style: 'schoolhooks',
+  },
+  'node-redis-lean': {
+    label: '(c) node adapter + redisStore, recordEntities: false, watch: false',
     style: 'schoolhooks',
   },
   core: {
