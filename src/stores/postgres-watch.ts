@@ -173,11 +173,11 @@ export class PostgresWatch {
     }
     if (changed.length > 0) {
       const values = changed.map((key) => {
-        const one = kept.failing.get(key);
+        const { event, firstAttemptAt, attemptsSeen, lastAttemptAt } = kept.failing.get(key)!;
         return (
           `(${scope}, false, ${literal(storageKey(key))}, ` +
-          `${literal(JSON.stringify([key, one?.event ?? '']))}, ${numeral(one?.firstAttemptAt)}, ` +
-          `${numeral(one?.attemptsSeen)}, ${numeral(one?.lastAttemptAt)}, ` +
+          `${literal(JSON.stringify([key, event]))}, ${numeral(firstAttemptAt)}, ` +
+          `${numeral(attemptsSeen)}, ${numeral(lastAttemptAt)}, ` +
           `${numeral(kept.succeeded.get(key))}, ${expires})`
         );
       });

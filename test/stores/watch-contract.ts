@@ -202,6 +202,23 @@ export function describeWatchContract(
       expect(state.failingSince).toBeUndefined();
     });
 
+    it('remembers a late success of a key still failing: a failure before it is ignored', async () => {
+      await write([failed('k1', T + 10 * MINUTE)]);
+      // A success of an earlier attempt, noted late: k1 fails still (its last attempt came after).
+      await write([succeeded('k1', T + 5 * MINUTE)]);
+      await write([failed('k1', T + 3 * MINUTE)]);
+      const [k1] = (await read('', T + 10 * MINUTE)).failing;
+      expect(k1).toMatchObject({ key: 'k1', firstAttemptAt: T + 10 * MINUTE, attemptsSeen: 1 });
+    });
+
+    it("reads a tenant in a batch of another tenant's notes", async () => {
+      // A watchdog of school-1 reading in the call that writes a process's notes of school-2.
+      await write([failed('k1', T, 'school-1')]);
+      const state = await read('school-1', T + 1, [failed('k2', T + 1, 'school-2')]);
+      expect(state.failing.map((one) => one.key)).toEqual(['k1']);
+      expect((await read('school-2', T + 1)).failing.map((one) => one.key)).toEqual(['k2']);
+    });
+
     it('remembers the latest of two successes of a key, whichever came first', async () => {
       // A late failure between them is ignored for its delivery: the key succeeded after it.
       for (const [key, order] of [

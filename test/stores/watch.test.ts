@@ -138,6 +138,14 @@ const ok = (key: string, at: number, scope = ''): AnswerNote => ({
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 
+/** The deliveries that only succeeded, as the tenant row of table `name`'s watchdog table keeps them. */
+async function storedSuccesses(name: string): Promise<unknown> {
+  const { rows } = await pool.query<{ sent: string | null }>(
+    `SELECT sent FROM "${watchTableOf(name)}" WHERE tenant_row`,
+  );
+  return JSON.parse(rows[0]?.sent ?? '[]');
+}
+
 /** The live rows of postgresStore table `name`'s watchdog table, the tenants' first. */
 async function watchRows(name: string) {
   const { rows } = await pool.query<{ key: string; tenant_row: boolean }>(
@@ -325,19 +333,24 @@ describe("postgresStore's watch table", () => {
         now: T + 60_000,
         read,
       });
-    await write([ok('other', T)]);
-    // A delivery that only succeeded, as the layout before this one kept it: a row of its own.
+    await write([ok('other', T), ok('k', T + 20)]);
+    // A delivery that only succeeded, as the layout before this one kept it: a row of its own
+    // (here beside a later success of it in the tenant's row: the latest counts).
     await pool.query(
       `INSERT INTO "${watchTableOf(name)}" (scope, tenant_row, key, sent, success_at, expires_at) ` +
         `VALUES ('', false, 'k', $1, $2, clock_timestamp() + interval '1 hour')`,
       [JSON.stringify(['k', '']), T + 10],
     );
     // Its late failure is ignored, and its success is kept in the tenant row from then on.
-    const state = await write([fail('k', T + 5)], '');
+    const state = await write([fail('k', T + 15)], '');
     expect(state?.failing).toEqual([]);
     expect((await watchRows(name)).map((row) => row.key)).toEqual(['']);
-    expect((await write([fail('k', T + 9)], ''))?.failing).toEqual([]);
-    expect((await write([fail('k', T + 11)], ''))?.failing.map((one) => one.key)).toEqual(['k']);
+    expect(await storedSuccesses(name)).toEqual([
+      ['other', T],
+      ['k', T + 20],
+    ]);
+    expect((await write([fail('k', T + 19)], ''))?.failing).toEqual([]);
+    expect((await write([fail('k', T + 21)], ''))?.failing.map((one) => one.key)).toEqual(['k']);
   });
 
   it("writes on when a tenant row's successes were changed by hand, forgetting them", async () => {
@@ -353,10 +366,11 @@ describe("postgresStore's watch table", () => {
         read,
       });
     await write([ok('k', T + 10)]);
-    for (const sent of ['not json', '{"k": 1}', '[["k"]]']) {
+    for (const sent of ['not json', '{"k": 1}', '[["k"]]', '[["k", "10"], [1, 10]]']) {
       await pool.query(`UPDATE "${watchTableOf(name)}" SET sent = $1 WHERE tenant_row`, [sent]);
       const state = await write([fail(`late-${sent}`, T + 5)], '');
       expect(state?.lastSuccessAt).toBe(T + 10);
+      expect(await storedSuccesses(name)).toEqual([]);
     }
     const state = await write([fail('k', T + 5)], '');
     expect(state?.failing.map((one) => one.key)).toContain('k');
