@@ -101,6 +101,8 @@ export function describeWatchContract(
       await write([failed('k1', T, 'school-1')]);
       const state = await read('school-2');
       expect(state).toEqual({ failing: [] });
+      // Also when the read comes with another tenant's notes.
+      expect(await read('school-3', T, [failed('k2', T, 'school-1')])).toEqual({ failing: [] });
       expect(state.lastAttemptAt).toBeUndefined();
       expect(state.lastSuccessAt).toBeUndefined();
       expect(state.failingSince).toBeUndefined();

@@ -366,7 +366,7 @@ describe("postgresStore's watch table", () => {
         read,
       });
     await write([ok('k', T + 10)]);
-    for (const sent of ['not json', '{"k": 1}', '[["k"]]', '[["k", "10"], [1, 10]]']) {
+    for (const sent of ['not json', '{"k": 1}', '[["k"]]', `[["k", "10"], [1, ${T + 10}]]`]) {
       await pool.query(`UPDATE "${watchTableOf(name)}" SET sent = $1 WHERE tenant_row`, [sent]);
       const state = await write([fail(`late-${sent}`, T + 5)], '');
       expect(state?.lastSuccessAt).toBe(T + 10);
