@@ -138,6 +138,16 @@ const ok = (key: string, at: number, scope = ''): AnswerNote => ({
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 
+/**
+ * A postgresStore on table `name`, and a call of its `watch` with `notes` (reading tenant `read`
+ * when given): an hour's keepMs, a day's keepSummaryMs, and `maxFailing` and `now` as given.
+ */
+function watchWriter(name: string, { maxFailing, now }: { maxFailing: number; now: number }) {
+  const store = postgresStore({ pool, table: name });
+  return (notes: AnswerNote[], read?: string) =>
+    store.watch!({ notes, keepMs: HOUR_MS, keepSummaryMs: DAY_MS, maxFailing, now, read });
+}
+
 /** The deliveries that only succeeded, as the tenant row of table `name`'s watchdog table keeps them. */
 async function storedSuccesses(name: string): Promise<unknown> {
   const { rows } = await pool.query<{ sent: string | null }>(
@@ -299,16 +309,7 @@ describe("postgresStore's watch table", () => {
 
   it('keeps the deliveries that only succeeded in the tenant row, not a row each', async () => {
     const name = table();
-    const store = postgresStore({ pool, table: name });
-    const batch = (notes: AnswerNote[], read?: string) =>
-      store.watch!({
-        notes,
-        keepMs: HOUR_MS,
-        keepSummaryMs: DAY_MS,
-        maxFailing: 1000,
-        now: T + 3000,
-        read,
-      });
+    const batch = watchWriter(name, { maxFailing: 1000, now: T + 3000 });
     await batch(Array.from({ length: 3000 }, (_, i) => ok(`key-${i}`, T + i)));
     await batch([fail('failed-once', T + 1), ok('failed-once', T + 2)]);
     const rows = await watchRows(name);
@@ -323,16 +324,7 @@ describe("postgresStore's watch table", () => {
 
   it('reads a success row of the layout before, and moves it into the tenant row', async () => {
     const name = table();
-    const store = postgresStore({ pool, table: name });
-    const write = (notes: AnswerNote[], read?: string) =>
-      store.watch!({
-        notes,
-        keepMs: HOUR_MS,
-        keepSummaryMs: DAY_MS,
-        maxFailing: 5,
-        now: T + 60_000,
-        read,
-      });
+    const write = watchWriter(name, { maxFailing: 5, now: T + 60_000 });
     await write([ok('other', T), ok('k', T + 20)]);
     // A delivery that only succeeded, as the layout before this one kept it: a row of its own
     // (here beside a later success of it in the tenant's row: the latest counts).
@@ -355,16 +347,7 @@ describe("postgresStore's watch table", () => {
 
   it("writes on when a tenant row's successes were changed by hand, forgetting them", async () => {
     const name = table();
-    const store = postgresStore({ pool, table: name });
-    const write = (notes: AnswerNote[], read?: string) =>
-      store.watch!({
-        notes,
-        keepMs: HOUR_MS,
-        keepSummaryMs: DAY_MS,
-        maxFailing: 5,
-        now: T + 60_000,
-        read,
-      });
+    const write = watchWriter(name, { maxFailing: 5, now: T + 60_000 });
     await write([ok('k', T + 10)]);
     for (const sent of ['not json', '{"k": 1}', '[["k"]]', `[["k", "10"], [1, ${T + 10}]]`]) {
       await pool.query(`UPDATE "${watchTableOf(name)}" SET sent = $1 WHERE tenant_row`, [sent]);
