@@ -98,16 +98,18 @@ async function measure(
   }
   for (const build of builds) {
     const all = rounds.get(build.name)!;
+    const server = median(all.map((one) => one.server)).toFixed(2);
+    const wall = median(all.map((one) => one.wall)).toFixed(2);
     console.log(
-      `  ${label} (${build.name}): ${median(all.map((one) => one.server)).toFixed(2)} µs of ${serverWhat} ` +
-        `and ${median(all.map((one) => one.wall)).toFixed(2)} µs of wall time a note`,
+      `  ${label} (${build.name}): ${server} µs of ${serverWhat} and ${wall} µs of wall time a note`,
     );
   }
   if (builds.length === 2) {
     const [now, before] = builds.map((build) => rounds.get(build.name)!);
     const ratios = now!.map((one, i) => one.server / before![i]!.server);
+    const each = ratios.map((ratio) => ratio.toFixed(2)).join(', ');
     console.log(
-      `  ${label}: this build ÷ baseline, ${serverWhat}: ${median(ratios).toFixed(2)} (rounds ${ratios.map((x) => x.toFixed(2)).join(', ')})`,
+      `  ${label}: this build ÷ baseline, ${serverWhat}: ${median(ratios).toFixed(2)} (rounds ${each})`,
     );
   }
 }
@@ -115,9 +117,8 @@ async function measure(
 const builds = [await buildAt('this build', resolve(import.meta.dirname, '..'))];
 const baseline = process.env.WATCH_BENCH_BASELINE;
 if (baseline) builds.push(await buildAt('baseline', baseline));
-console.log(
-  `watch writes: ${NOTES} notes a batch, ${FAIL_EVERY ? `one in ${FAIL_EVERY} a failure` : 'every one a success'}`,
-);
+const answers = FAIL_EVERY ? `one in ${FAIL_EVERY} a failure` : 'every one a success';
+console.log(`watch writes: ${NOTES} notes a batch, ${answers}`);
 
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });

@@ -16,14 +16,13 @@
  * failure must not count one failing again) are kept with their latest success: in its row's
  * `success_at` for a delivery that also failed after it, else in the tenant row's `sent`, as the
  * JSON of `[[key, success], …]`. Not a row each: most deliveries only succeed, and a row inserted
- * for each and deleted 1 000 successes later cost Postgres about 22 µs of CPU a delivery, against
- * 1.3 µs in the tenant's row (docs/maintainers/benchmarks.md). They
- * are forgotten as the failing ones are: keepMs after their success, and past `maxFailing`
- * successes a tenant, the earliest first. A row of a delivery that only succeeded (`first_at`,
- * `seen` and `last_at` NULL: the layout before this one, never released) is read as such a success
- * and moved into the tenant's row at the next write. The tenant's row needs no other field: a late
- * success moves the failing time to the last attempt (src/stores/memory-watch.ts), which it keeps
- * already.
+ * for each and deleted 1 000 successes later cost Postgres about 23 µs of CPU a delivery, against
+ * 1.7 µs in the tenant's row (docs/maintainers/benchmarks.md). They are forgotten as the failing
+ * ones are: keepMs after their success, and past `maxFailing` successes a tenant, the earliest
+ * first. A row of a delivery that only succeeded (`first_at`, `seen` and `last_at` NULL: the layout
+ * before this one, never released) is read as such a success and moved into the tenant's row at
+ * the next write. The tenant's row needs no other field: a late success moves the failing time to
+ * the last attempt (src/stores/memory-watch.ts), which it keeps already.
  * @module
  */
 
@@ -230,7 +229,7 @@ function loadRows(rows: readonly WatchRow[]): Map<string, Loaded> {
 
 /**
  * The deliveries that only succeeded, from a tenant row's `sent`: `[[key, success], …]` as written
- * here; none for NULL (nothing kept, or a row an earlier version wrote) or anything else: a row
+ * here; none for NULL (nothing kept, or a tenant row of the layout before) or anything else: a row
  * changed by hand costs the watchdog its memory of recent successes, never every write after.
  */
 function succeededOnlyOf(sent: string | null): [string, number][] {
@@ -247,7 +246,10 @@ function succeededOnlyOf(sent: string | null): [string, number][] {
   );
 }
 
-/** Keeps `at` as `key`'s latest success (an earlier version's row and the tenant's may both hold one). */
+/**
+ * Keeps `at` as `key`'s latest success (a row of the layout before and the tenant's row may both
+ * hold one).
+ */
 function succeeded(kept: Kept, key: string, at: number): void {
   kept.succeeded.set(key, Math.max(kept.succeeded.get(key) ?? at, at));
 }

@@ -217,10 +217,10 @@ export function checkedValue(value: string): string {
  * A note is one or two commands, not a dozen: a tenant's summary is read once a call (with the
  * number of its failing deliveries, counted up as failures come and not down, so a success looks
  * for its key among them only when there may be some), kept in Lua as the notes go, and written
- * once; a success's key is added to `…:succeeded`
- * with `NX`, read back only when it was there already. The script blocks Redis while it runs, and
- * it runs with up to 1 000 notes (src/watchdog/answer-notes.ts): about 3 ms, where a dozen
- * commands a note took 6 (bench/watch-writes.ts).
+ * once; a success's key is added to `…:watch-succeeded` with `NX`, read back only when it was
+ * there already. The script blocks Redis while it runs, and it runs with up to 1 000 notes
+ * (src/watchdog/answer-notes.ts): about 3 ms, where a dozen commands a note took 6
+ * (bench/watch-writes.ts).
  */
 export const WATCH = script(`
 local since, maxFailing, keepMs, keepSummaryMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
