@@ -83,7 +83,7 @@ export function keepNote(kept: Kept, { at, ok, key, event }: AnswerNote): void {
     if (key !== undefined) {
       // A failure after this success (its note came first) keeps the delivery failing.
       if ((kept.failing.get(key)?.lastAttemptAt ?? at) <= at) kept.failing.delete(key);
-      kept.succeeded.set(key, Math.max(kept.succeeded.get(key) ?? at, at));
+      keepSuccess(kept, key, at);
     }
     return;
   }
@@ -102,6 +102,11 @@ export function keepNote(kept: Kept, { at, ok, key, event }: AnswerNote): void {
     attemptsSeen: (before?.attemptsSeen ?? 0) + 1,
     lastAttemptAt: Math.max(before?.lastAttemptAt ?? at, at),
   });
+}
+
+/** Keeps `at` as `key`'s success unless a later one is kept: a key's latest success counts. */
+export function keepSuccess(kept: Kept, key: string, at: number): void {
+  kept.succeeded.set(key, Math.max(kept.succeeded.get(key) ?? at, at));
 }
 
 /**

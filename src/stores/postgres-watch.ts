@@ -29,7 +29,14 @@
 // Types only: importing this file never loads pg.
 import type { Pool, PoolClient } from 'pg';
 import type { FailingDelivery, WatchBatch, WatchState } from '../watchdog/types.js';
-import { emptyKept, keepNote, pruneKept, stateOfKept, type Kept } from './memory-watch.js';
+import {
+  emptyKept,
+  keepNote,
+  keepSuccess,
+  pruneKept,
+  stateOfKept,
+  type Kept,
+} from './memory-watch.js';
 import type { TableName } from './postgres-table.js';
 import { storageKey } from './storage-key.js';
 
@@ -204,12 +211,12 @@ function loadRows(rows: readonly WatchRow[]): Map<string, Loaded> {
       one.kept.lastSuccessAt = row.success_at ?? undefined;
       one.kept.lastAttemptAt = row.attempt_at ?? undefined;
       one.kept.failingSince = row.failing_since ?? undefined;
-      for (const [key, at] of succeededOnlyOf(row.sent)) succeeded(one.kept, key, at);
+      for (const [key, at] of succeededOnlyOf(row.sent)) keepSuccess(one.kept, key, at);
       continue;
     }
     const [key, event] = JSON.parse(row.sent ?? '[]') as [string, string];
     if (row.success_at !== null) {
-      succeeded(one.kept, key, row.success_at);
+      keepSuccess(one.kept, key, row.success_at);
       (one.beforeSucceeded as Map<string, number>).set(key, row.success_at);
     }
     // A row of a delivery that only succeeded is no failing delivery.
@@ -244,14 +251,6 @@ function succeededOnlyOf(sent: string | null): [string, number][] {
     (entry): entry is [string, number] =>
       Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number',
   );
-}
-
-/**
- * Keeps `at` as `key`'s latest success (a row of the layout before and the tenant's row may both
- * hold one).
- */
-function succeeded(kept: Kept, key: string, at: number): void {
-  kept.succeeded.set(key, Math.max(kept.succeeded.get(key) ?? at, at));
 }
 
 /** A number as an SQL literal (`NULL` for none). */

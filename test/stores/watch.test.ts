@@ -64,10 +64,11 @@ afterAll(async () => {
   await database?.close();
 });
 
-describeWatchContract('memoryStore', async () => ({
-  store: memoryStore(),
-  cleanup: async () => {},
-}));
+describeWatchContract(
+  'memoryStore',
+  async () => ({ store: memoryStore(), cleanup: async () => {} }),
+  { reference: true },
+);
 /** The PTTL of the watch keys under `keyPrefix` of a tenant (a plain name, escaped as itself). */
 async function redisLifetimes(keyPrefix: string, scope: string) {
   const base = `${keyPrefix}{watch:${scope}}:`;
