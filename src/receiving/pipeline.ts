@@ -51,7 +51,7 @@ import {
   type HandlersResult,
 } from './run-handlers.js';
 import { DeliveryClaims, type Claimed } from '../keys/delivery-claims.js';
-import type { SecretSource } from './secret-source.js';
+import type { SecretSource, TenantSecrets } from './secret-source.js';
 import type { Fingerprint, RawBody, Verifier } from '../platform/signature.js';
 import { signatureFailureOf } from '../platform/signature-failure.js';
 import type { IdempotencyStore } from '../stores/types.js';
@@ -310,12 +310,14 @@ export class DeliveryPipeline {
   /**
    * Step 3, secrets: the verifier of the receiver's secrets, or of the tenant's (looked up, or
    * cached): 404 `unknown_tenant` for a tenant that has none, 503 `secret_unavailable` when the
-   * lookup fails, outlasts its bound or gives an unusable secret.
+   * lookup fails, outlasts its bound or gives an unusable secret. The receiver's own secrets are
+   * given at once, without a promise (docs/decisions.md: what it saves).
    */
-  findSecrets = async (
+  findSecrets = (
     body: RawBody,
-    { tenant, tenantUnread }: Arrival,
-  ): Promise<Keyed | DeliveryOutcome> => {
+    arrival: Arrival,
+  ): Keyed | DeliveryOutcome | Promise<Keyed | DeliveryOutcome> => {
+    const { tenant, tenantUnread } = arrival;
     if (tenantUnread !== undefined) {
       const { cause } = tenantUnread;
       const why = withCauses(
@@ -332,7 +334,17 @@ export class DeliveryPipeline {
       return DeliveryOutcome.beforeEvent('unknown_tenant', new UnknownTenantError(tenant, why));
     }
     const source = this.#config.secretSource;
-    if (!source.perTenant) return { body, verifier: source.verifier };
+    return source.perTenant
+      ? this.#tenantSecrets(body, source, tenant)
+      : { body, verifier: source.verifier };
+  };
+
+  /** Step 3 for a receiver whose secrets are a lookup: the tenant's verifier, looked up or cached. */
+  async #tenantSecrets(
+    body: RawBody,
+    source: TenantSecrets,
+    tenant: string | undefined,
+  ): Promise<Keyed | DeliveryOutcome> {
     let verifier: Verifier | undefined;
     try {
       verifier = await source.verifierOf(tenant);
@@ -343,17 +355,20 @@ export class DeliveryPipeline {
       return DeliveryOutcome.beforeEvent('unknown_tenant', new UnknownTenantError(tenant));
     }
     return { body, verifier };
-  };
+  }
 
-  /** Step 4, verify: 401 unless the signature matches a secret; the body's fingerprint if it does. */
-  verify = async (
+  /**
+   * Step 4, verify: 401 unless the signature matches a secret; the body's fingerprint if it does.
+   * A promise only when the verifier gives one (Web Crypto); node:crypto's answers at once.
+   */
+  verify = (
     { body, verifier }: Keyed,
     { signature }: Arrival,
-  ): Promise<Verified | DeliveryOutcome> => {
-    const fingerprint = await verifier.verify(body, signature);
-    return fingerprint === undefined
-      ? signatureRefused(signature)
-      : { body, verifier, fingerprint };
+  ): Verified | DeliveryOutcome | Promise<Verified | DeliveryOutcome> => {
+    const verified = (fingerprint: Fingerprint | undefined): Verified | DeliveryOutcome =>
+      fingerprint === undefined ? signatureRefused(signature) : { body, verifier, fingerprint };
+    const fingerprint = verifier.verify(body, signature);
+    return returnedPromise(fingerprint) ? fingerprint.then(verified) : verified(fingerprint);
   };
 
   /** Step 5, parse: 400 unless the body is JSON with a valid envelope. */
