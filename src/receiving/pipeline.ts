@@ -277,25 +277,25 @@ export class DeliveryPipeline {
   /**
    * Step 2, body: the raw bytes, read up to maxBodyBytes when the adapter gave a reader; 413
    * beyond it, 500 `body_unavailable` when a body parser took them, 400 when the client broke
-   * the stream mid-body.
+   * the stream mid-body. A promise only while a reader reads (docs/decisions.md: what it saves).
    */
-  readBody = async ({
+  readBody = ({
     headers,
     body,
     rawBodyFix,
-  }: PipelineRequest): Promise<RawBody | DeliveryOutcome> => {
+  }: PipelineRequest): RawBody | DeliveryOutcome | Promise<RawBody | DeliveryOutcome> => {
     const { maxBodyBytes } = this.#config;
     if (typeof body !== 'function') return this.#usableBody(body, rawBodyFix);
     // A body announced as too large is refused before any of it is read.
     if ((declaredLength(headers) ?? 0) > maxBodyBytes) return tooLarge(maxBodyBytes);
-    let read: unknown;
+    let reading: Promise<unknown>;
     try {
-      read = await (body as (limit: number) => Promise<unknown>)(maxBodyBytes);
+      reading = Promise.resolve((body as (limit: number) => Promise<unknown>)(maxBodyBytes));
     } catch (cause) {
       // A reader that throws instead of rejecting is a stream that could not be read all the same.
       return unreadable(cause);
     }
-    return this.#usableBody(read, rawBodyFix);
+    return reading.then((read) => this.#usableBody(read, rawBodyFix), unreadable);
   };
 
   /** What an adapter gave or its reader read: the raw bytes, or why they cannot be used. */
