@@ -7,9 +7,10 @@
  *
  * Each step takes what the step before it gave and gives what the next one takes (the request,
  * then the raw body, then {@link Keyed}, {@link Verified}, {@link Parsed}, {@link Validated}, {@link Claimed}),
- * or the {@link DeliveryOutcome} of the delivery. A step that can wait (for a reader, a lookup, Web Crypto,
- * the store, the handlers, the inbox) is `async`; the others are plain functions. {@link Stages}
- * (below the step types) awaits each in turn.
+ * or the {@link DeliveryOutcome} of the delivery. A step that waits for the store, the handlers or the
+ * inbox is `async`; the body, secrets and verify steps give a promise only while a reader, a lookup
+ * or Web Crypto works (docs/decisions.md says what that saves); the others are plain functions.
+ * {@link Stages} (below the step types) awaits each promise in turn.
  * @module
  */
 
@@ -123,9 +124,10 @@ export type { Claimed } from '../keys/delivery-claims.js';
 // runs them in order, awaiting each promise one gives, until one gives the run's end or the last
 // one has run. A step that throws or rejects rejects the run: the receiver answers that as a
 // faulty store's failure (receiver.ts), so every failure a step can name, it ends the delivery
-// with instead. A step is a plain function (checkRequest, parse) or an `async` one (readBody,
-// claim); only a promise (any thenable) is awaited, so a plain step's value goes on in the same
-// turn (docs/decisions.md says what that saves).
+// with instead. A step is a plain function (checkRequest, parse), an `async` one (claim,
+// dispatch), or gives a promise only when it waits (readBody, findSecrets, verify); only a promise
+// (any thenable) is awaited, so a plain value goes on in the same turn (docs/decisions.md says
+// what that saves).
 
 /**
  * One step of a run: it takes what the step before it gave (and the facts of the run, the same
