@@ -27,7 +27,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { bundleScript, type BundledScript } from '../test/helpers/bundle.js';
 import type { ABSettings } from './builds-ab-run.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -57,8 +57,8 @@ const settings: ABSettings = {
 const out = join(root, 'node_modules', '.cache', 'schoolhooks-bench', 'builds-ab');
 mkdirSync(out, { recursive: true });
 
-/** `checkout`'s receiver and stores, bundled as `<name>.mjs`. */
-async function bundleBuild(checkout: string, name: string): Promise<string> {
+/** `checkout`'s receiver and stores, bundled as one module (its entry written to `<name>-entry.ts`). */
+function bundleBuild(checkout: string, name: string): Promise<BundledScript> {
   const src = join(resolve(checkout), 'src');
   const entry = join(out, `${name}-entry.ts`);
   writeFileSync(
@@ -66,40 +66,21 @@ async function bundleBuild(checkout: string, name: string): Promise<string> {
     `export { createReceiver, memoryStore } from ${JSON.stringify(join(src, 'index.ts'))};\n` +
       `export { redisStore } from ${JSON.stringify(join(src, 'stores', 'redis.ts'))};\n`,
   );
-  const file = join(out, `${name}.mjs`);
-  await build({
-    entryPoints: [entry],
-    outfile: file,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    packages: 'external',
-    logLevel: 'warning',
-  });
-  return file;
+  return bundleScript(entry);
 }
 
-const [before, current] = await Promise.all([
+const bundles = await Promise.all([
   bundleBuild(baseline, 'baseline'),
   bundleBuild(root, 'current'),
+  bundleScript(join(root, 'bench', 'builds-ab-run.ts')),
 ]);
-const runner = join(out, 'run.mjs');
-await build({
-  entryPoints: [join(root, 'bench', 'builds-ab-run.ts')],
-  outfile: runner,
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  packages: 'external',
-  logLevel: 'warning',
-});
-const node = [runner, before, current, JSON.stringify(settings)];
+const [before, current, runner] = bundles.map(({ file }) => file);
+const node = [runner!, before!, current!, JSON.stringify(settings)];
 const pinned = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const [command, argv] = pinned
   ? ['taskset', ['-c', '0', process.execPath, ...node]]
   : [process.execPath, node];
 // From the root: bench/bodies.ts finds fixtures/ under the working directory once bundled.
 const run = spawnSync(command, argv, { cwd: root, stdio: 'inherit' });
+await Promise.all(bundles.map((bundle) => bundle.remove()));
 process.exitCode = run.status ?? 1;
