@@ -317,9 +317,8 @@ export class DeliveryPipeline {
    */
   findSecrets = (
     body: RawBody,
-    arrival: Arrival,
+    { tenant, tenantUnread }: Arrival,
   ): Keyed | DeliveryOutcome | Promise<Keyed | DeliveryOutcome> => {
-    const { tenant, tenantUnread } = arrival;
     if (tenantUnread !== undefined) {
       const { cause } = tenantUnread;
       const why = withCauses(
