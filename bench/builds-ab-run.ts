@@ -15,6 +15,7 @@ import {
   type BodyKind,
   type SignedBody,
 } from './bodies.js';
+import { cpuMicros, median } from './measure.js';
 
 /** What one run measures. */
 export interface ABSettings {
@@ -82,8 +83,7 @@ async function cpuPerDelivery(
     });
     if (result.outcome !== 'processed') throw new Error(`handle() answered ${result.outcome}`);
   }
-  const used = process.cpuUsage(started);
-  return (used.user + used.system) / pool.length;
+  return cpuMicros(started) / pool.length;
 }
 
 const receivers = [
@@ -107,11 +107,6 @@ for (let round = 0; round <= settings.rounds; round++) {
   ratios.push(cost[1]! / cost[0]!);
 }
 await Promise.all(clients.map((client) => client.quit()));
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
 const spread = `${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}`;
 console.log(
   `${settings.kind}, ${settings.store}Store: baseline ${median(costs[0]).toFixed(2)} µs, ` +

@@ -28,6 +28,7 @@ import { dirname, join, resolve } from 'node:path';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 import { bundleScript, type BundledScript } from '../test/helpers/bundle.js';
+import { pinned } from './measure.js';
 import type { ABSettings } from './builds-ab-run.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -76,10 +77,7 @@ const bundles = await Promise.all([
 ]);
 const [before, current, runner] = bundles.map(({ file }) => file);
 const node = [runner!, before!, current!, JSON.stringify(settings)];
-const pinned = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
-const [command, argv] = pinned
-  ? ['taskset', ['-c', '0', process.execPath, ...node]]
-  : [process.execPath, node];
+const [command, argv] = pinned(0, process.execPath, node);
 // From the root: bench/bodies.ts finds fixtures/ under the working directory once bundled.
 const run = spawnSync(command, argv, { cwd: root, stdio: 'inherit' });
 await Promise.all(bundles.map((bundle) => bundle.remove()));

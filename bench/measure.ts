@@ -1,9 +1,10 @@
 /**
  * The measures the bench processes share: CPU time (this process's, and the Postgres server's
- * when it runs on this machine), and the median.
+ * when it runs on this machine), the median, and a command pinned to one core.
  * @module
  */
 
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import process from 'node:process';
 
@@ -22,6 +23,19 @@ export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+let tasksetRuns: boolean | undefined;
+
+/** Whether `taskset` runs here (Linux with util-linux): without it nothing is pinned. Asked once. */
+export function hasTaskset(): boolean {
+  tasksetRuns ??= spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+  return tasksetRuns;
+}
+
+/** `command` and its `args`, pinned to `core` when taskset exists. */
+export function pinned(core: number, command: string, args: string[]): [string, string[]] {
+  return hasTaskset() ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
 }
 
 /** Linux's clock ticks per second, in which /proc/<pid>/stat counts CPU time. */

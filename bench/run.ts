@@ -11,7 +11,7 @@
  * @module
  */
 
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -26,7 +26,7 @@ import {
   type FetchStepSample,
 } from './fetch-steps.js';
 import { formatInProcess, type InProcessResult } from './in-process.js';
-import { median } from './measure.js';
+import { hasTaskset, median, pinned } from './measure.js';
 import type { LoadRequest, LoadResult } from './load.js';
 import {
   DIAGNOSTIC_IDS,
@@ -51,7 +51,6 @@ const LOAD_CORE = 1;
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
-const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 
 /** The binary of each runtime that serves the Fetch rows (Bun and Deno from node_modules/.bin). */
 const missingRuntimes = (['bun', 'deno'] as const).filter(
@@ -98,11 +97,6 @@ async function buildBench(): Promise<void> {
     config: false,
     skipNodeModulesBundle: true,
   });
-}
-
-/** `command` pinned to `core` when taskset exists. */
-function pinned(core: number, command: string, args: string[]): [string, string[]] {
-  return hasTaskset ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
 }
 
 /** Starts a bundled script on Node, pinned to `core` when taskset exists, with an IPC channel. */
@@ -756,12 +750,12 @@ async function main(): Promise<void> {
   const runTag = Math.random().toString(36).slice(2, 10);
   console.log(
     `schoolhooks bench: Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ` +
-      `${hasTaskset ? `servers pinned to core ${SERVER_CORE}, autocannon to core ${LOAD_CORE}` : 'no taskset: nothing pinned'}, ` +
+      `${hasTaskset() ? `servers pinned to core ${SERVER_CORE}, autocannon to core ${LOAD_CORE}` : 'no taskset: nothing pinned'}, ` +
       `load average ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
   );
-  if (!hasTaskset) console.log('note: no taskset here, so servers and load share every core');
+  if (!hasTaskset()) console.log('note: no taskset here, so servers and load share every core');
   for (const runtime of missingRuntimes) {
     console.log(`note: no ${OFFLINE_BINARIES[runtime]}, so the ${runtime} rows are left out`);
   }
