@@ -5,6 +5,7 @@
  * measured in the same repetition; then the in-process costs; then the targets of the issue.
  *
  * Environment: `BENCH_QUICK=1` (one short repetition), `BENCH_REPS`, `BENCH_SECONDS`,
+ * `BENCH_RESTART_EVERY` (servers started anew after every that many rounds),
  * `BENCH_OUT=<file.json>` (all raw figures), `BENCH_ONLY=minimal,node` (a subset of servers), `BENCH_IN_PROCESS=0` (servers only),
  * `BENCH_PROFILE=<dir>` (each server writes a `--cpu-prof` profile there; read one with
  * `tsx bench/top-self-time.ts <file>`), `REDIS_URL` (default redis://127.0.0.1:6379).
@@ -40,6 +41,13 @@ import {
 const QUICK = process.env.BENCH_QUICK === '1';
 /** Rounds: each server is measured once per round, and the median round is reported. */
 const REPS = Number(process.env.BENCH_REPS ?? (QUICK ? 1 : 5));
+/**
+ * `BENCH_RESTART_EVERY=<n>`: every server is started anew (and warmed again) after each n rounds.
+ * Two processes of one build differ by a few percent for as long as they live (the same build
+ * against itself, each started once, measured 0.95 to 1.01 over HTTP), so a comparison of two
+ * builds is only as good as the number of process pairs it averages: restarts give it more.
+ */
+const RESTART_EVERY = Math.max(1, Number(process.env.BENCH_RESTART_EVERY ?? REPS) || REPS);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 /** Requests sent before measuring: enough for V8 to optimise the hot paths of every server. */
 const WARMUP_REQUESTS = QUICK ? 5_000 : 10_000;
@@ -307,6 +315,7 @@ async function startServer(
   id: ServerId,
   kind: BodyKind,
   runTag: string,
+  block: number,
 ): Promise<RunningServer> {
   const profile = process.env.BENCH_PROFILE;
   const profileDir = profile ? `${profile}/${id}-${kind}` : undefined;
@@ -323,8 +332,9 @@ async function startServer(
     child = start(
       SERVER_CORE,
       baseline === undefined ? 'server.ts' : baselineBundle(),
-      // A namespace per server: each server's keys start over, and two on Redis must not meet.
-      [baseline ?? id, `${runTag}-${kind}-${id}`],
+      // A namespace per server and start: each server's keys start over, and two on Redis must
+      // not meet.
+      [baseline ?? id, `${runTag}-${kind}-${id}-${block}`],
       // One file per thread (tsx's loader runs on its own); the largest is the main thread's.
       profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
     );
@@ -767,32 +777,36 @@ async function main(): Promise<void> {
     await receive(loader, 'ready');
     ({ sizes } = await ask<{ sizes: number[] }>(loader, { type: 'prepare' }, 'prepared'));
     for (const kind of BODY_KINDS) {
-      // Every server of this body size runs for all rounds, warmed up once; the rounds take
-      // turns, so a slow moment of the (shared) machine hits every server alike.
-      const servers: RunningServer[] = [];
-      try {
-        for (const id of MEASURED) servers.push(await startServer(loader, id, kind, runTag));
-        const sideBySide = measurementOrder(MEASURED);
-        servers.sort((a, b) => sideBySide.indexOf(a.id) - sideBySide.indexOf(b.id));
-        for (let rep = 0; rep < REPS; rep++) {
-          // A different order each round, so no server always runs first or last; every other
-          // round backwards, so neither server of a pair is always measured first.
-          const order = servers.map((_, i) => servers[(i + rep * 4) % servers.length]!);
-          if (rep % 2 === 1) order.reverse();
-          for (const server of order) {
-            const cell = await measureCell(loader, server, kind, rep);
-            cells.push(cell);
-            console.log(
-              `  ${kind.padEnd(5)} round ${rep + 1}/${REPS} ${server.id.padEnd(12)} ${int(cell.rps).padStart(7)} req/s ` +
-                `p50 ${cell.p50Ms.toFixed(2)} ms p99 ${cell.p99Ms.toFixed(2)} ms, ` +
-                `${cell.cpuUsPerRequest.toFixed(1)} µs CPU/req, core 0 ${(cell.core0Busy * 100).toFixed(0)}% busy, ` +
-                `autocannon ${(cell.loaderCpuShare * 100).toFixed(0)}% of core ${LOAD_CORE}` +
-                (cell.problems.length ? `  !! ${cell.problems.join('; ')}` : ''),
-            );
+      // Every server of this body size runs for a block of rounds (all of them unless
+      // BENCH_RESTART_EVERY), warmed up once; the rounds take turns, so a slow moment of the
+      // (shared) machine hits every server alike.
+      for (let first = 0; first < REPS; first += RESTART_EVERY) {
+        const servers: RunningServer[] = [];
+        try {
+          for (const id of MEASURED)
+            servers.push(await startServer(loader, id, kind, runTag, first));
+          const sideBySide = measurementOrder(MEASURED);
+          servers.sort((a, b) => sideBySide.indexOf(a.id) - sideBySide.indexOf(b.id));
+          for (let rep = first; rep < Math.min(first + RESTART_EVERY, REPS); rep++) {
+            // A different order each round, so no server always runs first or last; every other
+            // round backwards, so neither server of a pair is always measured first.
+            const order = servers.map((_, i) => servers[(i + rep * 4) % servers.length]!);
+            if (rep % 2 === 1) order.reverse();
+            for (const server of order) {
+              const cell = await measureCell(loader, server, kind, rep);
+              cells.push(cell);
+              console.log(
+                `  ${kind.padEnd(5)} round ${rep + 1}/${REPS} ${server.id.padEnd(12)} ${int(cell.rps).padStart(7)} req/s ` +
+                  `p50 ${cell.p50Ms.toFixed(2)} ms p99 ${cell.p99Ms.toFixed(2)} ms, ` +
+                  `${cell.cpuUsPerRequest.toFixed(1)} µs CPU/req, core 0 ${(cell.core0Busy * 100).toFixed(0)}% busy, ` +
+                  `autocannon ${(cell.loaderCpuShare * 100).toFixed(0)}% of core ${LOAD_CORE}` +
+                  (cell.problems.length ? `  !! ${cell.problems.join('; ')}` : ''),
+              );
+            }
           }
+        } finally {
+          for (const server of servers) await stop(server.child);
         }
-      } finally {
-        for (const server of servers) await stop(server.child);
       }
     }
   } finally {
