@@ -47,7 +47,9 @@ export const SERVER_IDS = [
  * (`BENCH_BASELINE`, see bench/README.md) on memoryStore and on redisStore, measured in the same
  * rounds as this one's, to tell whether a change lost speed; `node-lean` and `node-redis-lean` are
  * this build's with `recordEntities: false, watch: false`, the guarantees of the build before the
- * records, to tell what those two cost from what the rest of a change does.
+ * records, to tell what those two cost from what the rest of a change does;
+ * `node-unwatched-baseline` is the baseline build's `node-unwatched`, to tell a change of the
+ * watchdog's notes from the rest.
  */
 export const DIAGNOSTIC_IDS = [
   'core',
@@ -55,6 +57,7 @@ export const DIAGNOSTIC_IDS = [
   'node-redis-baseline',
   'node-lean',
   'node-redis-lean',
+  'node-unwatched-baseline',
 ] as const;
 export type ServerId = (typeof SERVER_IDS)[number] | (typeof DIAGNOSTIC_IDS)[number];
 /** The rows served by bench/server-web.ts (see {@link ServerSpec.web}); every other is bench/server.ts's. */
@@ -76,6 +79,7 @@ const MEASURED_AFTER: Partial<Record<ServerId, ServerId>> = {
   'node-lean': 'node-baseline',
   'node-redis-lean': 'node-redis-baseline',
   'node-unwatched': 'node',
+  'node-unwatched-baseline': 'node-unwatched',
   'node-tenant': 'node-unwatched',
   octokit: 'node-tenant',
   // The rows compared with (a) or with each other, in a chain after it: (h) of node:http first.
@@ -206,6 +210,11 @@ export const SERVERS: Record<ServerId, ServerSpec> = {
   },
   'node-redis-baseline': {
     label: '(c) the node adapter + redisStore of the baseline build (BENCH_BASELINE)',
+    style: 'schoolhooks',
+  },
+  'node-unwatched-baseline': {
+    label:
+      '(b) the node adapter + memoryStore, watch: false, of the baseline build (BENCH_BASELINE)',
     style: 'schoolhooks',
   },
   'node-lean': {
