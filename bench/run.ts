@@ -46,6 +46,7 @@ const REPS = Number(process.env.BENCH_REPS ?? (QUICK ? 1 : 5));
  * Two processes of one build differ by a few percent for as long as they live (the same build
  * against itself, each started once, measured 0.95 to 1.01 over HTTP), so a comparison of two
  * builds is only as good as the number of process pairs it averages: restarts give it more.
+ * With `BENCH_PROFILE`, each start writes a profile of its own.
  */
 const RESTART_EVERY = Math.max(1, Number(process.env.BENCH_RESTART_EVERY ?? REPS) || REPS);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -755,6 +756,47 @@ async function output(
   return out;
 }
 
+/**
+ * Rounds `first` to `last` (excluded) of one body size, on servers started for them: every server
+ * runs for all of these rounds, warmed up once, and the rounds take turns, so a slow moment of
+ * the (shared) machine hits every server alike.
+ */
+async function measureRounds(
+  loader: ChildProcess,
+  kind: BodyKind,
+  runTag: string,
+  first: number,
+  last: number,
+): Promise<Cell[]> {
+  const cells: Cell[] = [];
+  const servers: RunningServer[] = [];
+  try {
+    for (const id of MEASURED) servers.push(await startServer(loader, id, kind, runTag, first));
+    const sideBySide = measurementOrder(MEASURED);
+    servers.sort((a, b) => sideBySide.indexOf(a.id) - sideBySide.indexOf(b.id));
+    for (let rep = first; rep < last; rep++) {
+      // A different order each round, so no server always runs first or last; every other
+      // round backwards, so neither server of a pair is always measured first.
+      const order = servers.map((_, i) => servers[(i + rep * 4) % servers.length]!);
+      if (rep % 2 === 1) order.reverse();
+      for (const server of order) {
+        const cell = await measureCell(loader, server, kind, rep);
+        cells.push(cell);
+        console.log(
+          `  ${kind.padEnd(5)} round ${rep + 1}/${REPS} ${server.id.padEnd(12)} ${int(cell.rps).padStart(7)} req/s ` +
+            `p50 ${cell.p50Ms.toFixed(2)} ms p99 ${cell.p99Ms.toFixed(2)} ms, ` +
+            `${cell.cpuUsPerRequest.toFixed(1)} µs CPU/req, core 0 ${(cell.core0Busy * 100).toFixed(0)}% busy, ` +
+            `autocannon ${(cell.loaderCpuShare * 100).toFixed(0)}% of core ${LOAD_CORE}` +
+            (cell.problems.length ? `  !! ${cell.problems.join('; ')}` : ''),
+        );
+      }
+    }
+  } finally {
+    for (const server of servers) await stop(server.child);
+  }
+  return cells;
+}
+
 async function main(): Promise<void> {
   const startedAt = Date.now();
   const runTag = Math.random().toString(36).slice(2, 10);
@@ -777,36 +819,9 @@ async function main(): Promise<void> {
     await receive(loader, 'ready');
     ({ sizes } = await ask<{ sizes: number[] }>(loader, { type: 'prepare' }, 'prepared'));
     for (const kind of BODY_KINDS) {
-      // Every server of this body size runs for a block of rounds (all of them unless
-      // BENCH_RESTART_EVERY), warmed up once; the rounds take turns, so a slow moment of the
-      // (shared) machine hits every server alike.
       for (let first = 0; first < REPS; first += RESTART_EVERY) {
-        const servers: RunningServer[] = [];
-        try {
-          for (const id of MEASURED)
-            servers.push(await startServer(loader, id, kind, runTag, first));
-          const sideBySide = measurementOrder(MEASURED);
-          servers.sort((a, b) => sideBySide.indexOf(a.id) - sideBySide.indexOf(b.id));
-          for (let rep = first; rep < Math.min(first + RESTART_EVERY, REPS); rep++) {
-            // A different order each round, so no server always runs first or last; every other
-            // round backwards, so neither server of a pair is always measured first.
-            const order = servers.map((_, i) => servers[(i + rep * 4) % servers.length]!);
-            if (rep % 2 === 1) order.reverse();
-            for (const server of order) {
-              const cell = await measureCell(loader, server, kind, rep);
-              cells.push(cell);
-              console.log(
-                `  ${kind.padEnd(5)} round ${rep + 1}/${REPS} ${server.id.padEnd(12)} ${int(cell.rps).padStart(7)} req/s ` +
-                  `p50 ${cell.p50Ms.toFixed(2)} ms p99 ${cell.p99Ms.toFixed(2)} ms, ` +
-                  `${cell.cpuUsPerRequest.toFixed(1)} µs CPU/req, core 0 ${(cell.core0Busy * 100).toFixed(0)}% busy, ` +
-                  `autocannon ${(cell.loaderCpuShare * 100).toFixed(0)}% of core ${LOAD_CORE}` +
-                  (cell.problems.length ? `  !! ${cell.problems.join('; ')}` : ''),
-              );
-            }
-          }
-        } finally {
-          for (const server of servers) await stop(server.child);
-        }
+        const last = Math.min(first + RESTART_EVERY, REPS);
+        cells.push(...(await measureRounds(loader, kind, runTag, first, last)));
       }
     }
   } finally {
