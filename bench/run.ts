@@ -43,9 +43,9 @@ const QUICK = process.env.BENCH_QUICK === '1';
 const REPS = Number(process.env.BENCH_REPS ?? (QUICK ? 1 : 5));
 /**
  * `BENCH_RESTART_EVERY=<n>`: every server is started anew (and warmed again) after each n rounds.
- * Two processes of one build differ by a few percent for as long as they live (the same build
- * against itself, each started once, measured 0.95 to 1.01 over HTTP), so a comparison of two
- * builds is only as good as the number of process pairs it averages: restarts give it more.
+ * Two processes of one build differ by a few percent for as long as they live (bench/README.md,
+ * "Comparing two builds", has the figures), so a comparison of two builds is only as good as the
+ * number of process pairs it averages: restarts give it more.
  * With `BENCH_PROFILE`, each start writes a profile of its own.
  */
 const RESTART_EVERY = Math.max(1, Number(process.env.BENCH_RESTART_EVERY ?? REPS) || REPS);
